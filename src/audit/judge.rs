@@ -1,0 +1,530 @@
+//! The judge: an `Observation` compared with the pin, the lock and the price, as findings.
+//!
+//! Pure functions only. Each check looks at one signal — served identity, upstream, tokenizer,
+//! price, fingerprint, provider lifecycle hints — and says what it saw with the numbers. A pin
+//! that could not be measured gets `inconclusive`, never "ok" and never "drift".
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+
+use crate::audit::{CallResult, Observation};
+use crate::config::{Pin, Price, Probe};
+use crate::finding::{Code, Finding, Severity};
+use crate::lock::{LockedPin, LockedPrice};
+use crate::provider::{ErrorClass, LifecycleHint, Reply, normalize_model_id};
+
+/// How a pin came out of one audit.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum PinStatus {
+    Ok,
+    Warning,
+    Inconclusive,
+    Drift,
+}
+
+impl PinStatus {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PinStatus::Ok => "ok",
+            PinStatus::Warning => "warning",
+            PinStatus::Inconclusive => "inconclusive",
+            PinStatus::Drift => "drift",
+        }
+    }
+
+    /// Drift outranks inconclusive, which outranks warnings.
+    #[must_use]
+    pub fn of(findings: &[Finding]) -> PinStatus {
+        if findings.iter().any(Finding::is_error) {
+            PinStatus::Drift
+        } else if findings.iter().any(|f| f.code == Code::Inconclusive) {
+            PinStatus::Inconclusive
+        } else if findings
+            .iter()
+            .any(|f| f.severity == Some(Severity::Warning))
+        {
+            PinStatus::Warning
+        } else {
+            PinStatus::Ok
+        }
+    }
+}
+
+/// Everything the judge needs about one pin.
+pub struct Case<'a> {
+    pub pin: &'a Pin,
+    /// The pin's probes.
+    pub probes: Vec<&'a Probe>,
+    pub observation: &'a Observation,
+    /// The pin's entry in modelpin.lock, if any.
+    pub locked: Option<&'a LockedPin>,
+    /// `locked`, when it was recorded for the pin's current model: the baseline to judge against.
+    pub baseline: Option<&'a LockedPin>,
+}
+
+impl<'a> Case<'a> {
+    #[must_use]
+    pub fn new(
+        pin: &'a Pin,
+        probes: Vec<&'a Probe>,
+        observation: &'a Observation,
+        locked: Option<&'a LockedPin>,
+    ) -> Case<'a> {
+        Case {
+            pin,
+            probes,
+            observation,
+            locked,
+            baseline: locked.filter(|l| l.model == pin.model),
+        }
+    }
+}
+
+/// All findings for one pin, in a fixed order.
+#[must_use]
+pub fn judge(case: &Case<'_>) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    findings.extend(model_not_found(case.observation));
+    if case.observation.replies().next().is_none() {
+        if findings.is_empty() {
+            findings.push(nothing_measured(case.observation));
+        }
+        return findings;
+    }
+    findings.extend(baseline_notice(case));
+    findings.extend(served_identity(case));
+    findings.extend(upstream(case));
+    findings.extend(tokenizer(case));
+    findings.extend(cost(case));
+    findings.extend(fingerprint(case));
+    findings.extend(sunset(case.observation));
+    findings.extend(unmeasured_probes(case));
+    findings
+}
+
+fn model_not_found(obs: &Observation) -> Option<Finding> {
+    let refused: Vec<_> = obs
+        .calls
+        .iter()
+        .filter_map(|c| match &c.result {
+            CallResult::Rejected(r) if r.class == ErrorClass::NotFound => Some(r),
+            _ => None,
+        })
+        .collect();
+    let first = refused.first()?;
+    Some(Finding::new(
+        Code::ModelNotFound,
+        format!(
+            "the provider says the model does not exist or is gone: {}",
+            first.message
+        ),
+        json!({
+            "status": first.status,
+            "code": first.code,
+            "type": first.error_type,
+            "provider_message": first.message,
+            "request_id": first.request_id,
+            "calls_refused": refused.len(),
+        }),
+    ))
+}
+
+/// Why no call produced an answer, counted by reason.
+fn nothing_measured(obs: &Observation) -> Finding {
+    let reasons = failure_reasons(obs.calls.iter().map(|c| &c.result));
+    let first = reasons
+        .keys()
+        .next()
+        .cloned()
+        .unwrap_or_else(|| "no calls were made".to_owned());
+    Finding::new(
+        Code::Inconclusive,
+        format!("no call succeeded: {first}"),
+        json!({ "reasons": reasons }),
+    )
+}
+
+fn failure_reasons<'a>(results: impl Iterator<Item = &'a CallResult>) -> BTreeMap<String, u64> {
+    let mut reasons = BTreeMap::new();
+    for result in results {
+        let reason = match result {
+            CallResult::Reply(_) => continue,
+            CallResult::Rejected(r) => {
+                format!("{} (HTTP {}): {}", r.class.as_str(), r.status, r.message)
+            }
+            CallResult::Unparseable(why) => format!("unparseable response: {why}"),
+            CallResult::Failed(f) => format!("{}: {}", f.kind.as_str(), f.message),
+            CallResult::Skipped(why) => format!("skipped: {why}"),
+        };
+        *reasons.entry(reason).or_insert(0) += 1;
+    }
+    reasons
+}
+
+fn baseline_notice(case: &Case<'_>) -> Option<Finding> {
+    if case.baseline.is_some() {
+        return None;
+    }
+    let locked = case.locked;
+    let message = match locked {
+        Some(old) => format!(
+            "modelpin.lock was recorded for model `{}`, the pin now asks for `{}`: run `modelpin lock --pin {}`",
+            old.model, case.pin.model, case.pin.id
+        ),
+        None => format!(
+            "no baseline in modelpin.lock for this pin: tokenizer, price and behaviour checks skipped; run `modelpin lock --pin {}`",
+            case.pin.id
+        ),
+    };
+    Some(Finding::new(
+        Code::NoBaseline,
+        message,
+        json!({ "locked_model": locked.map(|l| &l.model) }),
+    ))
+}
+
+fn served_identity(case: &Case<'_>) -> Option<Finding> {
+    let mut accepted: BTreeSet<String> = case
+        .pin
+        .accept
+        .iter()
+        .map(|m| normalize_model_id(m))
+        .collect();
+    if let Some(base) = case.baseline {
+        accepted.extend(base.served_models.keys().map(|m| normalize_model_id(m)));
+    }
+    let served = served_counts(case.observation);
+    let mut unexpected: BTreeMap<String, u64> = served
+        .iter()
+        .filter(|(id, _)| !accepted.contains(*id))
+        .map(|(id, n)| (id.clone(), *n))
+        .collect();
+    let fallbacks = fallback_counts(case.observation);
+    for (id, n) in &fallbacks {
+        *unexpected.entry(id.clone()).or_insert(0) += n;
+    }
+    let (worst, count) = unexpected.iter().max_by_key(|(_, n)| **n)?;
+    let total: u64 = served.values().sum();
+    Some(Finding::new(
+        Code::ServedModelMismatch,
+        format!(
+            "served `{worst}` ({count} of {total} calls) where the pin accepts {}",
+            quoted_list(&accepted)
+        ),
+        json!({
+            "requested": case.pin.model,
+            "accepted": accepted,
+            "served": served,
+            "unexpected": unexpected,
+            "fallback_models": fallbacks,
+        }),
+    ))
+}
+
+/// Served IDs, normalised, with counts; replies that named no model are not counted.
+#[must_use]
+pub fn served_counts(obs: &Observation) -> BTreeMap<String, u64> {
+    count(
+        obs.replies()
+            .filter_map(|(_, r)| r.served_model.as_deref().map(normalize_model_id)),
+    )
+}
+
+fn fallback_counts(obs: &Observation) -> BTreeMap<String, u64> {
+    count(
+        obs.replies()
+            .filter_map(|(_, r)| r.fallback_model.as_deref().map(normalize_model_id)),
+    )
+}
+
+#[must_use]
+pub fn upstream_counts(obs: &Observation) -> BTreeMap<String, u64> {
+    count(obs.replies().filter_map(|(_, r)| r.upstream.clone()))
+}
+
+fn count(items: impl Iterator<Item = String>) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for item in items {
+        *counts.entry(item).or_insert(0) += 1;
+    }
+    counts
+}
+
+fn upstream(case: &Case<'_>) -> Option<Finding> {
+    let accepted: BTreeSet<String> = if case.pin.upstream.is_empty() {
+        case.baseline?.upstreams.keys().cloned().collect()
+    } else {
+        case.pin.upstream.iter().cloned().collect()
+    };
+    if accepted.is_empty() {
+        return None;
+    }
+    let seen = upstream_counts(case.observation);
+    let unexpected: BTreeMap<&String, &u64> = seen
+        .iter()
+        .filter(|(u, _)| !accepted.contains(*u))
+        .collect();
+    let (worst, count) = unexpected.iter().max_by_key(|(_, n)| **n)?;
+    Some(Finding::new(
+        Code::UpstreamMismatch,
+        format!(
+            "served by upstream `{worst}` ({count} of {} calls) where the pin accepts {}",
+            seen.values().sum::<u64>(),
+            quoted_list(&accepted)
+        ),
+        json!({ "accepted": accepted, "served": seen, "unexpected": unexpected }),
+    ))
+}
+
+/// Prompt token counts per probe seen now, for probes whose baseline is comparable.
+fn comparable_prompt_tokens(case: &Case<'_>) -> Vec<(String, Vec<u64>, BTreeSet<u64>)> {
+    let Some(base) = case.baseline else {
+        return Vec::new();
+    };
+    case.probes
+        .iter()
+        .filter_map(|probe| {
+            let locked = base
+                .probes
+                .get(&probe.id)
+                .filter(|l| l.digest == probe.digest)?;
+            let now: BTreeSet<u64> = case
+                .observation
+                .replies()
+                .filter(|(c, _)| c.probe == probe.id)
+                .filter_map(|(_, r)| r.usage.input)
+                .collect();
+            (!now.is_empty()).then(|| (probe.id.clone(), locked.prompt_tokens.clone(), now))
+        })
+        .collect()
+}
+
+fn tokenizer(case: &Case<'_>) -> Option<Finding> {
+    let changed: Vec<Value> = comparable_prompt_tokens(case)
+        .into_iter()
+        .filter(|(_, then, now)| now.iter().any(|n| !then.contains(n)))
+        .map(|(probe, then, now)| json!({ "probe": probe, "locked": then, "now": now }))
+        .collect();
+    let first = changed.first()?;
+    Some(Finding::new(
+        Code::TokenizerChanged,
+        format!(
+            "prompt token count of unchanged probe `{}` went from {} to {}: a different tokenizer or chat template answers",
+            first["probe"].as_str().unwrap_or_default(),
+            first["locked"],
+            first["now"]
+        ),
+        json!({ "probes": changed }),
+    ))
+}
+
+/// The per-token price to judge against: the pin's list price, else the lock's effective price.
+fn reference_price(case: &Case<'_>) -> Option<Price> {
+    case.pin.price.or_else(|| {
+        case.baseline?
+            .effective_price
+            .map(|LockedPrice { input, output, .. }| Price {
+                input,
+                output,
+                cached_input: input,
+            })
+    })
+}
+
+/// Expected USD for a reply's usage at `price`; `None` when the provider gave no token counts.
+#[must_use]
+pub fn expected_cost(reply: &Reply, price: &Price) -> Option<f64> {
+    let input = reply.usage.input? as f64;
+    let output = reply.usage.output? as f64;
+    let cached = (reply.usage.cached_input.unwrap_or(0) as f64).min(input);
+    Some(
+        ((input - cached) * price.input + cached * price.cached_input + output * price.output)
+            / 1e6,
+    )
+}
+
+fn cost(case: &Case<'_>) -> Option<Finding> {
+    let price = reference_price(case)?;
+    let tolerance = case.pin.cost_tolerance;
+    let mut evidence = serde_json::Map::new();
+    let (reported, expected) = case
+        .observation
+        .replies()
+        .filter_map(|(_, r)| Some((r.reported_cost_usd?, expected_cost(r, &price)?)))
+        .fold((0.0, 0.0), |(a, b), (r, e)| (a + r, b + e));
+    if expected > 0.0 && (reported / expected - 1.0).abs() > tolerance {
+        evidence.insert(
+            "billed_vs_price".into(),
+            json!({
+                "reported_usd": round6(reported),
+                "expected_usd": round6(expected),
+                "ratio": round4(reported / expected),
+                "price_per_mtok": { "input": price.input, "output": price.output },
+            }),
+        );
+    }
+    let (then, now) = comparable_prompt_tokens(case)
+        .iter()
+        .filter_map(|(_, then, now)| {
+            Some((
+                median(then)?,
+                median(&now.iter().copied().collect::<Vec<_>>())?,
+            ))
+        })
+        .fold((0.0, 0.0), |(a, b), (t, n)| (a + t, b + n));
+    if then > 0.0 && (now / then - 1.0).abs() > tolerance {
+        evidence.insert(
+            "input_cost_per_call".into(),
+            json!({
+                "locked_usd": round6(then * price.input / 1e6),
+                "now_usd": round6(now * price.input / 1e6),
+                "change": round4(now / then - 1.0),
+            }),
+        );
+    }
+    if evidence.is_empty() {
+        return None;
+    }
+    let message = cost_message(&evidence);
+    evidence.insert("tolerance".into(), json!(tolerance));
+    Some(Finding::new(
+        Code::CostChanged,
+        message,
+        Value::Object(evidence),
+    ))
+}
+
+fn cost_message(evidence: &serde_json::Map<String, Value>) -> String {
+    let mut parts = Vec::new();
+    if let Some(b) = evidence.get("billed_vs_price") {
+        parts.push(format!(
+            "the provider billed {:.2}x what the price predicts",
+            b["ratio"].as_f64().unwrap_or_default()
+        ));
+    }
+    if let Some(i) = evidence.get("input_cost_per_call") {
+        parts.push(format!(
+            "prompt tokens per call changed by {:+.1}%: at the pinned input price, ${} → ${} per call",
+            i["change"].as_f64().unwrap_or_default() * 100.0,
+            i["locked_usd"],
+            i["now_usd"]
+        ));
+    }
+    parts.join("; ")
+}
+
+fn median(values: &[u64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2] as f64),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) as f64 / 2.0),
+    }
+}
+
+fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+fn round4(x: f64) -> f64 {
+    (x * 1e4).round() / 1e4
+}
+
+fn fingerprint(case: &Case<'_>) -> Option<Finding> {
+    let base = case.baseline?;
+    if base.system_fingerprints.is_empty() {
+        return None;
+    }
+    let new: BTreeSet<&str> = case
+        .observation
+        .replies()
+        .filter_map(|(_, r)| r.system_fingerprint.as_deref())
+        .filter(|fp| !base.system_fingerprints.iter().any(|b| b == fp))
+        .collect();
+    let first = new.iter().next()?;
+    Some(Finding::new(
+        Code::FingerprintChanged,
+        format!("system_fingerprint `{first}` was not seen when the baseline was locked"),
+        json!({ "locked": base.system_fingerprints, "new": new }),
+    ))
+}
+
+fn sunset(obs: &Observation) -> Option<Finding> {
+    let hints: BTreeSet<String> = obs
+        .replies()
+        .flat_map(|(_, r)| r.lifecycle.iter())
+        .map(|h| match h {
+            LifecycleHint::Sunset(v) => format!("Sunset: {v}"),
+            LifecycleHint::Deprecation(v) => format!("Deprecation: {v}"),
+            LifecycleHint::BodyWarning(v) => format!("warning: {v}"),
+            LifecycleHint::ModelDeprecationTimestamp(v) => {
+                format!("x-model-deprecation-timestamp: {v}")
+            }
+        })
+        .collect();
+    let first = hints.iter().next()?;
+    Some(Finding::new(
+        Code::SunsetAnnounced,
+        format!("the provider announces an end of life: {first}"),
+        json!({ "signals": hints }),
+    ))
+}
+
+fn unmeasured_probes(case: &Case<'_>) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let mut changed = Vec::new();
+    for probe in &case.probes {
+        let results: Vec<&CallResult> = case
+            .observation
+            .calls
+            .iter()
+            .filter(|c| c.probe == probe.id)
+            .map(|c| &c.result)
+            .collect();
+        if !results.iter().any(|r| matches!(r, CallResult::Reply(_))) {
+            let reasons = failure_reasons(results.into_iter());
+            findings.push(Finding::new(
+                Code::Inconclusive,
+                format!("probe `{}`: no call succeeded", probe.id),
+                json!({ "probe": probe.id, "reasons": reasons }),
+            ));
+        }
+        if let Some(base) = case.baseline {
+            match base.probes.get(&probe.id) {
+                Some(l) if l.digest == probe.digest => {}
+                Some(l) => changed.push(
+                    json!({ "probe": probe.id, "locked_digest": l.digest, "digest": probe.digest }),
+                ),
+                None => changed.push(
+                    json!({ "probe": probe.id, "locked_digest": null, "digest": probe.digest }),
+                ),
+            }
+        }
+    }
+    if let Some(first) = changed.first() {
+        findings.push(Finding::new(
+            Code::ProbeChanged,
+            format!(
+                "probe `{}` is not in the baseline as it is now: not comparable until `modelpin lock` records it",
+                first["probe"].as_str().unwrap_or_default()
+            ),
+            json!({ "probes": changed }),
+        ));
+    }
+    findings
+}
+
+fn quoted_list(items: &BTreeSet<String>) -> String {
+    items
+        .iter()
+        .map(|i| format!("`{i}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,81 @@
+//! Command-line definitions. The doc comments are the `--help` text.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Keeps LLM model IDs honest: notices when a pinned model is retired, rerouted or silently
+/// swapped for another.
+#[derive(Debug, Parser)]
+#[command(name = "modelpin", version, propagate_version = true)]
+pub struct Cli {
+    /// Path of pins.toml.
+    #[arg(
+        long,
+        global = true,
+        env = "MODELPIN_CONFIG",
+        default_value = "pins.toml"
+    )]
+    pub config: PathBuf,
+
+    /// Print nothing on stderr but errors.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write a commented pins.toml and example probes into the config's directory.
+    Init {
+        /// Overwrite files that already exist.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Call each pin's probes and record what it serves into modelpin.lock.
+    Lock {
+        /// Lock only these pins (repeatable); the others keep their recorded baseline.
+        #[arg(long = "pin", value_name = "ID")]
+        pins: Vec<String>,
+        /// Samples per probe, overriding each pin's `samples`.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        samples: Option<u32>,
+    },
+    /// Audit every pin once against modelpin.lock. Exit 0 ok, 1 drift, 2 usage or config
+    /// error, 3 inconclusive.
+    Check {
+        /// Check only these pins (repeatable).
+        #[arg(long = "pin", value_name = "ID")]
+        pins: Vec<String>,
+        /// Output format on stdout.
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+        /// Warnings fail the check too (exit 1).
+        #[arg(long)]
+        strict: bool,
+        /// One call per probe: identity, tokenizer and price only.
+        #[arg(long)]
+        no_probes: bool,
+    },
+    /// Run the whole product on a built-in simulated provider: lock, a silent reroute, and the
+    /// check that catches it. No network, no keys.
+    Demo,
+    /// Serve a simulated provider scenario on loopback (for benchmarks and manual testing).
+    #[command(hide = true)]
+    Sim {
+        /// Scenario file (JSON).
+        #[arg(long)]
+        scenario: PathBuf,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: std::net::SocketAddr,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Human,
+    Json,
+}

@@ -1,0 +1,192 @@
+//! `modelpin demo`: the whole product on a simulated provider, in seconds, without keys.
+//!
+//! It locks three pins, retires `gemini-2.5-pro` and reroutes it to another model (first with
+//! the new ID in the body, then masked behind the old ID), and shows `check` catching both. The
+//! exit code says whether the demo itself worked: 0 only if every expected finding appeared.
+
+use std::path::Path;
+
+use crate::app::AppError;
+use crate::cli::Format;
+use crate::cmd::check::{self, Options};
+use crate::cmd::{Output, init};
+use crate::finding::Code;
+use crate::provider::ProviderKind;
+use crate::report::{Report, human};
+use crate::sim::Simulator;
+use crate::sim::demo_world::{self, CONTROL, DEMO_KEY, OPENROUTER_SLUG, PINNED};
+
+const KEY_VARIABLE: &str = "MODELPIN_DEMO_KEY";
+
+pub async fn run(out: Output) -> Result<u8, AppError> {
+    let sim = Simulator::start(demo_world::before())
+        .await
+        .map_err(|e| AppError::Io(format!("cannot start the simulator on loopback: {e}")))?;
+    let dir = tempfile::tempdir()
+        .map_err(|e| AppError::Io(format!("cannot create a temporary directory: {e}")))?;
+    let config_path = write_project(dir.path(), &sim)?;
+    let env = |name: &str| (name == KEY_VARIABLE).then(|| DEMO_KEY.to_owned());
+    let config = crate::config::load(&config_path, &env)?;
+    println!("modelpin demo: a simulated provider on {}\n", sim.addr());
+    println!("1. Lock the baseline: what each pinned ID serves today.");
+    crate::cmd::lock::lock_pins(&config, &[], None, out).await?;
+    let options = Options {
+        pins: Vec::new(),
+        format: Format::Human,
+        strict: false,
+        no_probes: false,
+    };
+    let quiet = Output { quiet: true };
+    let lock = crate::lock::read(&config.settings.lockfile)?;
+    let clean = check::audit(&config, lock.as_ref(), &options, quiet).await?;
+    println!(
+        "   check right after locking: exit {} ({} of {} pins ok)\n",
+        clean.exit_code, clean.summary.ok, clean.summary.pins
+    );
+
+    println!(
+        "2. `{PINNED}` is retired. The provider keeps answering it, with `{}`.",
+        demo_world::REPLACEMENT
+    );
+    sim.set_scenario(demo_world::rerouted());
+    let open = check::audit(&config, lock.as_ref(), &options, quiet).await?;
+    print!("{}", human::render(&open));
+
+    println!("\n3. The harder case: the provider keeps reporting `{PINNED}` in the body.");
+    println!("   Only the tokenizer and the price give the replacement away.");
+    sim.set_scenario(demo_world::masked());
+    let masked = check::audit(&config, lock.as_ref(), &options, quiet).await?;
+    print!("{}", human::render(&masked));
+
+    let verdict = verdict(&clean, &open, &masked);
+    println!(
+        "\n{}",
+        verdict.as_ref().map_or_else(
+            |e| format!("demo FAILED: {e}"),
+            |()| "demo: both reroutes caught.".to_owned()
+        )
+    );
+    Ok(u8::from(verdict.is_err()))
+}
+
+/// What the demo promises to show; anything missing fails it.
+fn verdict(clean: &Report, open: &Report, masked: &Report) -> Result<(), String> {
+    if clean.exit_code != 0 {
+        return Err(format!(
+            "the check right after locking exited {}",
+            clean.exit_code
+        ));
+    }
+    expect(
+        open,
+        "gemini",
+        &[
+            Code::ServedModelMismatch,
+            Code::TokenizerChanged,
+            Code::CostChanged,
+        ],
+        &[],
+    )?;
+    expect(
+        open,
+        "control",
+        &[],
+        &[
+            Code::ServedModelMismatch,
+            Code::TokenizerChanged,
+            Code::CostChanged,
+        ],
+    )?;
+    expect(
+        masked,
+        "gemini",
+        &[Code::TokenizerChanged, Code::CostChanged],
+        &[Code::ServedModelMismatch],
+    )?;
+    expect(
+        masked,
+        "router",
+        &[Code::TokenizerChanged, Code::CostChanged],
+        &[Code::ServedModelMismatch],
+    )
+}
+
+fn expect(report: &Report, pin: &str, present: &[Code], absent: &[Code]) -> Result<(), String> {
+    let pin = report
+        .pins
+        .iter()
+        .find(|p| p.id == pin)
+        .ok_or(format!("pin {pin} missing"))?;
+    let has = |code: &Code| pin.findings.iter().any(|f| f.code == *code);
+    if let Some(code) = present.iter().find(|c| !has(c)) {
+        return Err(format!("pin {} lacks {code}", pin.id));
+    }
+    if let Some(code) = absent.iter().find(|c| has(c)) {
+        return Err(format!("pin {} unexpectedly has {code}", pin.id));
+    }
+    Ok(())
+}
+
+fn write_project(dir: &Path, sim: &Simulator) -> Result<std::path::PathBuf, AppError> {
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap_or(dir))
+            .and_then(|()| std::fs::write(&path, text))
+            .map_err(|e| AppError::Io(format!("cannot write {}: {e}", path.display())))
+    };
+    for (name, text) in init::EXAMPLE
+        .iter()
+        .filter(|(n, _)| n.starts_with("probes/"))
+    {
+        write(name, text)?;
+    }
+    let pins = format!(
+        r#"version = 1
+
+[settings]
+timeout = "5s"
+budget = "30s"
+
+[providers.gemini]
+kind = "gemini"
+base_url = "{gemini}"
+api_key_env = "{KEY_VARIABLE}"
+
+[providers.openrouter]
+kind = "openrouter"
+base_url = "{openrouter}"
+api_key_env = "{KEY_VARIABLE}"
+
+[providers.openai]
+kind = "openai"
+base_url = "{openai}"
+api_key_env = "{KEY_VARIABLE}"
+
+[[pin]]
+id = "gemini"
+provider = "gemini"
+model = "{PINNED}"
+probes = ["probes/*.toml"]
+price = {{ input = 1.25, output = 10.00 }}
+
+[[pin]]
+id = "router"
+provider = "openrouter"
+model = "{OPENROUTER_SLUG}"
+probes = ["probes/*.toml"]
+price = {{ input = 1.25, output = 10.00 }}
+
+[[pin]]
+id = "control"
+provider = "openai"
+model = "{CONTROL}"
+probes = ["probes/*.toml"]
+price = {{ input = 5.00, output = 30.00 }}
+"#,
+        gemini = sim.base_url(ProviderKind::Gemini),
+        openrouter = sim.base_url(ProviderKind::OpenRouter),
+        openai = sim.base_url(ProviderKind::OpenAi),
+    );
+    write("pins.toml", &pins)?;
+    Ok(dir.join("pins.toml"))
+}

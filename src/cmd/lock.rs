@@ -1,0 +1,126 @@
+//! `modelpin lock`: record what each pin serves as the baseline in modelpin.lock.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use crate::app::AppError;
+use crate::audit::baseline::record;
+use crate::audit::judge::{Case, judge, served_counts};
+use crate::audit::{Observation, Plan, observe};
+use crate::cmd::{Output, plan_line, probes_of, select_pins, transport_for};
+use crate::config::{Config, Pin};
+use crate::finding::Code;
+use crate::lock::{LOCK_VERSION, Lock};
+use crate::provider::normalize_model_id;
+
+/// Exit 0 when every selected pin was recorded, 1 when a pinned model does not exist, 3 when a
+/// pin could not be measured (its previous baseline, if any, is kept).
+pub async fn run(
+    config_path: &Path,
+    pin_ids: &[String],
+    samples: Option<u32>,
+    out: Output,
+) -> Result<u8, AppError> {
+    let config = crate::config::load_from_env(config_path)?;
+    lock_pins(&config, pin_ids, samples, out).await
+}
+
+/// Locks the selected pins of an already loaded config.
+pub async fn lock_pins(
+    config: &Config,
+    pin_ids: &[String],
+    samples: Option<u32>,
+    out: Output,
+) -> Result<u8, AppError> {
+    let previous = crate::lock::read(&config.settings.lockfile)?;
+    let pins = select_pins(config, pin_ids)?;
+    out.progress(&format!("lock: {}", plan_line(config, &pins, samples)));
+    let transport = transport_for(config)?;
+    let plan = Plan {
+        config,
+        pins: pins.clone(),
+        samples,
+    };
+    let observations = observe(&plan, &transport).await;
+    let mut lock = previous.map_or_else(|| empty_lock(config), |l| l.lock);
+    lock.config_digest.clone_from(&config.digest);
+    lock.modelpin_version = env!("CARGO_PKG_VERSION").to_owned();
+    let mut worst = Locked::Recorded;
+    for (pin, obs) in pins.iter().zip(&observations) {
+        worst = worst.max(lock_one(config, pin, obs, &mut lock, out));
+    }
+    // Keep the lock to pins that still exist, so a removed pin does not linger as a baseline.
+    let live: BTreeSet<&str> = config.pins.iter().map(|p| p.id.as_str()).collect();
+    lock.pins.retain(|id, _| live.contains(id.as_str()));
+    crate::lock::write(&config.settings.lockfile, &lock)?;
+    out.progress(&format!("wrote {}", config.settings.lockfile.display()));
+    Ok(match worst {
+        Locked::Recorded => 0,
+        Locked::NotFound => 1,
+        Locked::Unmeasured => 3,
+    })
+}
+
+/// How locking one pin went; ordered so the worst decides the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Locked {
+    Recorded,
+    Unmeasured,
+    NotFound,
+}
+
+fn empty_lock(config: &Config) -> Lock {
+    Lock {
+        lock_version: LOCK_VERSION,
+        modelpin_version: env!("CARGO_PKG_VERSION").to_owned(),
+        config_digest: config.digest.clone(),
+        pins: std::collections::BTreeMap::new(),
+    }
+}
+
+fn lock_one(config: &Config, pin: &Pin, obs: &Observation, lock: &mut Lock, out: Output) -> Locked {
+    let probes = probes_of(config, pin);
+    let kind = pin.kind.as_str();
+    if let Some(locked) = record(pin, kind, &probes, obs) {
+        let served = served_counts(obs);
+        let list: Vec<String> = served.iter().map(|(id, n)| format!("{id} ×{n}")).collect();
+        out.progress(&format!("locked {}: served {}", pin.id, list.join(", ")));
+        warn_alias(pin, &served.keys().cloned().collect::<Vec<_>>(), out);
+        lock.pins.insert(pin.id.clone(), locked);
+        return Locked::Recorded;
+    }
+    let findings = judge(&Case::new(pin, probes, obs, None));
+    for finding in &findings {
+        out.progress(&format!(
+            "not locked {}: {}: {}",
+            pin.id, finding.code, finding.message
+        ));
+    }
+    if findings.iter().any(|f| f.code == Code::ModelNotFound) {
+        Locked::NotFound
+    } else {
+        Locked::Unmeasured
+    }
+}
+
+/// Locking an alias records the snapshot it resolved to; say which ID to pin instead.
+fn warn_alias(pin: &Pin, served: &[String], out: Output) {
+    let requested = normalize_model_id(&pin.model);
+    let others: Vec<&String> = served
+        .iter()
+        .filter(|s| **s != requested && !pin.accept.contains(s))
+        .collect();
+    if let [snapshot] = others.as_slice() {
+        out.progress(&format!(
+            "warning: pin `{}` asks for `{}`, which the provider resolved to `{snapshot}`; the lock accepts `{snapshot}` from now on, and a move of the alias will be reported. Pin the snapshot itself: model = \"{snapshot}\"",
+            pin.id, pin.model
+        ));
+    } else if others.len() > 1 {
+        out.progress(&format!(
+            "warning: pin `{}` asks for `{}`, which was served by several models during locking: {}",
+            pin.id,
+            pin.model,
+            others.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+        ));
+    }
+}

@@ -1,0 +1,111 @@
+//! One module per subcommand; each returns the process exit code or an `AppError`.
+
+pub mod check;
+pub mod demo;
+pub mod init;
+pub mod lock;
+pub mod sim;
+
+use std::collections::BTreeMap;
+
+use crate::app::AppError;
+use crate::audit::Observation;
+use crate::config::{Config, Pin, Probe};
+use crate::transport::{DEFAULT_BODY_CAP, Transport, TransportLimits};
+
+/// Where progress goes: stderr, unless `--quiet`.
+#[derive(Debug, Clone, Copy)]
+pub struct Output {
+    pub quiet: bool,
+}
+
+impl Output {
+    pub fn progress(self, line: &str) {
+        if !self.quiet {
+            eprintln!("{line}");
+        }
+    }
+}
+
+/// The pins named on the command line, in config order; all when none are named.
+pub fn select_pins<'a>(config: &'a Config, ids: &[String]) -> Result<Vec<&'a Pin>, AppError> {
+    for id in ids {
+        if !config.pins.iter().any(|p| &p.id == id) {
+            let known: Vec<&str> = config.pins.iter().map(|p| p.id.as_str()).collect();
+            return Err(AppError::Usage(format!(
+                "no pin `{id}` in {}; pins are: {}",
+                config.path.display(),
+                known.join(", ")
+            )));
+        }
+    }
+    Ok(config
+        .pins
+        .iter()
+        .filter(|p| ids.is_empty() || ids.contains(&p.id))
+        .collect())
+}
+
+/// The probes a pin uses, in its order.
+#[must_use]
+pub fn probes_of<'a>(config: &'a Config, pin: &Pin) -> Vec<&'a Probe> {
+    pin.probes
+        .iter()
+        .filter_map(|id| config.probes.iter().find(|p| &p.id == id))
+        .collect()
+}
+
+pub fn transport_for(config: &Config) -> Result<Transport, AppError> {
+    let limits = TransportLimits {
+        timeout: config.settings.timeout,
+        connect_timeout: config
+            .settings
+            .timeout
+            .min(std::time::Duration::from_secs(10)),
+        body_cap: DEFAULT_BODY_CAP,
+        concurrency: config.settings.concurrency,
+    };
+    let providers: Vec<(String, usize)> = config
+        .providers
+        .iter()
+        .map(|p| (p.name.clone(), p.concurrency))
+        .collect();
+    Transport::new(limits, &providers).map_err(|f| AppError::Io(f.message))
+}
+
+/// "N calls planned (about T tokens)": what an audit will spend, said before it starts.
+#[must_use]
+pub fn plan_line(config: &Config, pins: &[&Pin], samples: Option<u32>) -> String {
+    let mut calls = 0u64;
+    let mut tokens = 0u64;
+    for pin in pins {
+        let n = u64::from(samples.unwrap_or(pin.samples));
+        for probe in probes_of(config, pin) {
+            let prompt_chars = probe.prompt.chars().count()
+                + probe.system.as_ref().map_or(0, |s| s.chars().count());
+            // About four characters per token for English text, plus the chat template.
+            let per_call = (prompt_chars as u64).div_ceil(4) + 8 + u64::from(probe.max_tokens);
+            calls += n;
+            tokens += n * per_call;
+        }
+    }
+    format!(
+        "{} pin{}: {calls} calls planned (at most about {tokens} tokens)",
+        pins.len(),
+        if pins.len() == 1 { "" } else { "s" }
+    )
+}
+
+/// Observations keyed by pin id.
+#[must_use]
+pub fn by_pin(observations: Vec<Observation>) -> BTreeMap<String, Observation> {
+    observations
+        .into_iter()
+        .map(|o| (o.pin.clone(), o))
+        .collect()
+}
+
+#[must_use]
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}

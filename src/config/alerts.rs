@@ -1,0 +1,280 @@
+//! `[alerts.NAME]`: notification channels. Only the names of secret-holding variables are
+//! stored; their values are read when a notification is sent, so `check` in CI needs no SMTP
+//! password. The one exception is the webhook signing secret, checked for its `whsec_` shape
+//! when it is set, because a wrong secret fails silently at the receiver.
+
+use std::ops::Range;
+use std::time::Duration;
+
+use super::check::{Check, Reported};
+use super::diagnostic::backticked;
+use super::raw::{Named, RawAlert, Str};
+use super::url::{host_of, strip_scheme};
+use super::{AlertChannel, AlertKind, Severity};
+
+pub(crate) const DEFAULT_REPEAT: Duration = Duration::from_secs(4 * 3600);
+pub(crate) const DEFAULT_MIN_SEVERITY: Severity = Severity::Warning;
+
+const KINDS: [&str; 4] = ["email", "webhook", "slack", "alertmanager"];
+const SEVERITIES: [&str; 3] = ["info", "warning", "error"];
+
+/// Valid channels in file order, and every channel name (valid or not) for pins to refer to.
+pub(crate) fn alerts(
+    check: &mut Check,
+    raw: Named<RawAlert>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> (Vec<AlertChannel>, Vec<String>) {
+    let mut entries: Vec<_> = raw.into_iter().collect();
+    entries.sort_by_key(|(name, _)| name.span().start);
+    let mut channels = Vec::new();
+    let mut names = Vec::new();
+    for (name, table) in entries {
+        names.push(name.get_ref().clone());
+        let span = table.span();
+        channels.extend(channel(check, name.get_ref(), span, table.get_ref(), env));
+    }
+    (channels, names)
+}
+
+fn channel(
+    check: &mut Check,
+    name: &str,
+    span: Range<usize>,
+    raw: &RawAlert,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<AlertChannel> {
+    let kind = check.choice(&raw.kind, "alert kind", &KINDS)?;
+    let table = Table {
+        name,
+        kind,
+        span,
+        raw,
+    };
+    table.reject_foreign_keys(check);
+    let channel_kind = match kind {
+        "email" => table.email(check),
+        "webhook" => table.webhook(check, env),
+        "slack" => table.slack(check),
+        _ => table.alertmanager(check),
+    };
+    let repeat = match &raw.repeat {
+        Some(r) => check.duration(r, "repeat"),
+        None => Some(DEFAULT_REPEAT),
+    };
+    let min_severity = match &raw.min_severity {
+        Some(s) => check.choice(s, "severity", &SEVERITIES).map(severity),
+        None => Some(DEFAULT_MIN_SEVERITY),
+    };
+    Some(AlertChannel {
+        name: name.to_string(),
+        kind: channel_kind?,
+        send_resolved: raw.send_resolved.unwrap_or(true),
+        repeat: repeat?,
+        min_severity: min_severity?,
+    })
+}
+
+fn severity(s: &str) -> Severity {
+    match s {
+        "info" => Severity::Info,
+        "warning" => Severity::Warning,
+        _ => Severity::Error,
+    }
+}
+
+struct Table<'a> {
+    name: &'a str,
+    kind: &'static str,
+    span: Range<usize>,
+    raw: &'a RawAlert,
+}
+
+impl Table<'_> {
+    /// The kind-specific keys that are present, with their spans.
+    fn present(&self) -> Vec<(&'static str, Range<usize>)> {
+        let r = self.raw;
+        let strings = [
+            ("smtp", &r.smtp),
+            ("from", &r.from),
+            ("username_env", &r.username_env),
+            ("password_env", &r.password_env),
+            ("url", &r.url),
+            ("secret_env", &r.secret_env),
+            ("url_env", &r.url_env),
+        ];
+        let mut out: Vec<_> = strings
+            .into_iter()
+            .filter_map(|(k, v)| v.as_ref().map(|v| (k, v.span())))
+            .collect();
+        out.extend(r.to.as_ref().map(|to| ("to", to.span())));
+        out
+    }
+
+    fn reject_foreign_keys(&self, check: &mut Check) {
+        let allowed = keys_of(self.kind);
+        for (key, span) in self.present() {
+            if !allowed.contains(&key) {
+                check
+                    .error(
+                        span,
+                        format!("`{key}` does not apply to kind `{}`", self.kind),
+                    )
+                    .note(format!(
+                        "kind `{}` takes {}",
+                        self.kind,
+                        backticked(allowed.iter().copied())
+                    ));
+            }
+        }
+    }
+
+    fn required<'v>(
+        &self,
+        check: &mut Check,
+        key: &str,
+        value: Option<&'v Str>,
+    ) -> Option<&'v Str> {
+        if value.is_none() {
+            let all = backticked(required_of(self.kind).iter().copied());
+            check
+                .error(
+                    self.span.clone(),
+                    format!("missing key `{key}` in [alerts.{}]", self.name),
+                )
+                .help(format!("kind `{}` needs {all}", self.kind));
+        }
+        value
+    }
+
+    fn optional_env(check: &mut Check, value: Option<&Str>) -> Result<Option<String>, Reported> {
+        match value {
+            Some(v) => check.env_name(v).map(Some).ok_or(Reported),
+            None => Ok(None),
+        }
+    }
+
+    fn email(&self, check: &mut Check) -> Option<AlertKind> {
+        let smtp = self
+            .required(check, "smtp", self.raw.smtp.as_ref())
+            .and_then(|s| smtp_url(check, s));
+        let from = self
+            .required(check, "from", self.raw.from.as_ref())
+            .and_then(|f| check.non_empty(f, "from"));
+        let to = self.recipients(check);
+        let username_env = Self::optional_env(check, self.raw.username_env.as_ref());
+        let password_env = Self::optional_env(check, self.raw.password_env.as_ref());
+        Some(AlertKind::Email {
+            smtp: smtp?,
+            from: from?,
+            to: to?,
+            username_env: username_env.ok()?,
+            password_env: password_env.ok()?,
+        })
+    }
+
+    fn recipients(&self, check: &mut Check) -> Option<Vec<String>> {
+        let Some(to) = &self.raw.to else {
+            let all = backticked(required_of(self.kind).iter().copied());
+            check
+                .error(
+                    self.span.clone(),
+                    format!("missing key `to` in [alerts.{}]", self.name),
+                )
+                .help(format!("kind `email` needs {all}"));
+            return None;
+        };
+        if to.get_ref().is_empty() {
+            check.error(to.span(), "`to` needs at least one address");
+            return None;
+        }
+        let addresses: Vec<_> = to
+            .get_ref()
+            .iter()
+            .map(|a| check.non_empty(a, "to"))
+            .collect();
+        addresses.into_iter().collect()
+    }
+
+    fn webhook(
+        &self,
+        check: &mut Check,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Option<AlertKind> {
+        let url = self
+            .required(check, "url", self.raw.url.as_ref())
+            .and_then(|u| check.http_url(u, "url"));
+        let secret_env = Self::optional_env(check, self.raw.secret_env.as_ref()).ok()?;
+        if let (Some(name), Some(var)) = (&secret_env, &self.raw.secret_env) {
+            if env(name).is_some_and(|v| !v.starts_with("whsec_")) {
+                check
+                    .error(
+                        var.span(),
+                        format!(
+                            "environment variable `{name}` does not hold a webhook signing secret"
+                        ),
+                    )
+                    .help("Standard Webhooks secrets start with `whsec_`");
+                return None;
+            }
+        }
+        Some(AlertKind::Webhook {
+            url: url?,
+            secret_env,
+        })
+    }
+
+    fn slack(&self, check: &mut Check) -> Option<AlertKind> {
+        let url_env = self
+            .required(check, "url_env", self.raw.url_env.as_ref())
+            .and_then(|v| check.env_name(v))?;
+        Some(AlertKind::Slack { url_env })
+    }
+
+    fn alertmanager(&self, check: &mut Check) -> Option<AlertKind> {
+        let url = self
+            .required(check, "url", self.raw.url.as_ref())
+            .and_then(|u| check.http_url(u, "url"))?;
+        Some(AlertKind::Alertmanager {
+            url: url.trim_end_matches('/').to_string(),
+        })
+    }
+}
+
+fn keys_of(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "email" => &["smtp", "from", "to", "username_env", "password_env"],
+        "webhook" => &["url", "secret_env"],
+        "slack" => &["url_env"],
+        _ => &["url"],
+    }
+}
+
+fn required_of(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "email" => &["smtp", "from", "to"],
+        "webhook" | "alertmanager" => &["url"],
+        _ => &["url_env"],
+    }
+}
+
+/// `smtp://host[:port]` (STARTTLS, required by the sender) or `smtps://host[:port]`.
+fn smtp_url(check: &mut Check, value: &Str) -> Option<String> {
+    let url = value.get_ref();
+    let rest = strip_scheme(url, "smtp://").or_else(|| strip_scheme(url, "smtps://"));
+    match rest.map(host_of) {
+        Some(host) if !host.is_empty() => Some(url.clone()),
+        Some(_) => {
+            check.error(value.span(), "`smtp` has no host");
+            None
+        }
+        None => {
+            check
+                .error(
+                    value.span(),
+                    "`smtp` must be an `smtp://` or `smtps://` URL",
+                )
+                .help("`smtp://host:587` uses STARTTLS; `smtps://host:465` is TLS from the start");
+            None
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! The validation pass: collects every problem in one file instead of stopping at the first.
+//!
+//! Each check reports into `Check` and returns `None` for a value it rejected, so later checks
+//! can go on (and stay quiet about consequences of an error already reported).
+
+use std::ops::Range;
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::diagnostic::{Diagnostic, backticked, suggest};
+use super::duration::{DURATION_HELP, parse_duration};
+use super::source::Source;
+use super::url::{UrlProblem, check_http_url, is_env_name};
+
+/// A value was rejected and the problem is already in `Check::errors`; used where `None` means
+/// "absent, and that is fine".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Reported;
+
+pub(crate) struct Check<'s> {
+    pub src: &'s Source,
+    pub errors: Vec<Diagnostic>,
+}
+
+impl<'s> Check<'s> {
+    pub fn new(src: &'s Source) -> Check<'s> {
+        Check {
+            src,
+            errors: Vec::new(),
+        }
+    }
+
+    /// Records an error at `span`; add notes through the returned reference.
+    pub fn error(&mut self, span: Range<usize>, message: impl Into<String>) -> &mut Diagnostic {
+        self.errors.push(self.src.error(span, message));
+        self.errors.last_mut().expect("just pushed")
+    }
+
+    /// A duration; `what` names the key in the message.
+    pub fn duration(&mut self, value: &Spanned<String>, what: &str) -> Option<Duration> {
+        match parse_duration(value.get_ref()) {
+            Ok(d) if d.is_zero() => {
+                self.error(value.span(), format!("`{what}` must be longer than zero"));
+                None
+            }
+            Ok(d) => Some(d),
+            Err(_) => {
+                self.error(
+                    value.span(),
+                    format!("invalid duration `{}` for `{what}`", value.get_ref()),
+                )
+                .help(DURATION_HELP);
+                None
+            }
+        }
+    }
+
+    /// One of `valid`, with a suggestion for a near miss.
+    pub fn choice<'v>(
+        &mut self,
+        value: &Spanned<String>,
+        what: &str,
+        valid: &[&'v str],
+    ) -> Option<&'v str> {
+        let v = value.get_ref();
+        if let Some(found) = valid.iter().find(|c| **c == v) {
+            return Some(found);
+        }
+        let d = self.error(value.span(), format!("unknown {what} `{v}`"));
+        d.note(format!(
+            "valid {what}s: {}",
+            backticked(valid.iter().copied())
+        ));
+        if let Some(near) = suggest(v, valid.iter().copied()) {
+            d.help(format!("did you mean `{near}`?"));
+        }
+        None
+    }
+
+    /// The name of an environment variable (not its value, which is never in the file).
+    pub fn env_name(&mut self, value: &Spanned<String>) -> Option<String> {
+        if is_env_name(value.get_ref()) {
+            return Some(value.get_ref().clone());
+        }
+        self.error(
+            value.span(),
+            format!("`{}` is not an environment variable name", value.get_ref()),
+        )
+        .help("name the variable that holds the value, like `OPENAI_API_KEY`");
+        None
+    }
+
+    /// An `https://` URL, or `http://` to loopback.
+    pub fn http_url(&mut self, value: &Spanned<String>, what: &str) -> Option<String> {
+        let url = value.get_ref();
+        let problem = match check_http_url(url) {
+            Ok(()) => return Some(url.clone()),
+            Err(problem) => problem,
+        };
+        let span = value.span();
+        match problem {
+            UrlProblem::Scheme => {
+                self.error(span, format!("`{what}` must be an `https://` URL"));
+            }
+            UrlProblem::NoHost => {
+                self.error(span, format!("`{what}` has no host"));
+            }
+            UrlProblem::PlainHttp(host) => {
+                self.error(span, format!("refusing plain `http://` to `{host}`"))
+                    .note("`http://` is allowed only to loopback hosts (127.0.0.0/8, `localhost`, `[::1]`)")
+                    .help("use `https://`");
+            }
+        }
+        None
+    }
+
+    /// A 6-field cron expression (sec min hour dom mon dow); the scheduler parses the fields.
+    pub fn schedule(&mut self, value: &Spanned<String>) -> Option<String> {
+        let fields = value.get_ref().split_whitespace().count();
+        if fields == 6 {
+            return Some(value.get_ref().clone());
+        }
+        self.error(
+            value.span(),
+            format!("`schedule` needs 6 cron fields (sec min hour dom mon dow), found {fields}"),
+        )
+        .help("for example `0 0 * * * *` runs at the top of every hour (UTC)");
+        None
+    }
+
+    /// A finite number that is not negative.
+    pub fn non_negative(&mut self, value: &Spanned<f64>, what: &str) -> Option<f64> {
+        let v = *value.get_ref();
+        if v.is_finite() && v >= 0.0 {
+            return Some(v);
+        }
+        self.error(
+            value.span(),
+            format!("`{what}` must be zero or more, found {v}"),
+        );
+        None
+    }
+
+    /// A count that must be at least 1.
+    pub fn at_least_one<T: Copy + PartialEq + Default + std::fmt::Display>(
+        &mut self,
+        value: &Spanned<T>,
+        what: &str,
+    ) -> Option<T> {
+        let v = *value.get_ref();
+        if v != T::default() {
+            return Some(v);
+        }
+        self.error(value.span(), format!("`{what}` must be at least 1"));
+        None
+    }
+
+    /// A string that is not blank.
+    pub fn non_empty(&mut self, value: &Spanned<String>, what: &str) -> Option<String> {
+        if value.get_ref().trim().is_empty() {
+            self.error(value.span(), format!("`{what}` must not be empty"));
+            return None;
+        }
+        Some(value.get_ref().clone())
+    }
+
+    pub fn finish(self) -> Vec<Diagnostic> {
+        self.errors
+    }
+}

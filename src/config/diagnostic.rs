@@ -1,0 +1,229 @@
+//! Config errors that point at the input, rendered the way rustc and `just` render them.
+//!
+//! A user fixing `pins.toml` needs the file, the line, a caret under the offending text and, for a
+//! typo, the key they meant. The rendering is pinned by golden tests: change it deliberately.
+
+use std::fmt;
+
+/// Everything wrong with a configuration, in the order it was found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", render(.diagnostics))]
+pub struct ConfigError {
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl ConfigError {
+    pub(crate) fn new(diagnostics: Vec<Diagnostic>) -> ConfigError {
+        ConfigError { diagnostics }
+    }
+
+    /// One entry per problem; never empty.
+    #[must_use]
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+}
+
+impl From<Diagnostic> for ConfigError {
+    fn from(diagnostic: Diagnostic) -> ConfigError {
+        ConfigError::new(vec![diagnostic])
+    }
+}
+
+fn render(diagnostics: &[Diagnostic]) -> String {
+    let rendered: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
+    rendered.join("\n\n")
+}
+
+/// One problem: a headline, where it is, and what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    message: String,
+    snippet: Option<Snippet>,
+    notes: Vec<(NoteKind, String)>,
+}
+
+/// The source line a diagnostic points at, already cut out of its file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Snippet {
+    pub path: String,
+    /// 1-based.
+    pub line: usize,
+    /// 1-based, in characters.
+    pub column: usize,
+    pub text: String,
+    /// Characters under the caret; at least one.
+    pub width: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NoteKind {
+    Note,
+    Help,
+}
+
+impl Diagnostic {
+    pub(crate) fn new(message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            message: message.into(),
+            snippet: None,
+            notes: Vec::new(),
+        }
+    }
+
+    pub(crate) fn with_snippet(mut self, snippet: Snippet) -> Diagnostic {
+        self.snippet = Some(snippet);
+        self
+    }
+
+    /// The headline, without the `error: ` prefix.
+    #[must_use]
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    pub(crate) fn note(&mut self, text: impl Into<String>) -> &mut Diagnostic {
+        self.notes.push((NoteKind::Note, text.into()));
+        self
+    }
+
+    pub(crate) fn help(&mut self, text: impl Into<String>) -> &mut Diagnostic {
+        self.notes.push((NoteKind::Help, text.into()));
+        self
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "error: {}", self.message)?;
+        let pad = match &self.snippet {
+            Some(snippet) => {
+                let pad = " ".repeat(snippet.line.to_string().len());
+                write_snippet(f, snippet, &pad)?;
+                pad
+            }
+            None => String::new(),
+        };
+        for (kind, text) in &self.notes {
+            let label = match kind {
+                NoteKind::Note => "note",
+                NoteKind::Help => "help",
+            };
+            write!(f, "\n{pad} = {label}: {text}")?;
+        }
+        Ok(())
+    }
+}
+
+fn write_snippet(f: &mut fmt::Formatter<'_>, s: &Snippet, pad: &str) -> fmt::Result {
+    // Tabs stay tabs under the caret so it lines up however the terminal expands them.
+    let indent: String = s
+        .text
+        .chars()
+        .take(s.column - 1)
+        .map(|c| if c == '\t' { '\t' } else { ' ' })
+        .collect();
+    let source_line = format!("{} | {}", s.line, s.text);
+    write!(f, "\n{pad}--> {}:{}:{}", s.path, s.line, s.column)?;
+    write!(f, "\n{pad} |")?;
+    write!(f, "\n{}", source_line.trim_end())?;
+    write!(f, "\n{pad} | {indent}{}", "^".repeat(s.width.max(1)))
+}
+
+/// The candidate closest to `word`, when it is close enough to be a plausible typo.
+pub(crate) fn suggest<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let word = word.to_lowercase();
+    let limit = (word.chars().count() / 3).max(1);
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(&word, &c.to_lowercase()), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// Optimal string alignment distance: Levenshtein plus adjacent transpositions (`modle`).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut rows = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in rows.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in rows[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (rows[i - 1][j] + 1)
+                .min(rows[i][j - 1] + 1)
+                .min(rows[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(rows[i - 2][j - 2] + 1);
+            }
+            rows[i][j] = best;
+        }
+    }
+    rows[a.len()][b.len()]
+}
+
+/// `` `a`, `b`, `c` ``
+pub(crate) fn backticked<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+    let quoted: Vec<String> = items.into_iter().map(|i| format!("`{i}`")).collect();
+    quoted.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Diagnostic, Snippet, edit_distance, suggest};
+
+    #[test]
+    fn renders_like_rustc() {
+        let mut d = Diagnostic::new("unknown key `acept` in [[pin]]").with_snippet(Snippet {
+            path: "pins.toml".into(),
+            line: 14,
+            column: 1,
+            text: "acept = [\"gpt-4o-2024-08-06\"]".into(),
+            width: 5,
+        });
+        d.help("did you mean `accept`?");
+        assert_eq!(
+            d.to_string(),
+            "error: unknown key `acept` in [[pin]]\n  --> pins.toml:14:1\n   |\n14 | acept = [\"gpt-4o-2024-08-06\"]\n   | ^^^^^\n   = help: did you mean `accept`?"
+        );
+    }
+
+    #[test]
+    fn caret_follows_tabs_and_is_never_empty() {
+        let d = Diagnostic::new("x").with_snippet(Snippet {
+            path: "p".into(),
+            line: 3,
+            column: 3,
+            text: "\t a".into(),
+            width: 0,
+        });
+        assert_eq!(
+            d.to_string(),
+            "error: x\n --> p:3:3\n  |\n3 | \t a\n  | \t ^"
+        );
+    }
+
+    #[test]
+    fn distance_counts_transpositions_once() {
+        assert_eq!(edit_distance("modle", "model"), 1);
+        assert_eq!(edit_distance("acept", "accept"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+    }
+
+    #[test]
+    fn suggests_only_close_keys() {
+        let keys = ["id", "accept", "model", "samples"];
+        assert_eq!(suggest("acept", keys), Some("accept"));
+        assert_eq!(suggest("Samples", keys), Some("samples"));
+        assert_eq!(suggest("colour", keys), None);
+    }
+}

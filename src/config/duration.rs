@@ -1,0 +1,108 @@
+//! Durations as people write them in config files and on the command line: `90s`, `1h30m`.
+
+use std::time::Duration;
+
+/// What a valid duration looks like, for error messages.
+pub(crate) const DURATION_HELP: &str =
+    "use whole numbers with units ms, s, m, h or d, largest first, like `90s`, `10m` or `1h30m`";
+
+/// Parses `500ms`, `60s`, `10m`, `4h`, `90d` and combinations such as `1h30m` or `2d12h`.
+///
+/// Units must appear largest first and at most once each; numbers are whole. The error is a
+/// complete sentence naming the input.
+pub fn parse_duration(input: &str) -> Result<Duration, String> {
+    parse(input).ok_or_else(|| format!("invalid duration `{input}`: {DURATION_HELP}"))
+}
+
+/// Units from largest to smallest, with their length in milliseconds.
+const UNITS: [(&str, u64); 5] = [
+    ("d", 86_400_000),
+    ("h", 3_600_000),
+    ("m", 60_000),
+    ("s", 1_000),
+    ("ms", 1),
+];
+
+fn parse(input: &str) -> Option<Duration> {
+    let mut rest = input;
+    let mut total: u64 = 0;
+    let mut smallest_so_far = usize::MAX;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+        let number: u64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let letters = rest
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(rest.len());
+        let unit = UNITS.iter().position(|(u, _)| *u == &rest[..letters])?;
+        if smallest_so_far != usize::MAX && unit <= smallest_so_far {
+            return None;
+        }
+        smallest_so_far = unit;
+        total = total.checked_add(number.checked_mul(UNITS[unit].1)?)?;
+        rest = &rest[letters..];
+    }
+    Some(Duration::from_millis(total))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::parse_duration;
+
+    #[test]
+    fn parses_the_documented_forms() {
+        let table = [
+            ("500ms", 500),
+            ("60s", 60_000),
+            ("10m", 600_000),
+            ("4h", 14_400_000),
+            ("90d", 7_776_000_000),
+            ("1h30m", 5_400_000),
+            ("2d12h", 216_000_000),
+            ("1m30s250ms", 90_250),
+            ("0s", 0),
+        ];
+        for (input, millis) in table {
+            assert_eq!(
+                parse_duration(input),
+                Ok(Duration::from_millis(millis)),
+                "{input}"
+            );
+        }
+    }
+
+    #[test]
+    fn rejects_everything_else() {
+        for input in [
+            "",
+            "10",
+            "s",
+            "10x",
+            "1.5h",
+            "-5s",
+            " 5s",
+            "5s ",
+            "5 s",
+            "30m1h",
+            "1h1h",
+            "1H",
+            "99999999999999999999d",
+            "999999999999999d",
+        ] {
+            assert!(parse_duration(input).is_err(), "{input:?} parsed");
+        }
+    }
+
+    #[test]
+    fn error_names_the_input_and_the_fix() {
+        assert_eq!(
+            parse_duration("10x").unwrap_err(),
+            "invalid duration `10x`: use whole numbers with units ms, s, m, h or d, largest first, like `90s`, `10m` or `1h30m`"
+        );
+    }
+}

@@ -1,0 +1,284 @@
+//! `pins.toml` and `probes/*.toml`: what the user expects, validated once.
+//!
+//! Raw serde types mirror the files exactly (`deny_unknown_fields`); `load` turns them into one
+//! validated `Config` whose fields are never optional "just in case". Every rejection names the
+//! file, line and column, shows the line with a caret and, for unknown keys, the nearest valid key.
+
+mod alerts;
+mod check;
+mod decode;
+mod diagnostic;
+mod duration;
+mod pins;
+mod probe;
+mod probes;
+mod providers;
+mod raw;
+mod secrets;
+mod settings;
+mod source;
+mod url;
+
+#[cfg(test)]
+mod tests;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::NaiveDate;
+use toml_edit::{Item, Value};
+
+use crate::provider::{Endpoint, ProviderKind};
+
+pub use diagnostic::{ConfigError, Diagnostic};
+pub use duration::parse_duration;
+
+use check::Check;
+use decode::decode;
+use probes::Probes;
+use raw::RawPins;
+use source::Source;
+
+/// The only `version` of pins.toml this build reads.
+pub const PINS_VERSION: i64 = 1;
+
+/// Loads and validates `path` (pins.toml) and the probe files it names, reading API keys through
+/// `env` only. Every problem found is reported, each pointing at its file, line and column.
+pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+    let bytes = fs::read(path)
+        .map_err(|err| Diagnostic::new(format!("cannot read `{}`: {err}", path.display())))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| Diagnostic::new(format!("`{}` is not UTF-8 text", path.display())))?;
+    let src = Source::parse(path, text)?;
+    check_version(&src)?;
+    let secrets = secrets::scan(&src);
+    if !secrets.is_empty() {
+        return Err(ConfigError::new(secrets));
+    }
+    let raw: RawPins = decode(&src)?;
+    validate(&src, raw, env)
+}
+
+/// `load` with keys read from the process environment.
+pub fn load_from_env(path: &Path) -> Result<Config, ConfigError> {
+    load(path, &|name| std::env::var(name).ok())
+}
+
+fn validate(
+    src: &Source,
+    raw: RawPins,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Config, ConfigError> {
+    let base = src.path.parent().unwrap_or(Path::new(""));
+    let mut check = Check::new(src);
+    let settings = settings::settings(&mut check, raw.settings, base);
+    let (providers, known) =
+        providers::providers(&mut check, raw.providers, settings.concurrency, env);
+    let (alerts, channel_names) = alerts::alerts(&mut check, raw.alerts, env);
+    let mut probes = Probes::new(base);
+    let refs = pins::Refs {
+        providers: &known,
+        alerts: &channel_names,
+    };
+    let pins = pins::pins(&mut check, raw.pin, &refs, &mut probes);
+    let errors = check.finish();
+    if !errors.is_empty() {
+        return Err(ConfigError::new(errors));
+    }
+    let (probes, probe_bytes) = probes.finish();
+    let mut digested = src.text.as_bytes().to_vec();
+    digested.extend_from_slice(&probe_bytes);
+    Ok(Config {
+        path: src.path.clone(),
+        digest: probe::sha256(&digested),
+        settings,
+        providers,
+        pins,
+        probes,
+        alerts,
+    })
+}
+
+/// `version = 1` must be there before anything else is read: another version's keys would only
+/// produce confusing "unknown key" errors.
+fn check_version(src: &Source) -> Result<(), Diagnostic> {
+    let Some((key, item)) = src.root().get_key_value("version") else {
+        let mut d = src.error(0..0, "missing `version` in pins.toml");
+        d.help("add `version = 1` as the first line");
+        return Err(d);
+    };
+    let span = item.span().or_else(|| key.span()).unwrap_or(0..0);
+    match item {
+        Item::Value(Value::Integer(v)) if *v.value() == PINS_VERSION => Ok(()),
+        Item::Value(Value::Integer(v)) => {
+            let mut d = src.error(span, format!("unsupported pins.toml version {}", v.value()));
+            d.help("this modelpin reads `version = 1`; upgrade modelpin or rewrite the file for version 1");
+            Err(d)
+        }
+        _ => {
+            let mut d = src.error(span, "`version` must be an integer");
+            d.help("write `version = 1`");
+            Err(d)
+        }
+    }
+}
+
+/// The validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Path of `pins.toml` as given.
+    pub path: PathBuf,
+    /// `sha256:<hex>` of pins.toml's bytes followed by each loaded probe file's bytes in probe-id order.
+    pub digest: String,
+    pub settings: Settings,
+    /// In file order.
+    pub providers: Vec<Provider>,
+    /// In file order.
+    pub pins: Vec<Pin>,
+    /// Every probe any pin uses, sorted by id.
+    pub probes: Vec<Probe>,
+    /// In file order.
+    pub alerts: Vec<AlertChannel>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Resolved relative to the directory of pins.toml.
+    pub lockfile: PathBuf,
+    /// Resolved relative to the directory of pins.toml.
+    pub store: PathBuf,
+    pub schedule: String,
+    pub timeout: Duration,
+    pub budget: Duration,
+    pub concurrency: usize,
+    pub alpha: f64,
+    pub warn_before: Vec<Duration>,
+    pub deprecation_feeds: Vec<String>,
+    pub metrics: std::net::SocketAddr,
+}
+
+#[derive(Debug, Clone)]
+pub struct Provider {
+    /// The table name: `[providers.NAME]`.
+    pub name: String,
+    pub endpoint: Endpoint,
+    pub api_key_env: Option<String>,
+    /// Calls in flight to this provider; defaults to `settings.concurrency`.
+    pub concurrency: usize,
+}
+
+/// USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    /// Defaults to `input` when not given.
+    pub cached_input: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Pin {
+    pub id: String,
+    /// Name of a `[providers.NAME]` table.
+    pub provider: String,
+    pub kind: ProviderKind,
+    pub model: String,
+    /// Azure deployment name; defaults to `model`.
+    pub deployment: String,
+    /// Served IDs that count as this pin, from the file; `[model]` when not given. The lock's
+    /// recorded served IDs are added by the auditor, not here.
+    pub accept: Vec<String>,
+    /// Probe ids, sorted, deduplicated.
+    pub probes: Vec<String>,
+    pub samples: u32,
+    pub price: Option<Price>,
+    pub cost_tolerance: f64,
+    /// Accepted upstream hosts (kind `openrouter` only); empty means "not checked".
+    pub upstream: Vec<String>,
+    pub retires_on: Option<NaiveDate>,
+    pub schedule: Option<String>,
+    /// Alert channel names; empty means all.
+    pub alerts: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compare {
+    Choice,
+    Text,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expect {
+    Equals(String),
+    Contains(String),
+    /// The pattern as written; compiled by the auditor.
+    Regex(String),
+    OneOf(Vec<String>),
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Normalize {
+    Trim,
+    Lower,
+}
+
+#[derive(Debug, Clone)]
+pub struct Probe {
+    pub id: String,
+    /// The file it came from.
+    pub source: PathBuf,
+    pub system: Option<String>,
+    pub prompt: String,
+    /// Default 16.
+    pub max_tokens: u32,
+    /// Default 1.0, the providers' own default; 0 to 2.
+    pub temperature: f64,
+    /// Default `Choice`.
+    pub compare: Compare,
+    /// `None`: no pass/fail rule.
+    pub expect: Option<Expect>,
+    /// Applied, in order, to answers before both the comparison and `expect`; default none.
+    pub normalize: Vec<Normalize>,
+    /// `sha256:<hex>` over what is sent (system, prompt, `max_tokens`, temperature): a change makes
+    /// the baseline incomparable.
+    pub digest: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+#[derive(Debug, Clone)]
+pub struct AlertChannel {
+    pub name: String,
+    pub kind: AlertKind,
+    pub send_resolved: bool,
+    pub repeat: Duration,
+    pub min_severity: Severity,
+}
+
+#[derive(Debug, Clone)]
+pub enum AlertKind {
+    Email {
+        smtp: String,
+        from: String,
+        to: Vec<String>,
+        username_env: Option<String>,
+        password_env: Option<String>,
+    },
+    Webhook {
+        url: String,
+        secret_env: Option<String>,
+    },
+    Slack {
+        url_env: String,
+    },
+    Alertmanager {
+        url: String,
+    },
+}

@@ -1,0 +1,255 @@
+//! `[[pin]]`: what each pinned model is expected to be, with its defaults filled in.
+
+use std::collections::HashMap;
+
+use chrono::NaiveDate;
+use toml::Spanned;
+use toml::value::Datetime;
+
+use super::check::{Check, Reported};
+use super::diagnostic::{backticked, suggest};
+use super::probes::Probes;
+use super::providers::Known;
+use super::raw::{RawPin, RawPrice, Str};
+use super::{Pin, Price};
+use crate::provider::ProviderKind;
+
+pub(crate) const DEFAULT_SAMPLES: u32 = 10;
+pub(crate) const DEFAULT_COST_TOLERANCE: f64 = 0.02;
+
+/// What a pin may refer to.
+pub(crate) struct Refs<'a> {
+    pub providers: &'a Known,
+    pub alerts: &'a [String],
+}
+
+pub(crate) fn pins(
+    check: &mut Check,
+    raw: Vec<Spanned<RawPin>>,
+    refs: &Refs,
+    probes: &mut Probes,
+) -> Vec<Pin> {
+    let mut seen: HashMap<String, String> = HashMap::new();
+    let mut out = Vec::new();
+    for pin in raw {
+        let pin = pin.into_inner();
+        let id = &pin.id;
+        if let Some(first) = seen.get(id.get_ref()) {
+            check
+                .error(id.span(), format!("duplicate pin id `{}`", id.get_ref()))
+                .note(format!("first defined at {first}"));
+        } else {
+            seen.insert(id.get_ref().clone(), check.src.location(id.span()));
+        }
+        out.extend(one(check, &pin, refs, probes));
+    }
+    out
+}
+
+fn one(check: &mut Check, raw: &RawPin, refs: &Refs, probes: &mut Probes) -> Option<Pin> {
+    let id = check.non_empty(&raw.id, "id");
+    let model = check.non_empty(&raw.model, "model");
+    let kind = provider_kind(check, &raw.provider, refs.providers);
+    let deployment = kind.map(|k| deployment(check, raw, k));
+    let upstream = kind.and_then(|k| upstream(check, raw, k));
+    let accept = accept(check, raw);
+    let probe_ids = probe_ids(check, raw, probes);
+    let samples = match &raw.samples {
+        Some(s) => check.at_least_one(s, "samples"),
+        None => Some(DEFAULT_SAMPLES),
+    };
+    let price = match &raw.price {
+        Some(p) => price(check, p).map(Some),
+        None => Some(None),
+    };
+    let cost_tolerance = match &raw.cost_tolerance {
+        Some(c) => check.non_negative(c, "cost_tolerance"),
+        None => Some(DEFAULT_COST_TOLERANCE),
+    };
+    let retires_on = match &raw.retires_on {
+        Some(d) => retires_on(check, d).map(Some),
+        None => Some(None),
+    };
+    let schedule = match &raw.schedule {
+        Some(s) => check.schedule(s).map(Some),
+        None => Some(None),
+    };
+    let alerts = alert_names(
+        check,
+        raw.alerts.as_deref().unwrap_or_default(),
+        refs.alerts,
+    );
+    let model = model?;
+    Some(Pin {
+        id: id?,
+        provider: raw.provider.get_ref().clone(),
+        kind: kind?,
+        deployment: deployment?.ok()?.unwrap_or_else(|| model.clone()),
+        accept: accept.ok()?.unwrap_or_else(|| vec![model.clone()]),
+        model,
+        probes: probe_ids,
+        samples: samples?,
+        price: price?,
+        cost_tolerance: cost_tolerance?,
+        upstream: upstream?,
+        retires_on: retires_on?,
+        schedule: schedule?,
+        alerts: alerts?,
+    })
+}
+
+/// The kind of the named provider; `None` (quietly) when that provider's own table was invalid.
+fn provider_kind(check: &mut Check, name: &Str, known: &Known) -> Option<ProviderKind> {
+    if let Some((_, kind)) = known.iter().find(|(n, _)| n == name.get_ref()) {
+        return *kind;
+    }
+    let names = known.iter().map(|(n, _)| n.as_str());
+    let d = check.error(
+        name.span(),
+        format!("unknown provider `{}`", name.get_ref()),
+    );
+    if known.is_empty() {
+        d.note("no [providers.NAME] tables are defined");
+    } else {
+        d.note(format!("known providers: {}", backticked(names.clone())));
+    }
+    if let Some(near) = suggest(name.get_ref(), names) {
+        d.help(format!("did you mean `{near}`?"));
+    }
+    None
+}
+
+/// `Ok(None)`: use the model. Only Azure addresses deployments.
+fn deployment(
+    check: &mut Check,
+    raw: &RawPin,
+    kind: ProviderKind,
+) -> Result<Option<String>, Reported> {
+    match &raw.deployment {
+        None => Ok(None),
+        Some(d) if kind == ProviderKind::Azure => {
+            check.non_empty(d, "deployment").map(Some).ok_or(Reported)
+        }
+        Some(d) => {
+            only_for(check, d.span(), "deployment", ProviderKind::Azure, kind);
+            Err(Reported)
+        }
+    }
+}
+
+fn upstream(check: &mut Check, raw: &RawPin, kind: ProviderKind) -> Option<Vec<String>> {
+    match &raw.upstream {
+        None => Some(Vec::new()),
+        Some(u) if kind == ProviderKind::OpenRouter => strings(check, u.get_ref(), "upstream"),
+        Some(u) => {
+            only_for(check, u.span(), "upstream", ProviderKind::OpenRouter, kind);
+            None
+        }
+    }
+}
+
+fn only_for(
+    check: &mut Check,
+    span: std::ops::Range<usize>,
+    key: &str,
+    wanted: ProviderKind,
+    kind: ProviderKind,
+) {
+    check.error(
+        span,
+        format!("`{key}` only applies to kind `{wanted}`, not `{kind}`"),
+    );
+}
+
+/// `Ok(None)`: default to `[model]`.
+fn accept(check: &mut Check, raw: &RawPin) -> Result<Option<Vec<String>>, Reported> {
+    let Some(accept) = &raw.accept else {
+        return Ok(None);
+    };
+    if accept.get_ref().is_empty() {
+        check
+            .error(
+                accept.span(),
+                "`accept` is empty, so no served model would count",
+            )
+            .help("leave it out to accept `model` (and what `modelpin lock` records)");
+        return Err(Reported);
+    }
+    strings(check, accept.get_ref(), "accept")
+        .map(Some)
+        .ok_or(Reported)
+}
+
+fn strings(check: &mut Check, values: &[Str], what: &str) -> Option<Vec<String>> {
+    let checked: Vec<Option<String>> = values.iter().map(|v| check.non_empty(v, what)).collect();
+    checked.into_iter().collect()
+}
+
+/// Probe ids from every pattern, sorted and deduplicated.
+fn probe_ids(check: &mut Check, raw: &RawPin, probes: &mut Probes) -> Vec<String> {
+    let mut ids: Vec<String> = raw
+        .probes
+        .iter()
+        .flatten()
+        .flat_map(|pattern| probes.resolve(check, pattern))
+        .collect();
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+fn price(check: &mut Check, raw: &RawPrice) -> Option<Price> {
+    let input = check.non_negative(&raw.input, "input");
+    let output = check.non_negative(&raw.output, "output");
+    let cached_input = match &raw.cached_input {
+        Some(c) => check.non_negative(c, "cached_input"),
+        None => input,
+    };
+    Some(Price {
+        input: input?,
+        output: output?,
+        cached_input: cached_input?,
+    })
+}
+
+fn retires_on(check: &mut Check, value: &Spanned<Datetime>) -> Option<NaiveDate> {
+    let dt = value.get_ref();
+    let date = match (dt.date, dt.time, dt.offset) {
+        (Some(d), None, None) => {
+            NaiveDate::from_ymd_opt(i32::from(d.year), u32::from(d.month), u32::from(d.day))
+        }
+        _ => None,
+    };
+    if date.is_none() {
+        check
+            .error(value.span(), "`retires_on` must be a date")
+            .help("write a bare TOML date, like `retires_on = 2026-10-20`");
+    }
+    date
+}
+
+fn alert_names(check: &mut Check, raw: &[Str], channels: &[String]) -> Option<Vec<String>> {
+    let mut ok = true;
+    for name in raw {
+        if channels.contains(name.get_ref()) {
+            continue;
+        }
+        ok = false;
+        let d = check.error(
+            name.span(),
+            format!("unknown alert channel `{}`", name.get_ref()),
+        );
+        if channels.is_empty() {
+            d.note("no [alerts.NAME] tables are defined");
+        } else {
+            d.note(format!(
+                "known channels: {}",
+                backticked(channels.iter().map(String::as_str))
+            ));
+        }
+        if let Some(near) = suggest(name.get_ref(), channels.iter().map(String::as_str)) {
+            d.help(format!("did you mean `{near}`?"));
+        }
+    }
+    ok.then(|| raw.iter().map(|n| n.get_ref().clone()).collect())
+}

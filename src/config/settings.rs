@@ -1,0 +1,133 @@
+//! `[settings]`: defaults exactly as DESIGN.md documents them, paths resolved against the
+//! directory of pins.toml so the tool behaves the same from any working directory.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::Settings;
+use super::check::Check;
+use super::raw::RawSettings;
+use super::url::strip_scheme;
+
+pub(crate) const DEFAULT_LOCKFILE: &str = "modelpin.lock";
+pub(crate) const DEFAULT_STORE: &str = ".modelpin";
+pub(crate) const DEFAULT_SCHEDULE: &str = "0 0 * * * *";
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_BUDGET: Duration = Duration::from_secs(10 * 60);
+pub(crate) const DEFAULT_CONCURRENCY: usize = 16;
+pub(crate) const DEFAULT_ALPHA: f64 = 0.001;
+pub(crate) const DEFAULT_WARN_BEFORE_DAYS: [u64; 3] = [90, 30, 7];
+pub(crate) const DEFAULT_METRICS: &str = "127.0.0.1:9464";
+
+const DAY: u64 = 86_400;
+
+/// Validates `[settings]`; an absent table means every default. Rejected values fall back to
+/// their default so the remaining checks still run (the load fails anyway).
+pub(crate) fn settings(check: &mut Check, raw: Option<RawSettings>, base: &Path) -> Settings {
+    let raw = raw.unwrap_or_default();
+    let path = |v: Option<Spanned<String>>, default: &str| {
+        base.join(v.map_or_else(|| default.to_string(), Spanned::into_inner))
+    };
+    Settings {
+        lockfile: path(raw.lockfile, DEFAULT_LOCKFILE),
+        store: path(raw.store, DEFAULT_STORE),
+        schedule: raw
+            .schedule
+            .and_then(|s| check.schedule(&s))
+            .unwrap_or_else(|| DEFAULT_SCHEDULE.to_string()),
+        timeout: duration_or(check, raw.timeout.as_ref(), "timeout", DEFAULT_TIMEOUT),
+        budget: duration_or(check, raw.budget.as_ref(), "budget", DEFAULT_BUDGET),
+        concurrency: raw
+            .concurrency
+            .and_then(|c| check.at_least_one(&c, "concurrency"))
+            .unwrap_or(DEFAULT_CONCURRENCY),
+        alpha: raw
+            .alpha
+            .and_then(|a| alpha(check, &a))
+            .unwrap_or(DEFAULT_ALPHA),
+        warn_before: warn_before(check, raw.warn_before.as_deref()),
+        deprecation_feeds: feeds(check, raw.deprecation_feeds.as_deref(), base),
+        metrics: raw
+            .metrics
+            .and_then(|m| metrics(check, &m))
+            .unwrap_or_else(|| DEFAULT_METRICS.parse().expect("valid default")),
+    }
+}
+
+fn duration_or(
+    check: &mut Check,
+    value: Option<&Spanned<String>>,
+    what: &str,
+    default: Duration,
+) -> Duration {
+    value
+        .and_then(|v| check.duration(v, what))
+        .unwrap_or(default)
+}
+
+fn alpha(check: &mut Check, value: &Spanned<f64>) -> Option<f64> {
+    let a = *value.get_ref();
+    if a > 0.0 && a < 1.0 {
+        return Some(a);
+    }
+    check
+        .error(
+            value.span(),
+            format!("`alpha` must be between 0 and 1 (exclusive), found {a}"),
+        )
+        .help("it is the false-alarm rate per pin per audit; 0.001 is the default");
+    None
+}
+
+fn warn_before(check: &mut Check, raw: Option<&[Spanned<String>]>) -> Vec<Duration> {
+    match raw {
+        None => DEFAULT_WARN_BEFORE_DAYS
+            .iter()
+            .map(|d| Duration::from_secs(d * DAY))
+            .collect(),
+        Some(values) => values
+            .iter()
+            .filter_map(|v| check.duration(v, "warn_before"))
+            .collect(),
+    }
+}
+
+/// Local feed paths are resolved against pins.toml's directory; URLs must be `https://` (or
+/// `http://` to loopback).
+fn feeds(check: &mut Check, raw: Option<&[Spanned<String>]>, base: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for feed in raw.unwrap_or_default() {
+        let value = feed.get_ref();
+        let is_http = ["http://", "https://"]
+            .iter()
+            .any(|scheme| strip_scheme(value, scheme).is_some());
+        let resolved = if !value.contains("://") {
+            Some(base.join(value).to_string_lossy().into_owned())
+        } else if is_http {
+            check.http_url(feed, "deprecation_feeds")
+        } else {
+            check
+                .error(feed.span(), format!("unsupported feed URL `{value}`"))
+                .help("feeds are local paths or `https://` URLs");
+            None
+        };
+        out.extend(resolved);
+    }
+    out
+}
+
+fn metrics(check: &mut Check, value: &Spanned<String>) -> Option<SocketAddr> {
+    if let Ok(addr) = value.get_ref().parse() {
+        return Some(addr);
+    }
+    check
+        .error(
+            value.span(),
+            format!("invalid `metrics` address `{}`", value.get_ref()),
+        )
+        .help("use an IP address and port, like `127.0.0.1:9464`");
+    None
+}

@@ -1,0 +1,17 @@
+//! modelpin: keeps LLM model IDs honest.
+//!
+//! A pinned model ID is a lease, not a contract: providers retire IDs and sometimes keep answering
+//! them with another model. This library holds the whole pipeline — config, provider adapters,
+//! transport, audit, lock, report — and `main.rs` only maps its outcome to an exit code.
+
+pub mod app;
+pub mod audit;
+pub mod cli;
+pub mod cmd;
+pub mod config;
+pub mod finding;
+pub mod lock;
+pub mod provider;
+pub mod report;
+pub mod sim;
+pub mod transport;

@@ -1,0 +1,10 @@
+//! The `modelpin` binary: parse arguments, run, map the outcome to an exit code.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = modelpin::cli::Cli::parse();
+    ExitCode::from(modelpin::app::run(cli))
+}

@@ -1,0 +1,502 @@
+//! Provider adapters: one wire format per file, as pure functions.
+//!
+//! An adapter knows how to phrase one probe call for its provider (`build_request`) and how to
+//! read whatever came back (`parse_reply`). Neither does I/O, so both are tested directly on the
+//! real recorded responses under `shared/fixtures/real/`. The transport sends what `build_request`
+//! returns; the auditor judges what `parse_reply` returns.
+
+// Provider names (OpenAI, OpenRouter, DeepSeek) appear in these docs as prose, not as code; a
+// crate-wide `doc-valid-idents` in clippy.toml would be the better home for this.
+
+mod anthropic;
+mod envelope;
+#[cfg(test)]
+mod fixture_table;
+mod gemini;
+mod headers;
+mod json;
+mod openai;
+mod refusal;
+
+use std::fmt;
+use std::fmt::Write as _;
+
+/// The wire formats modelpin speaks. A closed set: `match` over it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ProviderKind {
+    OpenAi,
+    OpenAiCompatible,
+    OpenRouter,
+    Azure,
+    Anthropic,
+    Gemini,
+}
+
+impl ProviderKind {
+    pub const ALL: [ProviderKind; 6] = [
+        ProviderKind::OpenAi,
+        ProviderKind::OpenAiCompatible,
+        ProviderKind::OpenRouter,
+        ProviderKind::Azure,
+        ProviderKind::Anthropic,
+        ProviderKind::Gemini,
+    ];
+
+    /// The spelling used in `pins.toml` (`kind = "..."`).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAi => "openai",
+            ProviderKind::OpenAiCompatible => "openai-compatible",
+            ProviderKind::OpenRouter => "openrouter",
+            ProviderKind::Azure => "azure",
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Gemini => "gemini",
+        }
+    }
+
+    #[must_use]
+    pub fn parse(s: &str) -> Option<ProviderKind> {
+        ProviderKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// The API root each provider's official SDK uses; `None` where the user must say.
+    #[must_use]
+    pub fn default_base_url(self) -> Option<&'static str> {
+        match self {
+            ProviderKind::OpenAi => Some("https://api.openai.com/v1"),
+            ProviderKind::OpenRouter => Some("https://openrouter.ai/api/v1"),
+            ProviderKind::Anthropic => Some("https://api.anthropic.com"),
+            ProviderKind::Gemini => Some("https://generativelanguage.googleapis.com"),
+            ProviderKind::OpenAiCompatible | ProviderKind::Azure => None,
+        }
+    }
+}
+
+impl fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A secret read from the environment. Its `Debug` never shows the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    #[must_use]
+    pub fn new(value: String) -> Secret {
+        Secret(value)
+    }
+
+    /// The raw value, for the one place that puts it on the wire.
+    #[must_use]
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// Where and how to reach one configured provider.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub kind: ProviderKind,
+    /// API root without a trailing slash, as the official SDK takes it.
+    pub base_url: String,
+    pub api_key: Option<Secret>,
+    /// Azure `api-version` query parameter.
+    pub api_version: Option<String>,
+    /// Extra headers from `pins.toml` (`headers = { ... }`), sent on every call.
+    pub headers: Vec<(String, String)>,
+}
+
+/// One probe call, as the adapter needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeCall<'a> {
+    /// The model ID sent on the wire (Azure: the deployment name).
+    pub model: &'a str,
+    pub system: Option<&'a str>,
+    pub prompt: &'a str,
+    pub max_tokens: u32,
+    pub temperature: f64,
+}
+
+/// A fully built HTTP request: always `POST` with a JSON body.
+#[derive(Clone)]
+pub struct HttpRequest {
+    pub url: String,
+    /// Header names lower-case. Auth headers carry secrets: never log this struct's headers.
+    pub headers: Vec<(String, String)>,
+    pub body: serde_json::Value,
+}
+
+impl fmt::Debug for HttpRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("HttpRequest")
+            .field("url", &self.url)
+            .field("header_names", &names)
+            .field("body", &self.body)
+            .finish()
+    }
+}
+
+/// What came back over HTTP, before any interpretation. Header names lower-case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl RawResponse {
+    /// First value of a header, by lower-case name.
+    #[must_use]
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Token counts as the provider reported them; `None` where the provider said nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub input: Option<u64>,
+    pub output: Option<u64>,
+    pub cached_input: Option<u64>,
+    pub reasoning: Option<u64>,
+}
+
+/// A lifecycle hint seen on an ordinary response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LifecycleHint {
+    /// `Sunset` header (RFC 8594), raw value.
+    Sunset(String),
+    /// `Deprecation` header (RFC 9745 `@<unix>` or the older `true` / date forms), raw value.
+    Deprecation(String),
+    /// A deprecation warning in the body (OpenAI's legacy top-level `warning`).
+    BodyWarning(String),
+    /// Mistral's `x-model-deprecation-timestamp` header, raw value.
+    ModelDeprecationTimestamp(String),
+}
+
+/// A successful answer.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Reply {
+    /// The model the provider says served the call, normalised (`models/` prefix removed).
+    pub served_model: Option<String>,
+    /// OpenRouter's upstream host (`$.provider`).
+    pub upstream: Option<String>,
+    /// Another model that actually produced the answer (Anthropic `usage.iterations[]`
+    /// `fallback_message` entry), when the top-level model still names the requested one.
+    pub fallback_model: Option<String>,
+    pub usage: Usage,
+    /// Cost the provider itself reported for this call (OpenRouter `usage.cost`), USD.
+    pub reported_cost_usd: Option<f64>,
+    pub system_fingerprint: Option<String>,
+    /// The answer text (all text parts joined).
+    pub text: String,
+    pub request_id: Option<String>,
+    pub lifecycle: Vec<LifecycleHint>,
+}
+
+/// How a provider refused a call. Classification lives here because only the adapter knows the
+/// provider's error shape (OpenAI 400 `model_not_found` on Responses, Gemini `NOT_FOUND`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorClass {
+    /// The model (or Azure deployment) does not exist or is gone.
+    NotFound,
+    Auth,
+    /// Quota or balance exhausted: not a transient error.
+    Quota,
+    InvalidRequest,
+    RateLimited,
+    Overloaded,
+    Server,
+}
+
+impl ErrorClass {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::NotFound => "not_found",
+            ErrorClass::Auth => "auth",
+            ErrorClass::Quota => "quota",
+            ErrorClass::InvalidRequest => "invalid_request",
+            ErrorClass::RateLimited => "rate_limited",
+            ErrorClass::Overloaded => "overloaded",
+            ErrorClass::Server => "server",
+        }
+    }
+}
+
+/// A refusal, with the provider's own words kept for the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejected {
+    pub status: u16,
+    pub class: ErrorClass,
+    /// Provider error code (`model_not_found`, `DeploymentNotFound`, `1500`, `NOT_FOUND`, ...).
+    pub code: Option<String>,
+    /// Provider error type (`invalid_request_error`, `not_found_error`, ...).
+    pub error_type: Option<String>,
+    pub message: String,
+    pub request_id: Option<String>,
+}
+
+/// Everything `parse_reply` can conclude. Never a panic, whatever the bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Parsed {
+    Reply(Reply),
+    Rejected(Rejected),
+    Unparseable { status: u16, reason: String },
+}
+
+/// Phrases one probe call for `endpoint`: URL, headers (names lower-case) and JSON body.
+///
+/// Header order: `content-type`, the provider's auth and version headers, then the endpoint's
+/// own `headers` from `pins.toml`, appended as given.
+#[must_use]
+pub fn build_request(endpoint: &Endpoint, call: &ProbeCall<'_>) -> HttpRequest {
+    let base = endpoint.base_url.trim_end_matches('/');
+    let mut request = match endpoint.kind {
+        ProviderKind::OpenAi
+        | ProviderKind::OpenAiCompatible
+        | ProviderKind::OpenRouter
+        | ProviderKind::Azure => openai::request(endpoint, base, call),
+        ProviderKind::Anthropic => anthropic::request(endpoint, base, call),
+        ProviderKind::Gemini => gemini::request(endpoint, base, call),
+    };
+    let content_type = ("content-type".to_owned(), "application/json".to_owned());
+    request.headers.insert(0, content_type);
+    let extra = endpoint.headers.iter();
+    request
+        .headers
+        .extend(extra.map(|(name, value)| (name.to_ascii_lowercase(), value.clone())));
+    request
+}
+
+/// Reads whatever came back for a call to a `kind` provider. Never panics, whatever the bytes.
+#[must_use]
+pub fn parse_reply(kind: ProviderKind, response: &RawResponse) -> Parsed {
+    match kind {
+        ProviderKind::OpenAi
+        | ProviderKind::OpenAiCompatible
+        | ProviderKind::OpenRouter
+        | ProviderKind::Azure => openai::parse(kind, response),
+        ProviderKind::Anthropic => anthropic::parse(response),
+        ProviderKind::Gemini => gemini::parse(response),
+    }
+}
+
+/// A served model ID in the form pins compare against: surrounding whitespace, Gemini's
+/// `models/` prefix and Vertex's resource path (`projects/.../publishers/google/models/x`) removed.
+/// Dates and slugs are left alone: whether `gpt-4o-2024-08-06` counts as `gpt-4o` is the pin's call.
+#[must_use]
+pub fn normalize_model_id(id: &str) -> String {
+    let id = id.trim();
+    let id = if id.starts_with("projects/") || id.starts_with("publishers/") {
+        id.rsplit_once("/models/").map_or(id, |(_, model)| model)
+    } else {
+        id
+    };
+    id.strip_prefix("models/").unwrap_or(id).to_owned()
+}
+
+/// Percent-encodes everything but RFC 3986 unreserved characters, so a model or deployment name
+/// can never add path segments or a query to the URL.
+fn path_segment(raw: &str) -> String {
+    let mut encoded = String::with_capacity(raw.len());
+    for byte in raw.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            encoded.push(char::from(byte));
+        } else {
+            // Writing to a String cannot fail.
+            let _ = write!(encoded, "%{byte:02X}");
+        }
+    }
+    encoded
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{
+        Endpoint, Parsed, ProbeCall, ProviderKind, RawResponse, Secret, build_request,
+        normalize_model_id, parse_reply, path_segment,
+    };
+
+    pub(super) const KEY: &str = "sk-test-SECRET-0123456789";
+
+    pub(super) fn endpoint(kind: ProviderKind, base_url: &str) -> Endpoint {
+        Endpoint {
+            kind,
+            base_url: base_url.to_owned(),
+            api_key: Some(Secret::new(KEY.to_owned())),
+            api_version: None,
+            headers: Vec::new(),
+        }
+    }
+
+    pub(super) fn call() -> ProbeCall<'static> {
+        ProbeCall {
+            model: "m-1",
+            system: Some("Be brief."),
+            prompt: "What is 17 * 23?",
+            max_tokens: 8,
+            temperature: 1.0,
+        }
+    }
+
+    pub(super) fn response(status: u16, body: &[u8]) -> RawResponse {
+        RawResponse {
+            status,
+            headers: Vec::new(),
+            body: body.to_vec(),
+        }
+    }
+
+    pub(super) fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+        headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    #[test]
+    fn every_kind_sends_json_tolerates_a_trailing_slash_and_appends_endpoint_headers() {
+        for kind in ProviderKind::ALL {
+            let mut ep = endpoint(kind, "https://api.example.com/root/");
+            ep.headers = vec![("X-Team".to_owned(), "ml".to_owned())];
+            let request = build_request(&ep, &call());
+            assert!(
+                request.url.starts_with("https://api.example.com/root/")
+                    && !request.url.contains("root//"),
+                "{kind}: {}",
+                request.url
+            );
+            assert_eq!(
+                request.headers[0],
+                ("content-type".to_owned(), "application/json".to_owned())
+            );
+            assert_eq!(
+                request.headers.last(),
+                Some(&("x-team".to_owned(), "ml".to_owned()))
+            );
+            assert!(
+                request
+                    .headers
+                    .iter()
+                    .all(|(k, _)| *k == k.to_ascii_lowercase()),
+                "{kind}"
+            );
+            assert!(request.body.is_object(), "{kind}");
+        }
+    }
+
+    #[test]
+    fn debug_of_a_request_never_shows_the_key() {
+        for kind in ProviderKind::ALL {
+            let request = build_request(&endpoint(kind, "https://h"), &call());
+            assert!(
+                request.headers.iter().any(|(_, v)| v.contains(KEY)),
+                "{kind}: key not sent"
+            );
+            let shown = format!("{request:?} {request:#?}");
+            assert!(!shown.contains("SECRET"), "{kind}: {shown}");
+        }
+    }
+
+    #[test]
+    fn model_ids_lose_google_prefixes_only() {
+        let cases = [
+            ("models/gemini-2.5-pro", "gemini-2.5-pro"),
+            (" gemini-1.5-flash\n", "gemini-1.5-flash"),
+            (
+                "projects/p/locations/l/publishers/google/models/gemini-2.0-flash",
+                "gemini-2.0-flash",
+            ),
+            (
+                "publishers/google/models/gemini-3-flash-preview",
+                "gemini-3-flash-preview",
+            ),
+            (
+                "anthropic/claude-4.6-sonnet-20260217",
+                "anthropic/claude-4.6-sonnet-20260217",
+            ),
+            ("gpt-4o-2024-08-06", "gpt-4o-2024-08-06"),
+            ("acme/models/x", "acme/models/x"),
+            ("", ""),
+        ];
+        for (raw, normalized) in cases {
+            assert_eq!(normalize_model_id(raw), normalized, "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn path_segments_cannot_smuggle_paths_or_queries() {
+        assert_eq!(path_segment("gpt-4o_v2.1~x"), "gpt-4o_v2.1~x");
+        assert_eq!(
+            path_segment("a/../b?x=1#f é"),
+            "a%2F..%2Fb%3Fx%3D1%23f%20%C3%A9"
+        );
+    }
+
+    /// Bodies a misbehaving server or proxy really sends, for every kind and both status ranges.
+    #[test]
+    fn hostile_bodies_never_panic_and_never_pass_as_replies() {
+        let nested = "[".repeat(100_000);
+        let bodies: Vec<&[u8]> = vec![
+            b"",
+            b"   \n",
+            b"\xff\xfe\x00\x80garbage",
+            b"<html><body><h1>502 Bad Gateway</h1></body></html>",
+            b"{\"choices\": [{\"message\": {\"content\": \"trunc",
+            b"null",
+            b"[]",
+            b"42",
+            b"\"a string\"",
+            b"{}",
+            b"{\"choices\": \"nope\", \"content\": 7, \"candidates\": {}}",
+            b"{\"error\": null}",
+            b"{\"error\": 17}",
+            nested.as_bytes(),
+        ];
+        for kind in ProviderKind::ALL {
+            for body in &bodies {
+                for status in [200, 204, 400, 404, 500, 529] {
+                    let parsed = parse_reply(kind, &response(status, body));
+                    let shown = String::from_utf8_lossy(&body[..body.len().min(40)]).into_owned();
+                    match (status, parsed) {
+                        (200 | 204, Parsed::Unparseable { status: s, reason }) => {
+                            assert_eq!(s, status);
+                            assert!(!reason.is_empty(), "{kind} {shown}");
+                        }
+                        (400.., Parsed::Rejected(r)) => {
+                            assert_eq!(r.status, status);
+                            assert!(!r.message.is_empty(), "{kind} {shown}");
+                        }
+                        (_, other) => panic!("{kind} {status} {shown:?}: {other:?}"),
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unparseable_reasons_name_what_was_wrong() {
+        let reason = |body: &[u8]| match parse_reply(ProviderKind::OpenAi, &response(200, body)) {
+            Parsed::Unparseable { reason, .. } => reason,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(reason(b""), "empty body");
+        assert!(reason(b"{\"model\": \"x\"").starts_with("body is not valid JSON: EOF"));
+        assert_eq!(reason(b"[1]"), "body is a JSON array, not an object");
+        assert!(reason(b"{\"model\": \"x\"}").contains("`choices`"));
+    }
+}

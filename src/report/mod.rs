@@ -1,0 +1,221 @@
+//! The report: one audit's result as a serialisable value, and its renderers.
+//!
+//! `check` builds a `Report` from the observations and findings, then hands it to exactly one
+//! renderer. The JSON form is the contract CI scripts read (`modelpin.report/v1`): pins in
+//! config order, maps sorted, so the same inputs give the same bytes apart from the two times.
+
+pub mod human;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::audit::judge::{PinStatus, expected_cost, served_counts, upstream_counts};
+use crate::audit::{CallResult, Observation};
+use crate::config::Pin;
+use crate::finding::{Code, Finding};
+use crate::lock::LockedPin;
+
+pub const SCHEMA: &str = "modelpin.report/v1";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema: String,
+    pub modelpin_version: String,
+    pub config_digest: String,
+    pub lock_digest: Option<String>,
+    pub started_at: String,
+    pub finished_at: String,
+    pub status: PinStatus,
+    pub exit_code: u8,
+    pub pins: Vec<PinReport>,
+    pub summary: Summary,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PinReport {
+    pub id: String,
+    pub provider: String,
+    pub model: String,
+    pub status: PinStatus,
+    pub served_models: BTreeMap<String, u64>,
+    pub upstreams: BTreeMap<String, u64>,
+    pub calls: Calls,
+    pub tokens: Tokens,
+    /// Reported by the provider where it reports cost, else usage × price; `None` without a price.
+    pub cost_usd: Option<f64>,
+    pub findings: Vec<Finding>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Calls {
+    pub sent: u64,
+    pub ok: u64,
+    pub retried: u64,
+    pub failed: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tokens {
+    pub input: u64,
+    pub output: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub pins: u64,
+    pub ok: u64,
+    pub warning: u64,
+    pub drift: u64,
+    pub inconclusive: u64,
+    pub calls: Calls,
+    pub tokens: Tokens,
+    pub cost_usd: f64,
+    /// How many pins carry each finding code.
+    pub findings: BTreeMap<String, u64>,
+}
+
+/// Exit codes of `check`, as DESIGN.md fixes them.
+#[must_use]
+pub fn exit_code(status: PinStatus, strict: bool) -> u8 {
+    match status {
+        PinStatus::Ok => 0,
+        PinStatus::Warning => u8::from(strict),
+        PinStatus::Drift => 1,
+        PinStatus::Inconclusive => 3,
+    }
+}
+
+impl PinReport {
+    #[must_use]
+    pub fn new(
+        pin: &Pin,
+        obs: &Observation,
+        locked: Option<&LockedPin>,
+        findings: Vec<Finding>,
+    ) -> PinReport {
+        let mut calls = Calls::default();
+        let mut tokens = Tokens::default();
+        for call in &obs.calls {
+            match &call.result {
+                CallResult::Skipped(_) => continue,
+                CallResult::Reply(r) => {
+                    calls.ok += 1;
+                    tokens.input += r.usage.input.unwrap_or(0);
+                    tokens.output += r.usage.output.unwrap_or(0);
+                }
+                _ => calls.failed += 1,
+            }
+            calls.sent += 1;
+        }
+        PinReport {
+            id: pin.id.clone(),
+            provider: pin.provider.clone(),
+            model: pin.model.clone(),
+            status: PinStatus::of(&findings),
+            served_models: served_counts(obs),
+            upstreams: upstream_counts(obs),
+            calls,
+            tokens,
+            cost_usd: pin_cost(pin, obs, locked),
+            findings,
+        }
+    }
+}
+
+fn pin_cost(pin: &Pin, obs: &Observation, locked: Option<&LockedPin>) -> Option<f64> {
+    let price = pin.price.or_else(|| {
+        let p = locked?.effective_price?;
+        Some(crate::config::Price {
+            input: p.input,
+            output: p.output,
+            cached_input: p.input,
+        })
+    });
+    let mut total = 0.0;
+    let mut known = false;
+    for (_, reply) in obs.replies() {
+        let cost = reply
+            .reported_cost_usd
+            .or_else(|| expected_cost(reply, price.as_ref()?));
+        if let Some(c) = cost {
+            total += c;
+            known = true;
+        }
+    }
+    known.then_some((total * 1e8).round() / 1e8)
+}
+
+impl Report {
+    /// Assembles the report; `strict` makes warnings fail the run.
+    #[must_use]
+    pub fn new(
+        config_digest: String,
+        lock_digest: Option<String>,
+        started_at: String,
+        finished_at: String,
+        pins: Vec<PinReport>,
+        strict: bool,
+    ) -> Report {
+        let status = pins.iter().map(|p| p.status).max().unwrap_or(PinStatus::Ok);
+        let summary = summarise(&pins);
+        Report {
+            schema: SCHEMA.to_owned(),
+            modelpin_version: env!("CARGO_PKG_VERSION").to_owned(),
+            config_digest,
+            lock_digest,
+            started_at,
+            finished_at,
+            status,
+            exit_code: exit_code(status, strict),
+            pins,
+            summary,
+        }
+    }
+}
+
+fn summarise(pins: &[PinReport]) -> Summary {
+    let mut summary = Summary {
+        pins: pins.len() as u64,
+        ok: 0,
+        warning: 0,
+        drift: 0,
+        inconclusive: 0,
+        calls: Calls::default(),
+        tokens: Tokens::default(),
+        cost_usd: 0.0,
+        findings: BTreeMap::new(),
+    };
+    for pin in pins {
+        match pin.status {
+            PinStatus::Ok => summary.ok += 1,
+            PinStatus::Warning => summary.warning += 1,
+            PinStatus::Drift => summary.drift += 1,
+            PinStatus::Inconclusive => summary.inconclusive += 1,
+        }
+        summary.calls.sent += pin.calls.sent;
+        summary.calls.ok += pin.calls.ok;
+        summary.calls.retried += pin.calls.retried;
+        summary.calls.failed += pin.calls.failed;
+        summary.tokens.input += pin.tokens.input;
+        summary.tokens.output += pin.tokens.output;
+        summary.cost_usd += pin.cost_usd.unwrap_or(0.0);
+        let codes: std::collections::BTreeSet<Code> = pin.findings.iter().map(|f| f.code).collect();
+        for code in codes {
+            *summary
+                .findings
+                .entry(code.as_str().to_owned())
+                .or_insert(0) += 1;
+        }
+    }
+    summary.cost_usd = (summary.cost_usd * 1e8).round() / 1e8;
+    summary
+}
+
+/// The JSON form: pretty, with a trailing newline.
+#[must_use]
+pub fn to_json(report: &Report) -> String {
+    let mut text = serde_json::to_string_pretty(report).expect("report types always serialise");
+    text.push('\n');
+    text
+}

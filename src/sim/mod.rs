@@ -1,0 +1,386 @@
+//! A provider simulator on loopback: real HTTP, scripted models and faults.
+//!
+//! modelpin's job is to notice what providers do on the wire, so its tests, its demo and its
+//! benchmarks need a provider whose behaviour is known exactly: which model answers a requested
+//! ID, what it reports, how its tokenizer counts, what it costs, and how it fails. The simulator
+//! speaks OpenAI chat completions, OpenRouter, Azure OpenAI, Anthropic messages and Gemini
+//! generateContent under one address, one path prefix per provider (see `base_url`).
+
+pub mod demo_world;
+pub mod scenario;
+mod wire;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::Response;
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::provider::ProviderKind;
+use crate::sim::scenario::{FaultKind, Reported, Route, Scenario, SimError, SimModel};
+use crate::sim::wire::{Answer, Ask, Flavour};
+
+/// One request as the simulator saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenRequest {
+    pub path: String,
+    /// Requested model (Azure: deployment), when the request named one.
+    pub model: Option<String>,
+}
+
+struct Shared {
+    scenario: RwLock<Scenario>,
+    served: AtomicU64,
+    per_route: Mutex<HashMap<String, u32>>,
+    seen: Mutex<Vec<SeenRequest>>,
+}
+
+/// A running simulator. Dropping it stops the server.
+pub struct Simulator {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl Simulator {
+    /// Binds `127.0.0.1` on an ephemeral port and serves `scenario` on the current runtime.
+    pub async fn start(scenario: Scenario) -> std::io::Result<Simulator> {
+        Simulator::start_on("127.0.0.1:0".parse().expect("literal address"), scenario).await
+    }
+
+    pub async fn start_on(addr: SocketAddr, scenario: Scenario) -> std::io::Result<Simulator> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            scenario: RwLock::new(scenario),
+            served: AtomicU64::new(0),
+            per_route: Mutex::new(HashMap::new()),
+            seen: Mutex::new(Vec::new()),
+        });
+        let app = Router::new().fallback(handle).with_state(shared.clone());
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = stopped.await;
+                })
+                .await;
+        });
+        Ok(Simulator {
+            addr,
+            shared,
+            stop: Some(stop),
+        })
+    }
+
+    #[must_use]
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The `base_url` to put in pins.toml for a provider kind.
+    #[must_use]
+    pub fn base_url(&self, kind: ProviderKind) -> String {
+        let prefix = match kind {
+            ProviderKind::OpenAi => "/openai/v1",
+            ProviderKind::OpenAiCompatible => "/compat/v1",
+            ProviderKind::OpenRouter => "/openrouter/api/v1",
+            ProviderKind::Azure => "/azure",
+            ProviderKind::Anthropic => "/anthropic",
+            ProviderKind::Gemini => "/gemini",
+        };
+        format!("http://{}{prefix}", self.addr)
+    }
+
+    /// Replaces the scenario; the route counters (for `first: N` faults) start again.
+    pub fn set_scenario(&self, scenario: Scenario) {
+        *self.shared.scenario.write().expect("scenario lock") = scenario;
+        self.shared.per_route.lock().expect("route lock").clear();
+    }
+
+    #[must_use]
+    pub fn scenario(&self) -> Scenario {
+        self.shared.scenario.read().expect("scenario lock").clone()
+    }
+
+    #[must_use]
+    pub fn requests(&self) -> Vec<SeenRequest> {
+        self.shared.seen.lock().expect("seen lock").clone()
+    }
+}
+
+impl Drop for Simulator {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+async fn handle(
+    State(shared): State<Arc<Shared>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let path = uri.path().to_owned();
+    let Some((flavour, url_model)) = wire::route_path(&path) else {
+        shared
+            .seen
+            .lock()
+            .expect("seen lock")
+            .push(SeenRequest { path, model: None });
+        return plain(StatusCode::NOT_FOUND, "no such simulated endpoint");
+    };
+    let ask = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|v| wire::read_ask(flavour, url_model, &v));
+    shared.seen.lock().expect("seen lock").push(SeenRequest {
+        path,
+        model: ask.as_ref().map(|a| a.model.clone()),
+    });
+    let Some(ask) = ask else {
+        let (status, body) = wire::error_body(flavour, SimError::InvalidRequest, "");
+        return json_response(status, &body, &[]);
+    };
+    let scenario = shared.scenario.read().expect("scenario lock").clone();
+    if !authorized(&scenario, flavour, &headers) {
+        let (status, body) = wire::error_body(flavour, SimError::Auth, &ask.model);
+        return json_response(status, &body, &[]);
+    }
+    let Some(route) = scenario.routes.get(&ask.model) else {
+        let (status, body) = wire::error_body(flavour, SimError::NotFound, &ask.model);
+        return json_response(status, &body, &[]);
+    };
+    let nth = {
+        let mut counts = shared.per_route.lock().expect("route lock");
+        let n = counts.entry(ask.model.clone()).or_insert(0);
+        *n += 1;
+        *n
+    };
+    let fault = route
+        .faults
+        .iter()
+        .find(|f| f.first.is_none_or(|first| nth <= first))
+        .map(|f| f.kind.clone());
+    let Some(model) = scenario.models.get(&route.model) else {
+        return plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "scenario routes to an unknown simulated model",
+        );
+    };
+    let serial = shared.served.fetch_add(1, Ordering::Relaxed);
+    if model.latency_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(model.latency_ms)).await;
+    }
+    let extra = match fault {
+        Some(FaultKind::Headers { headers }) => headers,
+        Some(other) => return faulty(flavour, &ask, other).await,
+        None => Vec::new(),
+    };
+    let answer = answer(&scenario, route, model, &ask, serial);
+    json_response(200, &answer, &extra)
+}
+
+fn authorized(scenario: &Scenario, flavour: Flavour, headers: &HeaderMap) -> bool {
+    let Some(key) = &scenario.api_key else {
+        return true;
+    };
+    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    match flavour {
+        Flavour::OpenAi | Flavour::OpenRouter => {
+            get("authorization") == Some(&format!("Bearer {key}"))
+        }
+        Flavour::Azure => get("api-key") == Some(key),
+        Flavour::Anthropic => get("x-api-key") == Some(key),
+        Flavour::Gemini => get("x-goog-api-key") == Some(key),
+    }
+}
+
+fn answer(scenario: &Scenario, route: &Route, model: &SimModel, ask: &Ask, serial: u64) -> Value {
+    let text = sample_answer(model, &ask.prompt, scenario.seed, serial);
+    let text = truncate_tokens(&text, model, ask.max_tokens);
+    let prompt_chars = format!("{}{}", ask.system, ask.prompt);
+    let prompt_tokens = u64::from(model.tokenizer.overhead) + model.tokenizer.count(&prompt_chars);
+    let completion_tokens = model.tokenizer.count(&text).max(1);
+    let cost_usd = (prompt_tokens as f64 * model.price.input
+        + completion_tokens as f64 * model.price.output)
+        / 1_000_000.0;
+    let reported = match &route.report {
+        Reported::Honest => model.id.as_str(),
+        Reported::Requested => ask.model.as_str(),
+        Reported::Fixed(id) => id.as_str(),
+    };
+    wire::success_body(
+        ask.flavour,
+        &Answer {
+            reported_model: reported,
+            text: &text,
+            prompt_tokens,
+            completion_tokens,
+            cost_usd,
+            fingerprint: model.fingerprint.as_deref(),
+            upstream: model.upstream.as_deref(),
+            serial,
+        },
+    )
+}
+
+/// Draws an answer from the first matching rule, by a counter-based generator so a scenario with
+/// a fixed seed replays the same sequence.
+fn sample_answer(model: &SimModel, prompt: &str, seed: u64, serial: u64) -> String {
+    let Some(rule) = model
+        .answers
+        .iter()
+        .find(|r| prompt.contains(&r.prompt_contains))
+    else {
+        return "ok".to_owned();
+    };
+    let total: f64 = rule.answers.iter().map(|(_, w)| w.max(0.0)).sum();
+    let mut pick = unit_interval(seed, serial) * total;
+    for (text, weight) in &rule.answers {
+        pick -= weight.max(0.0);
+        if pick < 0.0 {
+            return text.clone();
+        }
+    }
+    rule.answers
+        .last()
+        .map(|(t, _)| t.clone())
+        .unwrap_or_default()
+}
+
+/// SplitMix64 of (seed, serial) mapped to [0, 1).
+fn unit_interval(seed: u64, serial: u64) -> f64 {
+    let mut z = seed ^ serial.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+fn truncate_tokens(text: &str, model: &SimModel, max_tokens: u64) -> String {
+    if model.tokenizer.count(text) <= max_tokens {
+        return text.to_owned();
+    }
+    let keep = (max_tokens as f64 * model.tokenizer.chars_per_token).floor() as usize;
+    text.chars().take(keep.max(1)).collect()
+}
+
+async fn faulty(flavour: Flavour, ask: &Ask, fault: FaultKind) -> Response {
+    match fault {
+        FaultKind::Error { class, headers } => {
+            let (status, body) = wire::error_body(flavour, class, &ask.model);
+            json_response(status, &body, &headers)
+        }
+        FaultKind::Raw {
+            status,
+            body,
+            headers,
+        } => raw_response(status, Body::from(body), &headers),
+        FaultKind::Hang => {
+            // Held until the client gives up; the connection closing drops this future.
+            tokio::time::sleep(Duration::from_secs(24 * 3600)).await;
+            plain(StatusCode::GATEWAY_TIMEOUT, "hung")
+        }
+        FaultKind::Malformed => {
+            raw_response(200, Body::from(r#"{"id": "chatcmpl-sim", "model": "#), &[])
+        }
+        FaultKind::Oversized { bytes } => {
+            let mut text = String::from(r#"{"padding": ""#);
+            text.push_str(&"x".repeat(bytes));
+            text.push_str(r#""}"#);
+            raw_response(200, Body::from(text), &[])
+        }
+        FaultKind::DropMidBody => {
+            let chunks: Vec<Result<Bytes, std::io::Error>> = vec![
+                Ok(Bytes::from_static(
+                    br#"{"id": "chatcmpl-sim", "choices": ["#,
+                )),
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionReset,
+                    "simulated drop",
+                )),
+            ];
+            raw_response(200, Body::from_stream(futures::stream::iter(chunks)), &[])
+        }
+        FaultKind::Headers { .. } => unreachable!("answered normally by the caller"),
+    }
+}
+
+fn json_response(status: u16, body: &Value, headers: &[(String, String)]) -> Response {
+    let mut all = vec![("content-type".to_owned(), "application/json".to_owned())];
+    all.extend_from_slice(headers);
+    raw_response(status, Body::from(body.to_string()), &all)
+}
+
+fn raw_response(status: u16, body: Body, headers: &[(String, String)]) -> Response {
+    let mut builder = Response::builder().status(status);
+    for (name, value) in headers {
+        builder = builder.header(name, value);
+    }
+    builder
+        .body(body)
+        .unwrap_or_else(|_| plain(StatusCode::INTERNAL_SERVER_ERROR, "bad scenario header"))
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response {
+    let mut response = Response::new(Body::from(text));
+    *response.status_mut() = status;
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::scenario::{AnswerRule, SimPrice, Tokenizer};
+
+    fn model(answers: Vec<(String, f64)>) -> SimModel {
+        SimModel {
+            id: "m".into(),
+            tokenizer: Tokenizer {
+                chars_per_token: 4.0,
+                overhead: 3,
+            },
+            answers: vec![AnswerRule {
+                prompt_contains: "Q".into(),
+                answers,
+            }],
+            price: SimPrice {
+                input: 1.0,
+                output: 2.0,
+            },
+            latency_ms: 0,
+            fingerprint: None,
+            upstream: None,
+        }
+    }
+
+    #[test]
+    fn sampling_follows_weights_and_replays() {
+        let m = model(vec![("a".into(), 0.7), ("b".into(), 0.3)]);
+        let draws: Vec<String> = (0..10_000).map(|i| sample_answer(&m, "Q?", 7, i)).collect();
+        let a = draws.iter().filter(|d| *d == "a").count() as f64 / 10_000.0;
+        assert!((a - 0.7).abs() < 0.02, "share of a = {a}");
+        let again: Vec<String> = (0..10_000).map(|i| sample_answer(&m, "Q?", 7, i)).collect();
+        assert_eq!(draws, again);
+        assert_eq!(sample_answer(&m, "no rule", 7, 1), "ok");
+    }
+
+    #[test]
+    fn tokenizer_counts_and_truncates() {
+        let m = model(vec![]);
+        assert_eq!(m.tokenizer.count(""), 0);
+        assert_eq!(m.tokenizer.count("abcd"), 1);
+        assert_eq!(m.tokenizer.count("abcde"), 2);
+        assert_eq!(truncate_tokens("abcdefghijkl", &m, 2), "abcdefgh");
+    }
+}

@@ -1,0 +1,99 @@
+//! Strict mirror of the `modelpin.report/v1` JSON: an accidental schema change fails decoding.
+
+// Every field is here so that decoding is strict, not because every test reads it.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Report {
+    pub schema: String,
+    pub modelpin_version: String,
+    pub config_digest: String,
+    pub lock_digest: Option<String>,
+    pub started_at: String,
+    pub finished_at: String,
+    pub status: String,
+    pub exit_code: u8,
+    pub pins: Vec<Pin>,
+    pub summary: Summary,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pin {
+    pub id: String,
+    pub provider: String,
+    pub model: String,
+    pub status: String,
+    pub served_models: BTreeMap<String, u64>,
+    pub upstreams: BTreeMap<String, u64>,
+    pub calls: Calls,
+    pub tokens: Tokens,
+    pub cost_usd: Option<f64>,
+    pub findings: Vec<Finding>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calls {
+    pub sent: u64,
+    pub ok: u64,
+    pub retried: u64,
+    pub failed: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tokens {
+    pub input: u64,
+    pub output: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Finding {
+    pub code: String,
+    pub severity: Option<String>,
+    pub message: String,
+    pub evidence: serde_json::Value,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Summary {
+    pub pins: u64,
+    pub ok: u64,
+    pub warning: u64,
+    pub drift: u64,
+    pub inconclusive: u64,
+    pub calls: Calls,
+    pub tokens: Tokens,
+    pub cost_usd: f64,
+    pub findings: BTreeMap<String, u64>,
+}
+
+impl Report {
+    pub fn pin(&self, id: &str) -> &Pin {
+        self.pins
+            .iter()
+            .find(|p| p.id == id)
+            .expect("pin in report")
+    }
+}
+
+impl Pin {
+    pub fn codes(&self) -> Vec<&str> {
+        self.findings.iter().map(|f| f.code.as_str()).collect()
+    }
+
+    pub fn finding(&self, code: &str) -> &Finding {
+        self.findings
+            .iter()
+            .find(|f| f.code == code)
+            .unwrap_or_else(|| panic!("no {code} in {:?}", self.codes()))
+    }
+}
