@@ -13,5 +13,6 @@ pub mod finding;
 pub mod lock;
 pub mod provider;
 pub mod report;
+pub mod retry;
 pub mod sim;
 pub mod transport;

@@ -8,7 +8,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
-use crate::audit::{CallResult, Observation};
+use std::time::Duration;
+
+use crate::audit::{CallRecord, CallResult, Observation};
+use crate::retry::StopClass;
 use crate::config::{Pin, Price, Probe};
 use crate::finding::{Code, Finding, Severity};
 use crate::lock::{LockedPin, LockedPrice};
@@ -136,34 +139,56 @@ fn model_not_found(obs: &Observation) -> Option<Finding> {
 
 /// Why no call produced an answer, counted by reason.
 fn nothing_measured(obs: &Observation) -> Finding {
-    let reasons = failure_reasons(obs.calls.iter().map(|c| &c.result));
+    let reasons = failure_reasons(obs.calls.iter());
     let first = reasons
         .keys()
-        .next()
+        .find(|r| !r.starts_with("skipped"))
+        .or_else(|| reasons.keys().next())
         .cloned()
         .unwrap_or_else(|| "no calls were made".to_owned());
     Finding::new(
         Code::Inconclusive,
         format!("no call succeeded: {first}"),
-        json!({ "reasons": reasons }),
+        json!({ "reasons": reasons, "retries": retry_evidence(obs.calls.iter()) }),
     )
 }
 
-fn failure_reasons<'a>(results: impl Iterator<Item = &'a CallResult>) -> BTreeMap<String, u64> {
+/// Each failed call's final outcome, in the provider's own words, counted.
+fn failure_reasons<'a>(calls: impl Iterator<Item = &'a CallRecord>) -> BTreeMap<String, u64> {
     let mut reasons = BTreeMap::new();
-    for result in results {
-        let reason = match result {
+    for call in calls {
+        let mut reason = match &call.result {
             CallResult::Reply(_) => continue,
-            CallResult::Rejected(r) => {
-                format!("{} (HTTP {}): {}", r.class.as_str(), r.status, r.message)
-            }
+            CallResult::Rejected(r) => format!("{} (HTTP {}): {}", r.class.as_str(), r.status, r.message),
             CallResult::Unparseable(why) => format!("unparseable response: {why}"),
             CallResult::Failed(f) => format!("{}: {}", f.kind.as_str(), f.message),
             CallResult::Skipped(why) => format!("skipped: {why}"),
+            CallResult::Cancelled(why) => format!("cancelled: {why}"),
         };
+        if let Some(stopped) = &call.stopped {
+            if !matches!(stopped.class, StopClass::Terminal) || call.attempts > 1 {
+                reason = format!("{reason} — {}", stopped.reason);
+            }
+        }
         *reasons.entry(reason).or_insert(0) += 1;
     }
     reasons
+}
+
+/// Attempts and waits behind the failures: what the retry layer did before giving up.
+fn retry_evidence<'a>(calls: impl Iterator<Item = &'a CallRecord>) -> Value {
+    let (mut attempts, mut retried, mut waited) = (0u64, 0u64, Duration::ZERO);
+    let mut stops: BTreeMap<String, u64> = BTreeMap::new();
+    for call in calls {
+        attempts += u64::from(call.attempts);
+        retried += u64::from(call.attempts.saturating_sub(1));
+        waited += call.waits.iter().sum::<Duration>();
+        if let Some(stopped) = &call.stopped {
+            let class = serde_json::to_value(stopped.class).unwrap_or(Value::Null);
+            *stops.entry(class.as_str().unwrap_or("unknown").to_owned()).or_insert(0) += 1;
+        }
+    }
+    json!({ "attempts": attempts, "retries": retried, "waited_ms": waited.as_millis() as u64, "stopped": stops })
 }
 
 fn baseline_notice(case: &Case<'_>) -> Option<Finding> {
@@ -489,11 +514,11 @@ fn unmeasured_probes(case: &Case<'_>) -> Vec<Finding> {
             .map(|c| &c.result)
             .collect();
         if !results.iter().any(|r| matches!(r, CallResult::Reply(_))) {
-            let reasons = failure_reasons(results.into_iter());
+            let calls = || case.observation.calls.iter().filter(|c| c.probe == probe.id);
             findings.push(Finding::new(
                 Code::Inconclusive,
                 format!("probe `{}`: no call succeeded", probe.id),
-                json!({ "probe": probe.id, "reasons": reasons }),
+                json!({ "probe": probe.id, "reasons": failure_reasons(calls()), "retries": retry_evidence(calls()) }),
             ));
         }
         if let Some(base) = case.baseline {

@@ -2,21 +2,26 @@
 //!
 //! This is the only place that drives provider calls. Calls run as a bounded stream (the
 //! transport's semaphores cap them overall and per provider); results are sorted back into
-//! probe and sample order so everything downstream is deterministic. A pin stops calling as soon
-//! as the provider gives a terminal answer (model not found, auth, quota): more calls would only
-//! repeat it and spend the user's money.
+//! probe and sample order so everything downstream is deterministic. Each call goes through the
+//! one retry layer (`retry::run`) under the pin's budget, and ends in exactly one `CallResult`.
+//! A pin stops calling as soon as the provider gives a terminal answer (model not found, auth,
+//! quota): more calls would only repeat it and spend the user's money. Cancelling the audit drops
+//! in-flight requests, which closes their connections; such calls are recorded as cancelled.
 
 pub mod baseline;
 pub mod judge;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, Pin, Probe};
 use crate::provider::{self, Endpoint, ErrorClass, Parsed, ProbeCall, Rejected, Reply};
+use crate::retry::{self, Operation, RetryPolicy, Signal, Stopped};
 use crate::transport::{FailureKind, Transport, TransportFailure};
 
 /// How one call ended. Exactly one per call.
@@ -28,8 +33,10 @@ pub enum CallResult {
     Unparseable(String),
     /// No response: refused connection, timeout, broken connection.
     Failed(TransportFailure),
-    /// Never sent: the pin had already been stopped, or its budget was spent.
+    /// Never sent: the pin had already been stopped.
     Skipped(String),
+    /// Dropped in flight or never started: the audit was interrupted or its budget was spent.
+    Cancelled(String),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -38,6 +45,11 @@ pub struct CallRecord {
     pub sample: u32,
     pub result: CallResult,
     pub latency: Duration,
+    /// HTTP attempts made (0 when the call was never sent).
+    pub attempts: u32,
+    pub waits: Vec<Duration>,
+    /// Why retrying stopped, when the call did not end in an answer.
+    pub stopped: Option<Stopped>,
 }
 
 /// Everything one audit saw for one pin, in probe then sample order.
@@ -60,12 +72,15 @@ impl Observation {
 pub struct Plan<'a> {
     pub config: &'a Config,
     pub pins: Vec<&'a Pin>,
-    /// Overrides each pin's `samples` (`lock --samples N`).
+    /// Overrides each pin's `samples` (`lock --samples N`, `check --no-probes`).
     pub samples: Option<u32>,
+    pub retry: RetryPolicy,
+    /// Cancelled on Ctrl-C / SIGTERM: in-flight calls are dropped and recorded as cancelled.
+    pub cancel: CancellationToken,
 }
 
 impl Plan<'_> {
-    /// Calls the audit will make at most.
+    /// Calls the audit will make at most (retries not counted).
     #[must_use]
     pub fn planned_calls(&self) -> u64 {
         self.pins
@@ -77,26 +92,39 @@ impl Plan<'_> {
 
 /// Observes every pin of the plan; pins come back in plan order.
 pub async fn observe(plan: &Plan<'_>, transport: &Transport) -> Vec<Observation> {
-    let pins = plan
-        .pins
-        .iter()
-        .map(|pin| observe_pin(plan, pin, transport));
+    let pins = plan.pins.iter().map(|pin| observe_pin(plan, pin, transport));
     futures::stream::iter(pins)
         .buffered(plan.config.settings.concurrency.max(1))
         .collect()
         .await
 }
 
+/// One pin's calls, with what they share.
+struct PinRun<'a> {
+    plan: &'a Plan<'a>,
+    pin: &'a Pin,
+    endpoint: &'a Endpoint,
+    transport: &'a Transport,
+    until: Instant,
+    stop: Arc<StopFlag>,
+}
+
 async fn observe_pin(plan: &Plan<'_>, pin: &Pin, transport: &Transport) -> Observation {
     let config = plan.config;
-    let until = Instant::now() + config.settings.budget;
-    let stop = Arc::new(StopFlag::default());
     let Some(provider) = config.providers.iter().find(|p| p.name == pin.provider) else {
         // Validation rejects such a config; keep the pin measurable-as-nothing rather than panic.
         return Observation {
             pin: pin.id.clone(),
             calls: Vec::new(),
         };
+    };
+    let run = PinRun {
+        plan,
+        pin,
+        endpoint: &provider.endpoint,
+        transport,
+        until: Instant::now() + config.settings.budget,
+        stop: Arc::new(StopFlag::default()),
     };
     let samples = plan.samples.unwrap_or(pin.samples);
     let jobs: Vec<(&Probe, u32)> = pin
@@ -105,33 +133,16 @@ async fn observe_pin(plan: &Plan<'_>, pin: &Pin, transport: &Transport) -> Obser
         .filter_map(|id| config.probes.iter().find(|p| &p.id == id))
         .flat_map(|probe| (0..samples).map(move |s| (probe, s)))
         .collect();
-    let calls: Vec<_> = jobs
-        .into_iter()
-        .map(|(probe, sample)| {
-            let stop = stop.clone();
-            let endpoint = &provider.endpoint;
-            async move {
-                let started = Instant::now();
-                let result =
-                    call_once(transport, &pin.provider, endpoint, pin, probe, until, &stop).await;
-                CallRecord {
-                    probe: probe.id.clone(),
-                    sample,
-                    result,
-                    latency: started.elapsed(),
-                }
-            }
-        })
-        .collect();
     // The first call goes alone: when the model is gone (or the key is wrong) the provider says
     // so once, and the stop flag keeps the remaining calls from repeating the question.
-    let mut calls = calls.into_iter();
-    let mut records: Vec<CallRecord> = Vec::new();
-    if let Some(first) = calls.next() {
-        records.push(first.await);
+    let mut jobs = jobs.into_iter();
+    let mut records = Vec::new();
+    if let Some((probe, sample)) = jobs.next() {
+        records.push(run.call(probe, sample).await);
     }
+    let rest = jobs.map(|(probe, sample)| run.call(probe, sample));
     records.extend(
-        futures::stream::iter(calls)
+        futures::stream::iter(rest)
             .buffer_unordered(config.settings.concurrency.max(1))
             .collect::<Vec<_>>()
             .await,
@@ -164,59 +175,151 @@ impl StopFlag {
     }
 }
 
-async fn call_once(
-    transport: &Transport,
-    provider_name: &str,
-    endpoint: &Endpoint,
-    pin: &Pin,
-    probe: &Probe,
-    until: Instant,
-    stop: &StopFlag,
-) -> CallResult {
-    if let Some(reason) = stop.reason() {
-        return CallResult::Skipped(reason);
-    }
-    if Instant::now() >= until {
-        return CallResult::Skipped("the pin's audit budget was spent".to_owned());
-    }
-    let model = match pin.kind {
-        provider::ProviderKind::Azure => pin.deployment.as_str(),
-        _ => pin.model.as_str(),
-    };
-    let request = provider::build_request(
-        endpoint,
-        &ProbeCall {
-            model,
-            system: probe.system.as_deref(),
-            prompt: &probe.prompt,
-            max_tokens: probe.max_tokens,
-            temperature: probe.temperature,
-        },
-    );
-    let result = match transport.send(provider_name, &request, Some(until)).await {
-        Ok(delivered) => match provider::parse_reply(pin.kind, &delivered.response) {
-            Parsed::Reply(reply) => CallResult::Reply(reply),
-            Parsed::Rejected(rejected) => CallResult::Rejected(rejected),
-            Parsed::Unparseable { status, reason } => {
-                CallResult::Unparseable(format!("HTTP {status}: {reason}"))
+/// One HTTP attempt: the call's result plus what the classifier reads.
+struct Attempt {
+    status: Option<u16>,
+    headers: Vec<(String, String)>,
+    result: CallResult,
+}
+
+impl Attempt {
+    fn signal(&self) -> Signal<'_> {
+        let mut signal = Signal {
+            status: self.status,
+            headers: &self.headers,
+            ..Signal::default()
+        };
+        match &self.result {
+            CallResult::Rejected(r) => {
+                signal.class = Some(r.class);
+                signal.message = Some(&r.message);
             }
-        },
-        Err(failure) if failure.kind == FailureKind::BodyTooLarge => {
-            CallResult::Unparseable(failure.message)
+            CallResult::Unparseable(_) => signal.unparseable = true,
+            CallResult::Failed(f) => signal.transport = Some(f.kind),
+            CallResult::Reply(_) | CallResult::Skipped(_) | CallResult::Cancelled(_) => {}
         }
-        Err(failure) => CallResult::Failed(failure),
-    };
-    if let CallResult::Rejected(r) = &result {
-        if matches!(
-            r.class,
-            ErrorClass::NotFound | ErrorClass::Auth | ErrorClass::Quota
-        ) {
-            stop.raise(format!(
-                "not sent: an earlier call was refused ({}: {})",
-                r.class.as_str(),
-                r.message
-            ));
+        signal
+    }
+}
+
+impl PinRun<'_> {
+    async fn call(&self, probe: &Probe, sample: u32) -> CallRecord {
+        let started = Instant::now();
+        let mut record = CallRecord {
+            probe: probe.id.clone(),
+            sample,
+            result: CallResult::Skipped(String::new()),
+            latency: Duration::ZERO,
+            attempts: 0,
+            waits: Vec::new(),
+            stopped: None,
+        };
+        if let Some(reason) = self.stop.reason() {
+            record.result = CallResult::Skipped(reason);
+            return record;
+        }
+        if self.plan.cancel.is_cancelled() || Instant::now() >= self.until {
+            record.result = CallResult::Cancelled(self.cancel_reason());
+            return record;
+        }
+        let request = self.request(probe);
+        let attempts = retry::run(
+            self.plan.retry,
+            self.until,
+            |_| self.attempt(&request),
+            |a: &Attempt| retry::classify(&a.signal(), &Operation::Read, SystemTime::now()),
+            retry::jitter_source(),
+        );
+        let attempts = tokio::select! {
+            done = attempts => done,
+            () = self.plan.cancel.cancelled() => {
+                record.result = CallResult::Cancelled(self.cancel_reason());
+                record.latency = started.elapsed();
+                // Sent at least once; how often is lost with the dropped future.
+                record.attempts = 1;
+                return record;
+            }
+        };
+        record.latency = started.elapsed();
+        record.attempts = attempts.count;
+        record.waits = attempts.waits;
+        record.stopped = attempts.stopped;
+        record.result = match attempts.last.result {
+            CallResult::Failed(f) if f.kind == FailureKind::Timeout && Instant::now() >= self.until => {
+                CallResult::Cancelled(format!("{} (in flight: {})", self.cancel_reason(), f.message))
+            }
+            other => other,
+        };
+        self.stop_on_terminal(&record.result);
+        record
+    }
+
+    fn cancel_reason(&self) -> String {
+        if self.plan.cancel.is_cancelled() {
+            "the audit was interrupted".to_owned()
+        } else {
+            format!(
+                "the pin's audit budget ({}) was spent",
+                crate::transport::human_duration(self.plan.config.settings.budget)
+            )
         }
     }
-    result
+
+    fn request(&self, probe: &Probe) -> provider::HttpRequest {
+        let model = match self.pin.kind {
+            provider::ProviderKind::Azure => self.pin.deployment.as_str(),
+            _ => self.pin.model.as_str(),
+        };
+        provider::build_request(
+            self.endpoint,
+            &ProbeCall {
+                model,
+                system: probe.system.as_deref(),
+                prompt: &probe.prompt,
+                max_tokens: probe.max_tokens,
+                temperature: probe.temperature,
+            },
+        )
+    }
+
+    async fn attempt(&self, request: &provider::HttpRequest) -> Attempt {
+        match self.transport.send(&self.pin.provider, request, Some(self.until)).await {
+            Ok(delivered) => {
+                let status = delivered.response.status;
+                let result = match provider::parse_reply(self.pin.kind, &delivered.response) {
+                    Parsed::Reply(reply) => CallResult::Reply(reply),
+                    Parsed::Rejected(rejected) => CallResult::Rejected(rejected),
+                    Parsed::Unparseable { status, reason } => {
+                        CallResult::Unparseable(format!("HTTP {status}: {reason}"))
+                    }
+                };
+                Attempt {
+                    status: Some(status),
+                    headers: delivered.response.headers,
+                    result,
+                }
+            }
+            Err(failure) => Attempt {
+                status: None,
+                headers: Vec::new(),
+                result: if failure.kind == FailureKind::BodyTooLarge {
+                    CallResult::Unparseable(failure.message)
+                } else {
+                    CallResult::Failed(failure)
+                },
+            },
+        }
+    }
+
+    fn stop_on_terminal(&self, result: &CallResult) {
+        if let CallResult::Rejected(r) = result {
+            if matches!(r.class, ErrorClass::NotFound | ErrorClass::Auth | ErrorClass::Quota) {
+                self.stop.raise(format!(
+                    "not sent: an earlier call was refused ({}: {})",
+                    r.class.as_str(),
+                    r.message
+                ));
+            }
+        }
+    }
 }

@@ -52,6 +52,8 @@ pub async fn audit(
         config,
         pins: pins.clone(),
         samples,
+        retry: crate::retry::RetryPolicy::default(),
+        cancel: crate::cmd::interrupt_token(out),
     };
     let observations = observe(&plan, &transport).await;
     let finished_at = now_rfc3339();

@@ -40,6 +40,8 @@ pub async fn lock_pins(
         config,
         pins: pins.clone(),
         samples,
+        retry: crate::retry::RetryPolicy::default(),
+        cancel: crate::cmd::interrupt_token(out),
     };
     let observations = observe(&plan, &transport).await;
     let mut lock = previous.map_or_else(|| empty_lock(config), |l| l.lock);

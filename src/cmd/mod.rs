@@ -8,6 +8,8 @@ pub mod sim;
 
 use std::collections::BTreeMap;
 
+use tokio_util::sync::CancellationToken;
+
 use crate::app::AppError;
 use crate::audit::Observation;
 use crate::config::{Config, Pin, Probe};
@@ -103,6 +105,38 @@ pub fn by_pin(observations: Vec<Observation>) -> BTreeMap<String, Observation> {
         .into_iter()
         .map(|o| (o.pin.clone(), o))
         .collect()
+}
+
+/// A token cancelled by Ctrl-C or SIGTERM: the audit drops in-flight calls and reports them as
+/// cancelled instead of dying with nothing printed.
+#[must_use]
+pub fn interrupt_token(out: Output) -> CancellationToken {
+    let token = CancellationToken::new();
+    let cancel = token.clone();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        out.progress("interrupted: cancelling calls in flight");
+        cancel.cancel();
+    });
+    token
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(term) => term,
+            Err(_) => return std::future::pending().await,
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
 #[must_use]

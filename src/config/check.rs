@@ -68,8 +68,12 @@ impl<'s> Check<'s> {
             return Some(found);
         }
         let d = self.error(value.span(), format!("unknown {what} `{v}`"));
+        let plural = match what.strip_suffix('y') {
+            Some(stem) => format!("{stem}ies"),
+            None => format!("{what}s"),
+        };
         d.note(format!(
-            "valid {what}s: {}",
+            "valid {plural}: {}",
             backticked(valid.iter().copied())
         ));
         if let Some(near) = suggest(v, valid.iter().copied()) {
@@ -137,7 +141,7 @@ impl<'s> Check<'s> {
         }
         self.error(
             value.span(),
-            format!("`{what}` must be zero or more, found {v}"),
+            format!("`{what}` must be zero or more, found {v:?}"),
         );
         None
     }

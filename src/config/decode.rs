@@ -25,6 +25,9 @@ fn explain(src: &Source, message: &str, span: Option<Range<usize>>) -> Diagnosti
     }
     if let Some(rest) = message.strip_prefix("missing field `") {
         let key = rest.trim_end_matches('`');
+        // A table's span starts at its header; the top level's is the whole file, so point at
+        // its start rather than underline the first line as if it were wrong.
+        let span = if place.path.is_empty() { 0..0 } else { span };
         return src.error(span, format!("missing key `{key}` {context}"));
     }
     let key = place

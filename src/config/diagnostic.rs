@@ -13,7 +13,21 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
-    pub(crate) fn new(diagnostics: Vec<Diagnostic>) -> ConfigError {
+    /// Orders `diagnostics` as a reader meets them: by file (in order of first mention), then
+    /// line and column.
+    pub(crate) fn new(mut diagnostics: Vec<Diagnostic>) -> ConfigError {
+        let mut files: Vec<String> = Vec::new();
+        for s in diagnostics.iter().filter_map(|d| d.snippet.as_ref()) {
+            if !files.contains(&s.path) {
+                files.push(s.path.clone());
+            }
+        }
+        diagnostics.sort_by_key(|d| {
+            d.snippet.as_ref().map_or((0, 0, 0), |s| {
+                let file = files.iter().position(|f| *f == s.path).unwrap_or(0);
+                (file, s.line, s.column)
+            })
+        });
         ConfigError { diagnostics }
     }
 
@@ -130,19 +144,27 @@ fn write_snippet(f: &mut fmt::Formatter<'_>, s: &Snippet, pad: &str) -> fmt::Res
     write!(f, "\n{pad} | {indent}{}", "^".repeat(s.width.max(1)))
 }
 
-/// The candidate closest to `word`, when it is close enough to be a plausible typo.
+/// The candidate closest to `word`, when it is close enough to be a plausible typo, or else the
+/// shortest candidate `word` abbreviates (`warn` for `warning`).
 pub(crate) fn suggest<'a>(
     word: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
     let word = word.to_lowercase();
     let limit = (word.chars().count() / 3).max(1);
-    candidates
-        .into_iter()
-        .map(|c| (edit_distance(&word, &c.to_lowercase()), c))
+    let candidates: Vec<&str> = candidates.into_iter().collect();
+    let nearest = candidates
+        .iter()
+        .map(|c| (edit_distance(&word, &c.to_lowercase()), *c))
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
+        .map(|(_, c)| c);
+    nearest.or_else(|| {
+        candidates
+            .into_iter()
+            .filter(|c| word.chars().count() >= 3 && c.to_lowercase().starts_with(&word))
+            .min_by_key(|c| c.len())
+    })
 }
 
 /// Optimal string alignment distance: Levenshtein plus adjacent transpositions (`modle`).
@@ -225,5 +247,7 @@ mod tests {
         assert_eq!(suggest("acept", keys), Some("accept"));
         assert_eq!(suggest("Samples", keys), Some("samples"));
         assert_eq!(suggest("colour", keys), None);
+        assert_eq!(suggest("samp", keys), Some("samples"));
+        assert_eq!(suggest("id", ["identity"]), None);
     }
 }

@@ -3,6 +3,11 @@
 //! Raw serde types mirror the files exactly (`deny_unknown_fields`); `load` turns them into one
 //! validated `Config` whose fields are never optional "just in case". Every rejection names the
 //! file, line and column, shows the line with a caret and, for unknown keys, the nearest valid key.
+//!
+//! Loading runs in stages, each of which must pass before the next starts: TOML syntax; `version`;
+//! the literal-secret scan (every secret found is reported, masked); decoding into the raw types
+//! (serde stops at its first mismatch, so one error); then validation, which reports every
+//! independent problem in pins.toml and the probe files at once, ordered by file, line and column.
 
 mod alerts;
 mod check;
@@ -44,7 +49,8 @@ use source::Source;
 pub const PINS_VERSION: i64 = 1;
 
 /// Loads and validates `path` (pins.toml) and the probe files it names, reading API keys through
-/// `env` only. Every problem found is reported, each pointing at its file, line and column.
+/// `env` only. Relative paths in the file (lockfile, store, probe globs, local feeds) are resolved
+/// against the directory of `path`; diagnostics show `path` as given.
 pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
     let bytes = fs::read(path)
         .map_err(|err| Diagnostic::new(format!("cannot read `{}`: {err}", path.display())))?;

@@ -199,10 +199,10 @@ fn probe_ids(check: &mut Check, raw: &RawPin, probes: &mut Probes) -> Vec<String
 }
 
 fn price(check: &mut Check, raw: &RawPrice) -> Option<Price> {
-    let input = check.non_negative(&raw.input, "input");
-    let output = check.non_negative(&raw.output, "output");
+    let input = check.non_negative(&raw.input, "price.input");
+    let output = check.non_negative(&raw.output, "price.output");
     let cached_input = match &raw.cached_input {
-        Some(c) => check.non_negative(c, "cached_input"),
+        Some(c) => check.non_negative(c, "price.cached_input"),
         None => input,
     };
     Some(Price {

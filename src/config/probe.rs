@@ -72,7 +72,7 @@ fn temperature(check: &mut Check, value: &Spanned<f64>) -> Option<f64> {
     }
     check.error(
         value.span(),
-        format!("`temperature` must be between 0 and {MAX_TEMPERATURE:.1}, found {t}"),
+        format!("`temperature` must be from 0 to {MAX_TEMPERATURE}, found {t:?}"),
     );
     None
 }

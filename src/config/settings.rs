@@ -2,7 +2,7 @@
 //! directory of pins.toml so the tool behaves the same from any working directory.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use toml::Spanned;
@@ -28,12 +28,15 @@ const DAY: u64 = 86_400;
 /// their default so the remaining checks still run (the load fails anyway).
 pub(crate) fn settings(check: &mut Check, raw: Option<RawSettings>, base: &Path) -> Settings {
     let raw = raw.unwrap_or_default();
-    let path = |v: Option<Spanned<String>>, default: &str| {
-        base.join(v.map_or_else(|| default.to_string(), Spanned::into_inner))
-    };
     Settings {
-        lockfile: path(raw.lockfile, DEFAULT_LOCKFILE),
-        store: path(raw.store, DEFAULT_STORE),
+        lockfile: path_or(
+            check,
+            raw.lockfile.as_ref(),
+            "lockfile",
+            DEFAULT_LOCKFILE,
+            base,
+        ),
+        store: path_or(check, raw.store.as_ref(), "store", DEFAULT_STORE, base),
         schedule: raw
             .schedule
             .and_then(|s| check.schedule(&s))
@@ -57,6 +60,20 @@ pub(crate) fn settings(check: &mut Check, raw: Option<RawSettings>, base: &Path)
     }
 }
 
+/// `value` (or `default`) joined onto pins.toml's directory; absolute paths stay as they are.
+fn path_or(
+    check: &mut Check,
+    value: Option<&Spanned<String>>,
+    what: &str,
+    default: &str,
+    base: &Path,
+) -> PathBuf {
+    let relative = value
+        .and_then(|v| check.non_empty(v, what))
+        .unwrap_or_else(|| default.to_string());
+    base.join(relative)
+}
+
 fn duration_or(
     check: &mut Check,
     value: Option<&Spanned<String>>,
@@ -76,7 +93,7 @@ fn alpha(check: &mut Check, value: &Spanned<f64>) -> Option<f64> {
     check
         .error(
             value.span(),
-            format!("`alpha` must be between 0 and 1 (exclusive), found {a}"),
+            format!("`alpha` must be between 0 and 1 (exclusive), found {a:?}"),
         )
         .help("it is the false-alarm rate per pin per audit; 0.001 is the default");
     None

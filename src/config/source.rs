@@ -239,7 +239,7 @@ mod tests {
     fn snippet_columns_count_characters() {
         let text = "a = \"é\" # x\nb = 1\n".to_string();
         let src = Source::parse(Path::new("f.toml"), text).unwrap();
-        let s = src.snippet(10..11);
+        let s = src.snippet(9..10);
         assert_eq!((s.line, s.column, s.width), (1, 9, 1));
         let s = src.snippet(13..14);
         assert_eq!((s.line, s.column, s.text.as_str()), (2, 1, "b = 1"));

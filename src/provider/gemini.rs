@@ -112,11 +112,23 @@ fn signal(status: Option<&str>, error: &Value, message: &str) -> Option<ErrorCla
     }
 }
 
+/// RESOURCE_EXHAUSTED covers both a per-minute limit (retry soon) and a spent quota or bill
+/// (retrying cannot help). Google's own words decide: "check your plan and billing", or a
+/// `QuotaFailure` whose quota is per day. A bare "Resource has been exhausted (e.g. check
+/// quota)" or a `RetryInfo` delay is the per-minute kind.
 fn is_quota(error: &Value, message: &str) -> bool {
-    message.to_ascii_lowercase().contains("quota")
-        || has_detail(error, |d| {
-            json::text(d, &["@type"]).is_some_and(|t| t.ends_with("google.rpc.QuotaFailure"))
-        })
+    let lower = message.to_ascii_lowercase();
+    if lower.contains("billing") || lower.contains("exceeded your current quota") {
+        return true;
+    }
+    has_detail(error, |d| {
+        json::text(d, &["@type"]).is_some_and(|t| t.ends_with("google.rpc.QuotaFailure"))
+            && json::items(d, &["violations"]).iter().any(|v| {
+                ["quotaId", "quotaMetric"].iter().any(|k| {
+                    json::text(v, &[k]).is_some_and(|q| q.to_ascii_lowercase().contains("perday"))
+                })
+            })
+    })
 }
 
 fn has_detail(error: &Value, test: impl Fn(&Value) -> bool) -> bool {
@@ -197,9 +209,21 @@ mod tests {
         let per_minute = json!({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED",
             "message": "Resource has been exhausted (e.g. check rate limits)."}});
         assert_eq!(class(429, &per_minute), ErrorClass::RateLimited);
-        let quota_failure = json!({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": "Too many.",
-            "details": [{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": []}]}});
-        assert_eq!(class(429, &quota_failure), ErrorClass::Quota);
+        let says_quota = json!({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED",
+            "message": "Resource has been exhausted (e.g. check quota)."}});
+        assert_eq!(class(429, &says_quota), ErrorClass::RateLimited, "Google's per-minute wording");
+        let per_minute_failure = json!({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": "Too many.",
+            "details": [{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
+                {"quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]},
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "37s"}]}});
+        assert_eq!(class(429, &per_minute_failure), ErrorClass::RateLimited);
+        let per_day = json!({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": "Too many.",
+            "details": [{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
+                {"quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]}]}});
+        assert_eq!(class(429, &per_day), ErrorClass::Quota);
+        let billing = json!({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED",
+            "message": "You exceeded your current quota, please check your plan and billing details."}});
+        assert_eq!(class(429, &billing), ErrorClass::Quota);
     }
 
     #[test]

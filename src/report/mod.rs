@@ -96,9 +96,10 @@ impl PinReport {
     ) -> PinReport {
         let mut calls = Calls::default();
         let mut tokens = Tokens::default();
-        for call in &obs.calls {
+        for call in obs.calls.iter().filter(|c| c.attempts > 0) {
+            calls.sent += 1;
+            calls.retried += u64::from(call.attempts - 1);
             match &call.result {
-                CallResult::Skipped(_) => continue,
                 CallResult::Reply(r) => {
                     calls.ok += 1;
                     tokens.input += r.usage.input.unwrap_or(0);
@@ -106,7 +107,6 @@ impl PinReport {
                 }
                 _ => calls.failed += 1,
             }
-            calls.sent += 1;
         }
         PinReport {
             id: pin.id.clone(),

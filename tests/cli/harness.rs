@@ -155,14 +155,22 @@ temperature = 1.0
 compare = "choice"
 "#;
 
+/// Settings most tests use: short deadlines so a broken case fails fast.
+pub const SETTINGS: &str = "timeout = \"3s\"\nbudget = \"20s\"";
+
 /// A pins.toml with one provider and one pin.
 pub fn one_pin(kind: ProviderKind, base_url: &str, model: &str, extra: &str) -> String {
+    one_pin_with(SETTINGS, kind, base_url, model, extra)
+}
+
+/// The same with its own `[settings]` body; `extra` may set `samples` (default 3).
+pub fn one_pin_with(settings: &str, kind: ProviderKind, base_url: &str, model: &str, extra: &str) -> String {
+    let samples = if extra.contains("samples") { "" } else { "samples = 3" };
     format!(
         r#"version = 1
 
 [settings]
-timeout = "3s"
-budget = "20s"
+{settings}
 
 [providers.p]
 kind = "{kind}"
@@ -174,13 +182,9 @@ id = "pin"
 provider = "p"
 model = "{model}"
 probes = ["probes/*.toml"]
-samples = 3
+{samples}
 {extra}
 "#,
-        api_version = if kind == ProviderKind::Azure {
-            "api_version = \"2024-10-21\"\n"
-        } else {
-            ""
-        },
+        api_version = if kind == ProviderKind::Azure { "api_version = \"2024-10-21\"\n" } else { "" },
     )
 }

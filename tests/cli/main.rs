@@ -7,3 +7,4 @@ mod world;
 mod check;
 mod config_errors;
 mod docs;
+mod retry;

@@ -6,6 +6,7 @@ mod pins;
 mod probes;
 mod providers;
 mod secrets;
+mod settings;
 
 use std::fs;
 use std::path::PathBuf;

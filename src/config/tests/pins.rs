@@ -1,37 +1,350 @@
-//! scratch
+//! Golden messages for the structure of pins.toml and its `[[pin]]` tables.
+
 use super::{BASE, Dir, base_with, error};
 
 #[test]
-fn scratch() {
-    let cases: Vec<String> = vec![
-        error(&base_with("model = ", "acept = [\"x\"]\nmodel = ")),
-        error(&base_with("model = ", "colour = 1\nmodel = ")),
-        error(&base_with("model = ", "samples = \"ten\"\nmodel = ")),
-        error(&base_with("model = ", "samples = -1\nmodel = ")),
-        error(&base_with("model = ", "samples = 0\nmodel = ")),
-        error(&base_with("model = \"gpt-4o-2024-08-06\"\n", "")),
-        error(&base_with("kind = \"openai\"\n", "")),
-        error(&base_with("provider = \"openai\"", "provider = \"opnai\"")),
-        error(&base_with("kind = \"openai\"", "kind = \"openia\"")),
-        error(&format!(
-            "{BASE}\n[[pin]]\nid = \"support-bot\"\nprovider = \"openai\"\nmodel = \"x\"\n"
-        )),
-        error(&base_with("version = 1", "version = 2")),
-        error(&base_with("version = 1", "")),
-        error(&base_with("version = 1", "version = \"1\"")),
-        error(&base_with("model = ", "samples = [1\nmodel = ")),
-        error(&format!("{BASE}retires_on = \"2026-10-20\"\n")),
-        error(&format!("{BASE}retires_on = 2026-10-20T10:00:00Z\n")),
-        error(&format!("{BASE}price = {{ input = -1, output = 2 }}\n")),
+fn unknown_key_suggests_the_nearest() {
+    let pins = r#"version = 1
+
+[providers.openai]
+kind = "openai"
+api_key_env = "OPENAI_API_KEY"
+
+[[pin]]
+id = "support-bot"
+provider = "openai"
+model = "gpt-4o-2024-08-06"
+probes = []
+samples = 10
+cost_tolerance = 0.02
+acept = ["gpt-4o-2024-08-06"]
+"#;
+    assert_eq!(
+        error(pins),
+        r#"error: unknown key `acept` in [[pin]]
+  --> pins.toml:14:1
+   |
+14 | acept = ["gpt-4o-2024-08-06"]
+   | ^^^^^
+   = help: did you mean `accept`?"#
+    );
+}
+
+#[test]
+fn unknown_key_far_from_any_lists_the_valid_ones() {
+    assert_eq!(
+        error(&format!("colour = 1\n{BASE}")),
+        r"error: unknown key `colour` at the top level
+ --> pins.toml:1:1
+  |
+1 | colour = 1
+  | ^^^^^^
+  = note: valid keys: `version`, `settings`, `providers`, `pin`, `alerts`"
+    );
+}
+
+#[test]
+fn unknown_key_in_an_inline_table() {
+    assert_eq!(
         error(&format!("{BASE}price = {{ input = 1, outptu = 2 }}\n")),
+        r"error: unknown key `outptu` in `price` of [[pin]]
+  --> pins.toml:11:22
+   |
+11 | price = { input = 1, outptu = 2 }
+   |                      ^^^^^^
+   = help: did you mean `output`?"
+    );
+}
+
+#[test]
+fn toml_syntax_error() {
+    assert_eq!(
+        error(&format!("{BASE}accept = [\"gpt-4o\"\n")),
+        r"error: invalid TOML: invalid array
+  --> pins.toml:12:1
+   |
+12 |
+   | ^
+   = note: expected `]`"
+    );
+}
+
+#[test]
+fn wrong_type() {
+    assert_eq!(
+        error(&format!("{BASE}samples = \"ten\"\n")),
+        r#"error: wrong type for `samples` in [[pin]]: expected a non-negative integer, found a string
+  --> pins.toml:11:11
+   |
+11 | samples = "ten"
+   |           ^^^^^"#
+    );
+}
+
+#[test]
+fn negative_count() {
+    assert_eq!(
+        error(&format!("{BASE}samples = -1\n")),
+        r"error: invalid value for `samples` in [[pin]]: expected a non-negative integer, found integer `-1`
+  --> pins.toml:11:11
+   |
+11 | samples = -1
+   |           ^^"
+    );
+}
+
+#[test]
+fn missing_key_points_at_the_table() {
+    assert_eq!(
+        error(&base_with("model = \"gpt-4o-2024-08-06\"\n", "")),
+        r"error: missing key `model` in [[pin]]
+ --> pins.toml:7:1
+  |
+7 | [[pin]]
+  | ^^^^^^^"
+    );
+}
+
+#[test]
+fn version_is_required() {
+    assert_eq!(
+        error(&base_with("version = 1\n", "")),
+        r"error: missing `version` in pins.toml
+ --> pins.toml:1:1
+  |
+1 |
+  | ^
+  = help: add `version = 1` as the first line"
+    );
+}
+
+#[test]
+fn other_versions_are_rejected_with_a_hint() {
+    assert_eq!(
+        error(&base_with("version = 1", "version = 2\nfuture_key = true")),
+        r"error: unsupported pins.toml version 2
+ --> pins.toml:1:11
+  |
+1 | version = 2
+  |           ^
+  = help: this modelpin reads `version = 1`; upgrade modelpin or rewrite the file for version 1"
+    );
+    assert_eq!(
+        error(&base_with("version = 1", "version = \"1\"")),
+        r#"error: `version` must be an integer
+ --> pins.toml:1:11
+  |
+1 | version = "1"
+  |           ^^^
+  = help: write `version = 1`"#
+    );
+}
+
+#[test]
+fn duplicate_pin_id_points_at_the_second() {
+    let pins = format!(
+        "{BASE}\n[[pin]]\nid = \"support-bot\"\nprovider = \"openai\"\nmodel = \"gpt-4o-mini\"\n"
+    );
+    assert_eq!(
+        error(&pins),
+        r#"error: duplicate pin id `support-bot`
+  --> pins.toml:13:6
+   |
+13 | id = "support-bot"
+   |      ^^^^^^^^^^^^^
+   = note: first defined at pins.toml:8:6"#
+    );
+}
+
+#[test]
+fn unknown_provider_lists_the_known_ones() {
+    assert_eq!(
+        error(&base_with("provider = \"openai\"", "provider = \"opnai\"")),
+        r#"error: unknown provider `opnai`
+ --> pins.toml:9:12
+  |
+9 | provider = "opnai"
+  |            ^^^^^^^
+  = note: known providers: `openai`
+  = help: did you mean `openai`?"#
+    );
+    let two = base_with(
+        "\n[[pin]]",
+        "\n[providers.claude]\nkind = \"anthropic\"\napi_key_env = \"OPENAI_API_KEY\"\n\n[[pin]]",
+    );
+    assert_eq!(
+        error(&two.replace("provider = \"openai\"", "provider = \"mistral\"")),
+        r#"error: unknown provider `mistral`
+  --> pins.toml:13:12
+   |
+13 | provider = "mistral"
+   |            ^^^^^^^^^
+   = note: known providers: `openai`, `claude`"#
+    );
+}
+
+#[test]
+fn samples_zero() {
+    assert_eq!(
+        error(&format!("{BASE}samples = 0\n")),
+        r"error: `samples` must be at least 1
+  --> pins.toml:11:11
+   |
+11 | samples = 0
+   |           ^"
+    );
+}
+
+#[test]
+fn negative_price() {
+    assert_eq!(
+        error(&format!("{BASE}price = {{ input = -2.5, output = 10 }}\n")),
+        r"error: `price.input` must be zero or more, found -2.5
+  --> pins.toml:11:19
+   |
+11 | price = { input = -2.5, output = 10 }
+   |                   ^^^^"
+    );
+}
+
+#[test]
+fn negative_cost_tolerance() {
+    assert_eq!(
+        error(&format!("{BASE}cost_tolerance = -0.1\n")),
+        r"error: `cost_tolerance` must be zero or more, found -0.1
+  --> pins.toml:11:18
+   |
+11 | cost_tolerance = -0.1
+   |                  ^^^^"
+    );
+}
+
+#[test]
+fn empty_accept() {
+    assert_eq!(
         error(&format!("{BASE}accept = []\n")),
-        error(&format!("{BASE}alerts = [\"oncal\"]\n")),
+        r"error: `accept` is empty, so no served model would count
+  --> pins.toml:11:10
+   |
+11 | accept = []
+   |          ^^
+   = help: leave it out to accept `model` (and what `modelpin lock` records)"
+    );
+}
+
+#[test]
+fn retires_on_is_a_date() {
+    assert_eq!(
+        error(&format!("{BASE}retires_on = \"2026-10-20\"\n")),
+        r#"error: wrong type for `retires_on` in [[pin]]: expected a date, found a string
+  --> pins.toml:11:14
+   |
+11 | retires_on = "2026-10-20"
+   |              ^^^^^^^^^^^^"#
+    );
+    assert_eq!(
+        error(&format!("{BASE}retires_on = 2026-10-20T10:00:00Z\n")),
+        r"error: `retires_on` must be a date
+  --> pins.toml:11:14
+   |
+11 | retires_on = 2026-10-20T10:00:00Z
+   |              ^^^^^^^^^^^^^^^^^^^^
+   = help: write a bare TOML date, like `retires_on = 2026-10-20`"
+    );
+}
+
+#[test]
+fn pin_schedule_is_six_field_cron() {
+    assert_eq!(
+        error(&format!("{BASE}schedule = \"*/15 * * * *\"\n")),
+        r#"error: `schedule` needs 6 cron fields (sec min hour dom mon dow), found 5
+  --> pins.toml:11:12
+   |
+11 | schedule = "*/15 * * * *"
+   |            ^^^^^^^^^^^^^^
+   = help: for example `0 0 * * * *` runs at the top of every hour (UTC)"#
+    );
+}
+
+#[test]
+fn kind_specific_keys_on_other_kinds() {
+    assert_eq!(
         error(&format!(
-            "[settings]\ntimeout = \"10x\"\nalpha = 1.5\nconcurrency = 0\nmetrics = \"localhost:9\"\nschedule = \"* * *\"\n{BASE}"
+            "{BASE}deployment = \"prod\"\nupstream = [\"Anthropic\"]\n"
         )),
-        Dir::new().without_env().pins(BASE).error(),
-    ];
-    for c in cases {
-        println!("{c}\n-----");
-    }
+        r#"error: `deployment` only applies to kind `azure`, not `openai`
+  --> pins.toml:11:14
+   |
+11 | deployment = "prod"
+   |              ^^^^^^
+
+error: `upstream` only applies to kind `openrouter`, not `openai`
+  --> pins.toml:12:12
+   |
+12 | upstream = ["Anthropic"]
+   |            ^^^^^^^^^^^^^"#
+    );
+}
+
+#[test]
+fn unknown_alert_channel() {
+    assert_eq!(
+        error(&format!("{BASE}alerts = [\"oncal\"]\n")),
+        r#"error: unknown alert channel `oncal`
+  --> pins.toml:11:11
+   |
+11 | alerts = ["oncal"]
+   |           ^^^^^^^
+   = note: no [alerts.NAME] tables are defined"#
+    );
+    let with_channel = format!(
+        "{BASE}alerts = [\"oncal\"]\n\n[alerts.oncall]\nkind = \"alertmanager\"\nurl = \"https://am.example.com\"\n"
+    );
+    assert_eq!(
+        error(&with_channel),
+        r#"error: unknown alert channel `oncal`
+  --> pins.toml:11:11
+   |
+11 | alerts = ["oncal"]
+   |           ^^^^^^^
+   = note: known channels: `oncall`
+   = help: did you mean `oncall`?"#
+    );
+}
+
+#[test]
+fn every_independent_error_is_reported_in_file_order() {
+    let pins = format!("{BASE}samples = 0\nprice = {{ input = 1, output = -1 }}\n")
+        .replace("provider = \"openai\"", "provider = \"nope\"");
+    let err = error(&pins);
+    let headlines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(
+        headlines,
+        [
+            "error: unknown provider `nope`",
+            "error: `samples` must be at least 1",
+            "error: `price.output` must be zero or more, found -1.0",
+        ]
+    );
+}
+
+#[test]
+fn the_path_is_shown_as_given() {
+    let dir = Dir::new().pins(&format!("{BASE}samples = 0\n"));
+    let given = dir.path().parent().unwrap().join(".").join("pins.toml");
+    let err = crate::config::load(&given, &|_| Some("x".into())).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains(&format!("--> {}:11:11", given.display())),
+        "{err}"
+    );
+}
+
+#[test]
+fn unreadable_file() {
+    let dir = Dir::new();
+    let err = dir.load().unwrap_err().to_string();
+    let expected = format!("error: cannot read `{}`: ", dir.path().display());
+    assert!(err.starts_with(&expected), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
 }

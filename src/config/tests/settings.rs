@@ -1,0 +1,151 @@
+//! Golden messages for `[settings]`.
+
+use super::{BASE, error};
+
+/// `BASE` with a `[settings]` table holding `lines` (after `version`, before the providers).
+fn with_settings(lines: &str) -> String {
+    BASE.replacen(
+        "version = 1\n",
+        &format!("version = 1\n\n[settings]\n{lines}\n"),
+        1,
+    )
+}
+
+#[test]
+fn invalid_duration() {
+    assert_eq!(
+        error(&with_settings("timeout = \"10x\"")),
+        r#"error: invalid duration `10x` for `timeout`
+ --> pins.toml:4:11
+  |
+4 | timeout = "10x"
+  |           ^^^^^
+  = help: use whole numbers with units ms, s, m, h or d, largest first, like `90s`, `10m` or `1h30m`"#
+    );
+}
+
+#[test]
+fn zero_duration() {
+    assert_eq!(
+        error(&with_settings("budget = \"0s\"")),
+        r#"error: `budget` must be longer than zero
+ --> pins.toml:4:10
+  |
+4 | budget = "0s"
+  |          ^^^^"#
+    );
+}
+
+#[test]
+fn invalid_duration_in_a_list() {
+    assert_eq!(
+        error(&with_settings("warn_before = [\"90d\", \"1w\"]")),
+        r#"error: invalid duration `1w` for `warn_before`
+ --> pins.toml:4:23
+  |
+4 | warn_before = ["90d", "1w"]
+  |                       ^^^^
+  = help: use whole numbers with units ms, s, m, h or d, largest first, like `90s`, `10m` or `1h30m`"#
+    );
+}
+
+#[test]
+fn alpha_outside_zero_one() {
+    for (alpha, column) in [("1.5", 9), ("0.0", 9), ("-0.01", 9), ("1", 9)] {
+        let err = error(&with_settings(&format!("alpha = {alpha}")));
+        let shown = alpha.parse::<f64>().unwrap();
+        assert_eq!(
+            err,
+            format!(
+                "error: `alpha` must be between 0 and 1 (exclusive), found {shown:?}\n --> pins.toml:4:{column}\n  |\n4 | alpha = {alpha}\n  |         {}\n  = help: it is the false-alarm rate per pin per audit; 0.001 is the default",
+                "^".repeat(alpha.len())
+            )
+        );
+    }
+}
+
+#[test]
+fn concurrency_zero() {
+    assert_eq!(
+        error(&with_settings("concurrency = 0")),
+        r"error: `concurrency` must be at least 1
+ --> pins.toml:4:15
+  |
+4 | concurrency = 0
+  |               ^"
+    );
+}
+
+#[test]
+fn metrics_address() {
+    assert_eq!(
+        error(&with_settings("metrics = \"localhost:9464\"")),
+        r#"error: invalid `metrics` address `localhost:9464`
+ --> pins.toml:4:11
+  |
+4 | metrics = "localhost:9464"
+  |           ^^^^^^^^^^^^^^^^
+  = help: use an IP address and port, like `127.0.0.1:9464`"#
+    );
+}
+
+#[test]
+fn schedule_needs_six_fields() {
+    assert_eq!(
+        error(&with_settings("schedule = \"0 * * * *\"")),
+        r#"error: `schedule` needs 6 cron fields (sec min hour dom mon dow), found 5
+ --> pins.toml:4:12
+  |
+4 | schedule = "0 * * * *"
+  |            ^^^^^^^^^^^
+  = help: for example `0 0 * * * *` runs at the top of every hour (UTC)"#
+    );
+}
+
+#[test]
+fn feeds_over_plain_http_or_other_schemes() {
+    assert_eq!(
+        error(&with_settings(
+            "deprecation_feeds = [\"http://feeds.example.com/d.json\", \"ftp://x/y\"]"
+        )),
+        r#"error: refusing plain `http://` to `feeds.example.com`
+ --> pins.toml:4:22
+  |
+4 | deprecation_feeds = ["http://feeds.example.com/d.json", "ftp://x/y"]
+  |                      ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  = note: `http://` is allowed only to loopback hosts (127.0.0.0/8, `localhost`, `[::1]`)
+  = help: use `https://`
+
+error: unsupported feed URL `ftp://x/y`
+ --> pins.toml:4:57
+  |
+4 | deprecation_feeds = ["http://feeds.example.com/d.json", "ftp://x/y"]
+  |                                                         ^^^^^^^^^^^
+  = help: feeds are local paths or `https://` URLs"#
+    );
+}
+
+#[test]
+fn unknown_settings_key() {
+    assert_eq!(
+        error(&with_settings("timout = \"5s\"")),
+        r#"error: unknown key `timout` in [settings]
+ --> pins.toml:4:1
+  |
+4 | timout = "5s"
+  | ^^^^^^
+  = help: did you mean `timeout`?"#
+    );
+}
+
+#[test]
+fn empty_paths() {
+    assert_eq!(
+        error(&with_settings("lockfile = \"\"")),
+        r#"error: `lockfile` must not be empty
+ --> pins.toml:4:12
+  |
+4 | lockfile = ""
+  |            ^^"#
+    );
+}

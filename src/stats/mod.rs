@@ -1,0 +1,110 @@
+//! Behavioural drift statistics: is today's sample of a pin's answers drawn from the same
+//! distribution as the baseline recorded in `modelpin.lock`?
+//!
+//! A silently swapped model keeps the ID but not the behaviour. Tier-0 signals (served ID,
+//! `prompt_tokens`) catch cross-family swaps deterministically; this module covers the noisy rest
+//! with tests whose false-alarm rate is controlled exactly: Fisher's exact test on pass rates, a
+//! homogeneity test on categorical answers, Mann–Whitney on completion lengths and a kernel MMD
+//! on free text, combined per pin with Holm (`drift::compare_pin`). Everything here is pure and
+//! deterministic given a seed, so every alert can be recomputed from its evidence. The formulas
+//! and the reasons for each choice are in `shared/research/detection-science.md` §4.
+
+mod categorical;
+mod detectability;
+pub mod drift;
+mod expect;
+mod fisher;
+mod holm;
+mod mann_whitney;
+mod mmd;
+mod permutation;
+pub mod rng;
+
+use serde::Serialize;
+
+pub use categorical::{AnswerShare, answers_homogeneity};
+pub use detectability::{Detectability, PlannedProbe, TestReach, minimum_detectable};
+pub use drift::{DriftTest, DriftVerdict, ProbeSamples, compare_pin};
+pub use expect::{Expectation, normalized, passes};
+pub use fisher::{Rate, fisher_pass_rate};
+pub use holm::holm;
+pub use mann_whitney::mann_whitney;
+pub use mmd::{Kernel, Stratum, StratumDistance, text_mmd};
+pub use permutation::PermutationBudget;
+
+/// Which question a test answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestKind {
+    /// Fisher's exact test, one-sided: did the pass rate drop?
+    PassRate,
+    /// 2×K homogeneity: did the distribution of categorical answers change?
+    Answers,
+    /// Mann–Whitney U, two-sided: did completion lengths shift?
+    Length,
+    /// Kernel MMD², prompt-stratified permutation null: did free text change?
+    Text,
+}
+
+/// How a p-value was obtained, so a reader can judge (and recompute) it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "method", rename_all = "snake_case")]
+pub enum Calibration {
+    /// From the exact conditional (permutation) distribution, enumerated.
+    Exact,
+    /// Pearson X² against the chi-square distribution.
+    ChiSquare { df: u32 },
+    /// Normal approximation with tie correction and continuity correction.
+    Normal,
+    /// Monte-Carlo permutation p = (1 + exceedances)/(1 + permutations), stopped early by the
+    /// Besag–Clifford rule once `exceedances` reached the budget's limit.
+    Permutation {
+        permutations: u64,
+        exceedances: u64,
+        seed: u64,
+    },
+    /// The data cannot carry evidence (an empty side, a single category, all values equal):
+    /// p = 1 by definition, never a rejection.
+    NoEvidence,
+}
+
+/// What moved, in the units a person reads: rates, shares, medians, similarities.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "effect", rename_all = "snake_case")]
+pub enum Effect {
+    PassRate {
+        baseline: Rate,
+        current: Rate,
+    },
+    Answers {
+        /// The most frequent answers over both samples, most frequent first.
+        top: Vec<AnswerShare>,
+        /// Distinct answers over both samples.
+        categories: usize,
+    },
+    Length {
+        baseline_median: Option<f64>,
+        current_median: Option<f64>,
+        baseline_n: usize,
+        current_n: usize,
+        /// P(a current length > a baseline length) + ½ P(equal): 0.5 means no shift.
+        current_longer: f64,
+    },
+    Text {
+        kernel: Kernel,
+        strata: Vec<StratumDistance>,
+    },
+}
+
+/// One test's outcome before any multiplicity adjustment.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TestResult {
+    pub test: TestKind,
+    /// The test's own statistic: current passes (Fisher), Pearson X², U of the current sample,
+    /// MMD² of the kernel.
+    pub statistic: f64,
+    /// Raw p-value, in (0, 1].
+    pub p_value: f64,
+    pub calibration: Calibration,
+    pub effect: Effect,
+}
