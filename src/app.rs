@@ -23,7 +23,7 @@ pub const EXIT_TOOL_ERROR: u8 = 2;
 
 /// Runs the command and returns the process exit code.
 #[must_use]
-pub fn run(cli: Cli) -> u8 {
+pub fn run(cli: &Cli) -> u8 {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -34,7 +34,7 @@ pub fn run(cli: Cli) -> u8 {
             return EXIT_TOOL_ERROR;
         }
     };
-    let outcome = runtime.block_on(dispatch(&cli));
+    let outcome = runtime.block_on(dispatch(cli));
     match outcome {
         Ok(code) => code,
         Err(error) => {

@@ -15,4 +15,5 @@ pub mod provider;
 pub mod report;
 pub mod retry;
 pub mod sim;
+pub mod stats;
 pub mod transport;

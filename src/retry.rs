@@ -74,8 +74,14 @@ pub enum StopClass {
 pub enum Decision {
     Done,
     /// Try again, not before `min_wait` when the server asked for one.
-    Retry { min_wait: Option<Duration>, reason: String },
-    Stop { class: StopClass, reason: String },
+    Retry {
+        min_wait: Option<Duration>,
+        reason: String,
+    },
+    Stop {
+        class: StopClass,
+        reason: String,
+    },
 }
 
 /// The classifier. `now` resolves `Retry-After` HTTP-dates.
@@ -96,10 +102,17 @@ pub fn classify(signal: &Signal<'_>, op: &Operation, now: SystemTime) -> Decisio
     }
     match header(signal.headers, "x-should-retry") {
         Some(v) if v.eq_ignore_ascii_case("false") => {
-            return stop(StopClass::Terminal, "the server said not to retry (x-should-retry: false)");
+            return stop(
+                StopClass::Terminal,
+                "the server said not to retry (x-should-retry: false)",
+            );
         }
         Some(v) if v.eq_ignore_ascii_case("true") => {
-            return retry(signal, now, "the server allows a retry (x-should-retry: true)");
+            return retry(
+                signal,
+                now,
+                "the server allows a retry (x-should-retry: true)",
+            );
         }
         _ => {}
     }
@@ -108,12 +121,22 @@ pub fn classify(signal: &Signal<'_>, op: &Operation, now: SystemTime) -> Decisio
 
 fn classify_refusal(signal: &Signal<'_>, status: u16, op: &Operation, now: SystemTime) -> Decision {
     match signal.class {
-        Some(ErrorClass::NotFound) => return stop(StopClass::Terminal, "the model does not exist or is gone"),
+        Some(ErrorClass::NotFound) => {
+            return stop(StopClass::Terminal, "the model does not exist or is gone");
+        }
         Some(ErrorClass::Auth) => return stop(StopClass::Terminal, "the credentials were refused"),
-        Some(ErrorClass::Quota) => return stop(StopClass::Terminal, "the quota or balance is exhausted"),
+        Some(ErrorClass::Quota) => {
+            return stop(StopClass::Terminal, "the quota or balance is exhausted");
+        }
         // An error inside a 2xx (OpenRouter streams them in-band): the adapter's class is all there is.
-        Some(ErrorClass::RateLimited | ErrorClass::Overloaded | ErrorClass::Server) if (200..300).contains(&status) => {
-            return retry(signal, now, "the provider reported a transient error inside a success response");
+        Some(ErrorClass::RateLimited | ErrorClass::Overloaded | ErrorClass::Server)
+            if (200..300).contains(&status) =>
+        {
+            return retry(
+                signal,
+                now,
+                "the provider reported a transient error inside a success response",
+            );
         }
         _ => {}
     }
@@ -122,7 +145,10 @@ fn classify_refusal(signal: &Signal<'_>, status: u16, op: &Operation, now: Syste
         409 if *op == Operation::Read => retry(signal, now, "conflict (409)"),
         429 => retry(signal, now, "rate limited (429)"),
         500 | 502 | 503 | 504 | 529 => retry(signal, now, &format!("server error ({status})")),
-        s if (400..500).contains(&s) || s == 501 => stop(StopClass::Terminal, &format!("HTTP {s} will not change on retry")),
+        s if (400..500).contains(&s) || s == 501 => stop(
+            StopClass::Terminal,
+            &format!("HTTP {s} will not change on retry"),
+        ),
         s if s >= 500 => retry(signal, now, &format!("server error ({s})")),
         s => stop(StopClass::Terminal, &format!("unexpected HTTP {s}")),
     }
@@ -135,15 +161,23 @@ fn classify_transport(kind: FailureKind, op: &Operation) -> Decision {
             min_wait: None,
             reason: "connection failed".to_owned(),
         },
-        FailureKind::Timeout | FailureKind::Io if op.repeatable_when_ambiguous() => Decision::Retry {
-            min_wait: None,
-            reason: format!("{}: the outcome is unknown, and repeating is safe", kind.as_str()),
-        },
+        FailureKind::Timeout | FailureKind::Io if op.repeatable_when_ambiguous() => {
+            Decision::Retry {
+                min_wait: None,
+                reason: format!(
+                    "{}: the outcome is unknown, and repeating is safe",
+                    kind.as_str()
+                ),
+            }
+        }
         FailureKind::Timeout | FailureKind::Io => stop(
             StopClass::UnknownOutcome,
             "the request may have taken effect and carries no idempotency key",
         ),
-        FailureKind::BodyTooLarge => stop(StopClass::Unparseable, "the response body was over the size cap"),
+        FailureKind::BodyTooLarge => stop(
+            StopClass::Unparseable,
+            "the response body was over the size cap",
+        ),
         FailureKind::Request => stop(StopClass::Terminal, "the request could not be built"),
     }
 }
@@ -189,7 +223,8 @@ pub fn server_wait(signal: &Signal<'_>, now: SystemTime) -> Option<Duration> {
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
     if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds.min(1e9)));
+        return (seconds.is_finite() && seconds >= 0.0)
+            .then(|| Duration::from_secs_f64(seconds.min(1e9)));
     }
     let date = httpdate::parse_http_date(value).ok()?;
     Some(date.duration_since(now).unwrap_or(Duration::ZERO))
@@ -199,12 +234,23 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
 fn wait_in_message(message: &str) -> Option<Duration> {
     let lower = message.to_ascii_lowercase();
     for marker in ["retry after ", "try again in "] {
-        let Some(at) = lower.find(marker) else { continue };
+        let Some(at) = lower.find(marker) else {
+            continue;
+        };
         let rest = &lower[at + marker.len()..];
-        let number: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
-        let Ok(value) = number.parse::<f64>() else { continue };
+        let number: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        let Ok(value) = number.parse::<f64>() else {
+            continue;
+        };
         let unit = rest[number.len()..].trim_start();
-        let seconds = if unit.starts_with("ms") { value / 1000.0 } else { value };
+        let seconds = if unit.starts_with("ms") {
+            value / 1000.0
+        } else {
+            value
+        };
         if seconds.is_finite() && seconds >= 0.0 {
             return Some(Duration::from_secs_f64(seconds.min(1e9)));
         }
@@ -234,7 +280,7 @@ impl RetryPolicy {
     /// Full jitter: uniform in `[0, min(cap, base·2^(failures-1))]`, `unit` drawn from `[0, 1)`.
     #[must_use]
     pub fn backoff(&self, failures: u32, unit: f64) -> Duration {
-        let exp = 2f64.powi(failures.saturating_sub(1).min(30) as i32);
+        let exp = f64::from(2u32.pow(failures.saturating_sub(1).min(30)));
         let ceiling = (self.base.as_secs_f64() * exp).min(self.cap.as_secs_f64());
         Duration::from_secs_f64(ceiling * unit.clamp(0.0, 1.0))
     }
@@ -276,19 +322,41 @@ where
         count += 1;
         let last = attempt(count).await;
         let (min_wait, reason) = match decide(&last) {
-            Decision::Done => return Attempts { last, count, waits, stopped: None },
+            Decision::Done => {
+                return Attempts {
+                    last,
+                    count,
+                    waits,
+                    stopped: None,
+                };
+            }
             Decision::Stop { class, reason } => {
                 let stopped = Some(Stopped { class, reason });
-                return Attempts { last, count, waits, stopped };
+                return Attempts {
+                    last,
+                    count,
+                    waits,
+                    stopped,
+                };
             }
             Decision::Retry { min_wait, reason } => (min_wait, reason),
         };
         let limit = |class, reason| Some(Stopped { class, reason });
         if count >= policy.max_attempts.max(1) {
-            let stopped = limit(StopClass::Exhausted, format!("gave up after {count} attempts: {reason}"));
-            return Attempts { last, count, waits, stopped };
+            let stopped = limit(
+                StopClass::Exhausted,
+                format!("gave up after {count} attempts: {reason}"),
+            );
+            return Attempts {
+                last,
+                count,
+                waits,
+                stopped,
+            };
         }
-        let wait = policy.backoff(count, unit()).max(min_wait.unwrap_or_default());
+        let wait = policy
+            .backoff(count, unit())
+            .max(min_wait.unwrap_or_default());
         let left = deadline.saturating_duration_since(Instant::now());
         if wait >= left {
             let why = match min_wait {
@@ -299,7 +367,12 @@ where
                 ),
                 _ => format!("the budget has no time left for another attempt: {reason}"),
             };
-            return Attempts { last, count, waits, stopped: limit(StopClass::Budget, why) };
+            return Attempts {
+                last,
+                count,
+                waits,
+                stopped: limit(StopClass::Budget, why),
+            };
         }
         tokio::time::sleep(wait).await;
         waits.push(wait);
@@ -307,7 +380,6 @@ where
 }
 
 /// A jitter source seeded from the clock: not for cryptography, only to spread clients apart.
-#[must_use]
 pub fn jitter_source() -> impl FnMut() -> f64 {
     let mut state = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)

@@ -30,12 +30,19 @@ fn recorded(file: &str, status: u16) -> RawResponse {
     if file.ends_with(".inner.json") {
         body = format!("{{\"error\": {}}}", String::from_utf8_lossy(&body)).into_bytes();
     }
-    let stem = file.trim_end_matches(".json").trim_end_matches(".txt").trim_end_matches(".inner");
+    let stem = file
+        .trim_end_matches(".json")
+        .trim_end_matches(".txt")
+        .trim_end_matches(".inner");
     let mut headers = Vec::new();
     let mut status = status;
     if let Ok(text) = std::fs::read_to_string(format!("{FIXTURES}/{stem}.headers.txt")) {
         let mut lines = text.lines();
-        if let Some(code) = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|c| c.parse().ok()) {
+        if let Some(code) = lines
+            .next()
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|c| c.parse().ok())
+        {
             status = code;
         }
         headers = lines
@@ -43,7 +50,11 @@ fn recorded(file: &str, status: u16) -> RawResponse {
             .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
             .collect();
     }
-    RawResponse { status, headers, body }
+    RawResponse {
+        status,
+        headers,
+        body,
+    }
 }
 
 fn decide_recorded(file: &str, kind: ProviderKind, status: u16) -> Decision {
@@ -65,59 +76,196 @@ fn decide_recorded(file: &str, kind: ProviderKind, status: u16) -> Decision {
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // one row per recorded file reads best as one list
 fn every_recorded_error_is_classified() {
     use ProviderKind::{Anthropic, Azure, Gemini, OpenAi, OpenRouter};
     use Want::{Retry, Stop};
     let rows: &[(&str, ProviderKind, u16, Want)] = &[
         ("openai-chat/error-400-code-null.json", OpenAi, 400, Stop),
-        ("openai-chat/error-400-unsupported-value.json", OpenAi, 400, Stop),
-        ("openai-chat/error-401-invalid-api-key.inner.json", OpenAi, 401, Stop),
-        ("openai-chat/error-404-embeddings-model-not-found.json", OpenAi, 404, Stop),
-        ("openai-chat/error-404-model-not-found.json", OpenAi, 404, Stop),
-        ("openai-chat/error-429-rate-limit-exceeded.json", OpenAi, 429, Retry),
-        ("openai-chat/error-retired-model-text-davinci-003.json", OpenAi, 404, Stop),
-        ("openai-responses/error-400-invalid-param.json", OpenAi, 400, Stop),
-        ("openai-responses/error-400-model-not-found.json", OpenAi, 400, Stop),
-        ("anthropic/error-400-invalid-request.json", Anthropic, 400, Stop),
-        ("anthropic/error-401-authentication.json", Anthropic, 401, Stop),
-        ("anthropic/error-404-count-tokens-model-not-found.json", Anthropic, 404, Stop),
-        ("anthropic/error-404-model-not-found.json", Anthropic, 404, Stop),
+        (
+            "openai-chat/error-400-unsupported-value.json",
+            OpenAi,
+            400,
+            Stop,
+        ),
+        (
+            "openai-chat/error-401-invalid-api-key.inner.json",
+            OpenAi,
+            401,
+            Stop,
+        ),
+        (
+            "openai-chat/error-404-embeddings-model-not-found.json",
+            OpenAi,
+            404,
+            Stop,
+        ),
+        (
+            "openai-chat/error-404-model-not-found.json",
+            OpenAi,
+            404,
+            Stop,
+        ),
+        (
+            "openai-chat/error-429-rate-limit-exceeded.json",
+            OpenAi,
+            429,
+            Retry,
+        ),
+        (
+            "openai-chat/error-retired-model-text-davinci-003.json",
+            OpenAi,
+            404,
+            Stop,
+        ),
+        (
+            "openai-responses/error-400-invalid-param.json",
+            OpenAi,
+            400,
+            Stop,
+        ),
+        (
+            "openai-responses/error-400-model-not-found.json",
+            OpenAi,
+            400,
+            Stop,
+        ),
+        (
+            "anthropic/error-400-invalid-request.json",
+            Anthropic,
+            400,
+            Stop,
+        ),
+        (
+            "anthropic/error-401-authentication.json",
+            Anthropic,
+            401,
+            Stop,
+        ),
+        (
+            "anthropic/error-404-count-tokens-model-not-found.json",
+            Anthropic,
+            404,
+            Stop,
+        ),
+        (
+            "anthropic/error-404-model-not-found.json",
+            Anthropic,
+            404,
+            Stop,
+        ),
         ("anthropic/error-429-rate-limit.json", Anthropic, 429, Retry),
-        ("anthropic/error-529-overloaded-with-request-id.json", Anthropic, 529, Retry),
+        (
+            "anthropic/error-529-overloaded-with-request-id.json",
+            Anthropic,
+            529,
+            Retry,
+        ),
         ("anthropic/error-529-overloaded.json", Anthropic, 529, Retry),
         ("gemini/error-404-count-tokens.json", Gemini, 404, Stop),
         ("gemini/error-404-model-not-found.json", Gemini, 404, Stop),
-        ("gemini/error-404-retired-model-message.txt", Gemini, 404, Stop),
-        ("gemini/error-429-resource-exhausted.json", Gemini, 429, Stop),
+        (
+            "gemini/error-404-retired-model-message.txt",
+            Gemini,
+            404,
+            Stop,
+        ),
+        (
+            "gemini/error-429-resource-exhausted.json",
+            Gemini,
+            429,
+            Stop,
+        ),
         ("gemini/error-503-high-demand.json", Gemini, 503, Retry),
         ("gemini/error-503-overloaded.json", Gemini, 503, Retry),
         ("vertex/error-400-invalid-argument.json", Gemini, 400, Stop),
-        ("vertex/error-404-publisher-model-not-found.txt", Gemini, 404, Stop),
-        ("azure-openai/error-404-deployment-not-found.json", Azure, 404, Stop),
+        (
+            "vertex/error-404-publisher-model-not-found.txt",
+            Gemini,
+            404,
+            Stop,
+        ),
+        (
+            "azure-openai/error-404-deployment-not-found.json",
+            Azure,
+            404,
+            Stop,
+        ),
         ("azure-openai/error-429-rate-limit.json", Azure, 429, Retry),
-        ("azure-openai/error-429-token-rate-limit-retry-after-text.json", Azure, 429, Retry),
-        ("openrouter/error-400-not-a-valid-model-id.json", OpenRouter, 400, Stop),
-        ("openrouter/error-429-upstream-rate-limited.json", OpenRouter, 429, Retry),
+        (
+            "azure-openai/error-429-token-rate-limit-retry-after-text.json",
+            Azure,
+            429,
+            Retry,
+        ),
+        (
+            "openrouter/error-400-not-a-valid-model-id.json",
+            OpenRouter,
+            400,
+            Stop,
+        ),
+        (
+            "openrouter/error-429-upstream-rate-limited.json",
+            OpenRouter,
+            429,
+            Retry,
+        ),
         ("mistral/error-400-invalid-model.json", OpenAi, 400, Stop),
         ("groq/error-400-tool-use-failed.json", OpenAi, 400, Stop),
         ("groq/error-404-model-not-found.json", OpenAi, 404, Stop),
-        ("groq/error-429-rate-limit-exceeded.json", OpenAi, 429, Retry),
+        (
+            "groq/error-429-rate-limit-exceeded.json",
+            OpenAi,
+            429,
+            Retry,
+        ),
         ("deepseek/error-400-invalid-request.json", OpenAi, 400, Stop),
-        ("deepseek/error-402-insufficient-balance.json", OpenAi, 402, Stop),
-        ("ollama/error-404-model-not-found-native-api.json", OpenAi, 404, Stop),
-        ("ollama/error-404-model-not-found-openai-compat.json", OpenAi, 404, Stop),
+        (
+            "deepseek/error-402-insufficient-balance.json",
+            OpenAi,
+            402,
+            Stop,
+        ),
+        (
+            "ollama/error-404-model-not-found-native-api.json",
+            OpenAi,
+            404,
+            Stop,
+        ),
+        (
+            "ollama/error-404-model-not-found-openai-compat.json",
+            OpenAi,
+            404,
+            Stop,
+        ),
     ];
     for (file, kind, status, want) in rows {
         let decision = decide_recorded(file, *kind, *status);
         assert_eq!(kind_of(&decision), *want, "{file}: {decision:?}");
     }
     // Every error file of the covered providers is in the table.
-    for dir in ["openai-chat", "openai-responses", "anthropic", "gemini", "vertex", "azure-openai", "openrouter", "mistral", "groq", "deepseek", "ollama", "together"] {
+    for dir in [
+        "openai-chat",
+        "openai-responses",
+        "anthropic",
+        "gemini",
+        "vertex",
+        "azure-openai",
+        "openrouter",
+        "mistral",
+        "groq",
+        "deepseek",
+        "ollama",
+        "together",
+    ] {
         for entry in std::fs::read_dir(format!("{FIXTURES}/{dir}")).unwrap() {
             let name = entry.unwrap().file_name().into_string().unwrap();
             if name.starts_with("error-") && !name.ends_with(".headers.txt") {
                 let file = format!("{dir}/{name}");
-                assert!(rows.iter().any(|r| r.0 == file), "{file} has no classification row");
+                assert!(
+                    rows.iter().any(|r| r.0 == file),
+                    "{file} has no classification row"
+                );
             }
         }
     }
@@ -125,39 +273,110 @@ fn every_recorded_error_is_classified() {
 
 #[test]
 fn recorded_waits_are_read() {
-    let azure = recorded("azure-openai/error-429-token-rate-limit-retry-after-text.json", 429);
-    let Parsed::Rejected(r) = parse_reply(ProviderKind::Azure, &azure) else { panic!("rejected") };
-    let signal = Signal { status: Some(429), headers: &azure.headers, class: Some(r.class), message: Some(&r.message), ..Signal::default() };
-    assert_eq!(server_wait(&signal, SystemTime::UNIX_EPOCH), Some(Duration::from_secs(86_400)));
+    let azure = recorded(
+        "azure-openai/error-429-token-rate-limit-retry-after-text.json",
+        429,
+    );
+    let Parsed::Rejected(r) = parse_reply(ProviderKind::Azure, &azure) else {
+        panic!("rejected")
+    };
+    let signal = Signal {
+        status: Some(429),
+        headers: &azure.headers,
+        class: Some(r.class),
+        message: Some(&r.message),
+        ..Signal::default()
+    };
+    assert_eq!(
+        server_wait(&signal, SystemTime::UNIX_EPOCH),
+        Some(Duration::from_secs(86_400))
+    );
     let openai = recorded("openai-chat/error-429-rate-limit-exceeded.json", 429);
-    let Parsed::Rejected(r) = parse_reply(ProviderKind::OpenAi, &openai) else { panic!("rejected") };
-    let signal = Signal { status: Some(429), message: Some(&r.message), ..Signal::default() };
-    assert_eq!(server_wait(&signal, SystemTime::UNIX_EPOCH), Some(Duration::from_millis(6)));
+    let Parsed::Rejected(r) = parse_reply(ProviderKind::OpenAi, &openai) else {
+        panic!("rejected")
+    };
+    let signal = Signal {
+        status: Some(429),
+        message: Some(&r.message),
+        ..Signal::default()
+    };
+    assert_eq!(
+        server_wait(&signal, SystemTime::UNIX_EPOCH),
+        Some(Duration::from_millis(6))
+    );
 }
 
 fn h(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // one row per case reads best as one list
 fn status_header_and_transport_table() {
     use FailureKind::{BodyTooLarge, Connect, Io, Request, Timeout};
     use Want::{Done, Retry, Stop};
     let read = Operation::Read;
-    let keyed = Operation::Write { idempotency_key: Some("n-1".into()) };
-    let unkeyed = Operation::Write { idempotency_key: None };
+    let keyed = Operation::Write {
+        idempotency_key: Some("n-1".into()),
+    };
+    let unkeyed = Operation::Write {
+        idempotency_key: None,
+    };
     let no = h(&[("x-should-retry", "false")]);
     let yes = h(&[("x-should-retry", "true")]);
     let none: Vec<(String, String)> = Vec::new();
     #[allow(clippy::type_complexity)]
-    let rows: Vec<(Option<u16>, &Vec<(String, String)>, Option<ErrorClass>, Option<FailureKind>, bool, &Operation, Want)> = vec![
+    let rows: Vec<(
+        Option<u16>,
+        &Vec<(String, String)>,
+        Option<ErrorClass>,
+        Option<FailureKind>,
+        bool,
+        &Operation,
+        Want,
+    )> = vec![
         (Some(200), &none, None, None, false, &read, Done),
         (Some(204), &none, None, None, false, &read, Done),
         (Some(200), &none, None, None, true, &read, Stop),
-        (Some(200), &none, Some(ErrorClass::RateLimited), None, false, &read, Retry),
-        (Some(200), &none, Some(ErrorClass::NotFound), None, false, &read, Stop),
-        (Some(400), &none, Some(ErrorClass::InvalidRequest), None, false, &read, Stop),
-        (Some(401), &none, Some(ErrorClass::Auth), None, false, &read, Stop),
+        (
+            Some(200),
+            &none,
+            Some(ErrorClass::RateLimited),
+            None,
+            false,
+            &read,
+            Retry,
+        ),
+        (
+            Some(200),
+            &none,
+            Some(ErrorClass::NotFound),
+            None,
+            false,
+            &read,
+            Stop,
+        ),
+        (
+            Some(400),
+            &none,
+            Some(ErrorClass::InvalidRequest),
+            None,
+            false,
+            &read,
+            Stop,
+        ),
+        (
+            Some(401),
+            &none,
+            Some(ErrorClass::Auth),
+            None,
+            false,
+            &read,
+            Stop,
+        ),
         (Some(403), &none, None, None, false, &read, Stop),
         (Some(404), &none, None, None, false, &read, Stop),
         (Some(410), &none, None, None, false, &read, Stop),
@@ -166,8 +385,24 @@ fn status_header_and_transport_table() {
         (Some(408), &none, None, None, false, &read, Retry),
         (Some(409), &none, None, None, false, &read, Retry),
         (Some(409), &none, None, None, false, &unkeyed, Stop),
-        (Some(429), &none, Some(ErrorClass::RateLimited), None, false, &read, Retry),
-        (Some(429), &none, Some(ErrorClass::Quota), None, false, &read, Stop),
+        (
+            Some(429),
+            &none,
+            Some(ErrorClass::RateLimited),
+            None,
+            false,
+            &read,
+            Retry,
+        ),
+        (
+            Some(429),
+            &none,
+            Some(ErrorClass::Quota),
+            None,
+            false,
+            &read,
+            Stop,
+        ),
         (Some(500), &none, None, None, false, &read, Retry),
         (Some(502), &none, None, None, false, &read, Retry),
         (Some(503), &none, None, None, false, &read, Retry),
@@ -175,7 +410,15 @@ fn status_header_and_transport_table() {
         (Some(529), &none, None, None, false, &read, Retry),
         (Some(599), &none, None, None, false, &read, Retry),
         (Some(500), &no, None, None, false, &read, Stop),
-        (Some(503), &no, Some(ErrorClass::Overloaded), None, false, &read, Stop),
+        (
+            Some(503),
+            &no,
+            Some(ErrorClass::Overloaded),
+            None,
+            false,
+            &read,
+            Stop,
+        ),
         (Some(400), &yes, None, None, false, &read, Retry),
         (Some(529), &yes, None, None, false, &read, Retry),
         (Some(302), &none, None, None, false, &read, Stop),
@@ -190,17 +433,46 @@ fn status_header_and_transport_table() {
         (None, &none, None, Some(Request), false, &read, Stop),
     ];
     for (i, (status, headers, class, transport, unparseable, op, want)) in rows.iter().enumerate() {
-        let signal = Signal { status: *status, headers, class: *class, message: None, transport: *transport, unparseable: *unparseable };
+        let signal = Signal {
+            status: *status,
+            headers,
+            class: *class,
+            message: None,
+            transport: *transport,
+            unparseable: *unparseable,
+        };
         let decision = classify(&signal, op, SystemTime::UNIX_EPOCH);
-        assert_eq!(kind_of(&decision), *want, "row {i}: {status:?} {class:?} {transport:?} {op:?}: {decision:?}");
+        assert_eq!(
+            kind_of(&decision),
+            *want,
+            "row {i}: {status:?} {class:?} {transport:?} {op:?}: {decision:?}"
+        );
     }
 }
 
 #[test]
 fn an_unknown_write_outcome_is_named_as_such() {
-    let signal = Signal { transport: Some(FailureKind::Timeout), ..Signal::default() };
-    let decision = classify(&signal, &Operation::Write { idempotency_key: None }, SystemTime::UNIX_EPOCH);
-    assert!(matches!(decision, Decision::Stop { class: StopClass::UnknownOutcome, .. }), "{decision:?}");
+    let signal = Signal {
+        transport: Some(FailureKind::Timeout),
+        ..Signal::default()
+    };
+    let decision = classify(
+        &signal,
+        &Operation::Write {
+            idempotency_key: None,
+        },
+        SystemTime::UNIX_EPOCH,
+    );
+    assert!(
+        matches!(
+            decision,
+            Decision::Stop {
+                class: StopClass::UnknownOutcome,
+                ..
+            }
+        ),
+        "{decision:?}"
+    );
 }
 
 #[test]
@@ -225,25 +497,47 @@ fn retry_after_forms() {
         assert_eq!(parse_retry_after(value, now), want, "{value:?}");
     }
     let ms = h(&[("retry-after-ms", "250"), ("retry-after", "9")]);
-    let signal = Signal { headers: &ms, ..Signal::default() };
-    assert_eq!(server_wait(&signal, now), Some(Duration::from_millis(250)), "retry-after-ms wins");
+    let signal = Signal {
+        headers: &ms,
+        ..Signal::default()
+    };
+    assert_eq!(
+        server_wait(&signal, now),
+        Some(Duration::from_millis(250)),
+        "retry-after-ms wins"
+    );
     let garbage = h(&[("retry-after", "later")]);
-    let signal = Signal { headers: &garbage, message: Some("Please retry after 5 seconds"), ..Signal::default() };
-    assert_eq!(server_wait(&signal, now), None, "a garbage header is no ask, whatever the prose says");
+    let signal = Signal {
+        headers: &garbage,
+        message: Some("Please retry after 5 seconds"),
+        ..Signal::default()
+    };
+    assert_eq!(
+        server_wait(&signal, now),
+        None,
+        "a garbage header is no ask, whatever the prose says"
+    );
 }
 
 #[test]
 fn backoff_is_capped_exponential_with_full_jitter() {
     let policy = RetryPolicy::default();
     for failures in 1..=12 {
-        let ceiling = (2f64.powi(failures as i32 - 1)).min(30.0);
+        let ceiling = f64::from(2u32.pow(failures - 1)).min(30.0);
         assert_eq!(policy.backoff(failures, 0.0), Duration::ZERO);
         let top = policy.backoff(failures, 0.999_999).as_secs_f64();
-        assert!(top <= ceiling && top > ceiling * 0.999, "failures {failures}: {top} vs {ceiling}");
+        assert!(
+            top <= ceiling && top > ceiling * 0.999,
+            "failures {failures}: {top} vs {ceiling}"
+        );
         let mid = policy.backoff(failures, 0.5).as_secs_f64();
         assert!((mid - ceiling / 2.0).abs() < 1e-9);
     }
-    assert_eq!(policy.backoff(1000, 1.0), Duration::from_secs(30), "no overflow, still capped");
+    assert_eq!(
+        policy.backoff(1000, 1.0),
+        Duration::from_secs(30),
+        "no overflow, still capped"
+    );
 }
 
 fn always(decision: Decision) -> impl Fn(&u32) -> Decision {
@@ -257,14 +551,27 @@ async fn retries_until_the_attempt_limit_and_sleeps_between() {
         RetryPolicy::default(),
         started + Duration::from_secs(600),
         |n| async move { n },
-        always(Decision::Retry { min_wait: None, reason: "503".into() }),
+        always(Decision::Retry {
+            min_wait: None,
+            reason: "503".into(),
+        }),
         || 1.0,
     )
     .await;
     assert_eq!(out.count, 4);
     assert_eq!(out.last, 4);
-    assert_eq!(out.waits, vec![Duration::from_secs(1), Duration::from_secs(2), Duration::from_secs(4)]);
-    assert_eq!(out.stopped.as_ref().map(|s| s.class), Some(StopClass::Exhausted));
+    assert_eq!(
+        out.waits,
+        vec![
+            Duration::from_secs(1),
+            Duration::from_secs(2),
+            Duration::from_secs(4)
+        ]
+    );
+    assert_eq!(
+        out.stopped.as_ref().map(|s| s.class),
+        Some(StopClass::Exhausted)
+    );
     assert_eq!(started.elapsed(), Duration::from_secs(7));
 }
 
@@ -275,7 +582,16 @@ async fn retry_after_is_a_minimum_wait() {
         RetryPolicy::default(),
         started + Duration::from_secs(600),
         |n| async move { n },
-        |n: &u32| if *n < 2 { Decision::Retry { min_wait: Some(Duration::from_secs(3)), reason: "429".into() } } else { Decision::Done },
+        |n: &u32| {
+            if *n < 2 {
+                Decision::Retry {
+                    min_wait: Some(Duration::from_secs(3)),
+                    reason: "429".into(),
+                }
+            } else {
+                Decision::Done
+            }
+        },
         || 0.0,
     )
     .await;
@@ -290,16 +606,27 @@ async fn a_wait_past_the_budget_stops_at_once() {
         RetryPolicy::default(),
         started + Duration::from_secs(60),
         |n| async move { n },
-        always(Decision::Retry { min_wait: Some(Duration::from_secs(3600)), reason: "429".into() }),
+        always(Decision::Retry {
+            min_wait: Some(Duration::from_secs(3600)),
+            reason: "429".into(),
+        }),
         || 0.5,
     )
     .await;
     assert_eq!(out.count, 1);
     assert!(out.waits.is_empty());
-    assert_eq!(started.elapsed(), Duration::ZERO, "never sleeps past the budget");
+    assert_eq!(
+        started.elapsed(),
+        Duration::ZERO,
+        "never sleeps past the budget"
+    );
     let stopped = out.stopped.unwrap();
     assert_eq!(stopped.class, StopClass::Budget);
-    assert!(stopped.reason.contains("asked to wait 60m"), "{}", stopped.reason);
+    assert!(
+        stopped.reason.contains("asked to wait 60m"),
+        "{}",
+        stopped.reason
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -308,7 +635,10 @@ async fn stop_and_done_end_the_sequence_at_once() {
         RetryPolicy::default(),
         Instant::now() + Duration::from_secs(60),
         |n| async move { n },
-        always(Decision::Stop { class: StopClass::Terminal, reason: "404".into() }),
+        always(Decision::Stop {
+            class: StopClass::Terminal,
+            reason: "404".into(),
+        }),
         || 0.5,
     )
     .await;

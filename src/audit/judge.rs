@@ -11,11 +11,11 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 use crate::audit::{CallRecord, CallResult, Observation};
-use crate::retry::StopClass;
 use crate::config::{Pin, Price, Probe};
 use crate::finding::{Code, Finding, Severity};
 use crate::lock::{LockedPin, LockedPrice};
 use crate::provider::{ErrorClass, LifecycleHint, Reply, normalize_model_id};
+use crate::retry::StopClass;
 
 /// How a pin came out of one audit.
 #[derive(
@@ -159,7 +159,9 @@ fn failure_reasons<'a>(calls: impl Iterator<Item = &'a CallRecord>) -> BTreeMap<
     for call in calls {
         let mut reason = match &call.result {
             CallResult::Reply(_) => continue,
-            CallResult::Rejected(r) => format!("{} (HTTP {}): {}", r.class.as_str(), r.status, r.message),
+            CallResult::Rejected(r) => {
+                format!("{} (HTTP {}): {}", r.class.as_str(), r.status, r.message)
+            }
             CallResult::Unparseable(why) => format!("unparseable response: {why}"),
             CallResult::Failed(f) => format!("{}: {}", f.kind.as_str(), f.message),
             CallResult::Skipped(why) => format!("skipped: {why}"),
@@ -185,7 +187,9 @@ fn retry_evidence<'a>(calls: impl Iterator<Item = &'a CallRecord>) -> Value {
         waited += call.waits.iter().sum::<Duration>();
         if let Some(stopped) = &call.stopped {
             let class = serde_json::to_value(stopped.class).unwrap_or(Value::Null);
-            *stops.entry(class.as_str().unwrap_or("unknown").to_owned()).or_insert(0) += 1;
+            *stops
+                .entry(class.as_str().unwrap_or("unknown").to_owned())
+                .or_insert(0) += 1;
         }
     }
     json!({ "attempts": attempts, "retries": retried, "waited_ms": waited.as_millis() as u64, "stopped": stops })
@@ -514,7 +518,12 @@ fn unmeasured_probes(case: &Case<'_>) -> Vec<Finding> {
             .map(|c| &c.result)
             .collect();
         if !results.iter().any(|r| matches!(r, CallResult::Reply(_))) {
-            let calls = || case.observation.calls.iter().filter(|c| c.probe == probe.id);
+            let calls = || {
+                case.observation
+                    .calls
+                    .iter()
+                    .filter(|c| c.probe == probe.id)
+            };
             findings.push(Finding::new(
                 Code::Inconclusive,
                 format!("probe `{}`: no call succeeded", probe.id),

@@ -92,7 +92,10 @@ impl Plan<'_> {
 
 /// Observes every pin of the plan; pins come back in plan order.
 pub async fn observe(plan: &Plan<'_>, transport: &Transport) -> Vec<Observation> {
-    let pins = plan.pins.iter().map(|pin| observe_pin(plan, pin, transport));
+    let pins = plan
+        .pins
+        .iter()
+        .map(|pin| observe_pin(plan, pin, transport));
     futures::stream::iter(pins)
         .buffered(plan.config.settings.concurrency.max(1))
         .collect()
@@ -245,8 +248,14 @@ impl PinRun<'_> {
         record.waits = attempts.waits;
         record.stopped = attempts.stopped;
         record.result = match attempts.last.result {
-            CallResult::Failed(f) if f.kind == FailureKind::Timeout && Instant::now() >= self.until => {
-                CallResult::Cancelled(format!("{} (in flight: {})", self.cancel_reason(), f.message))
+            CallResult::Failed(f)
+                if f.kind == FailureKind::Timeout && Instant::now() >= self.until =>
+            {
+                CallResult::Cancelled(format!(
+                    "{} (in flight: {})",
+                    self.cancel_reason(),
+                    f.message
+                ))
             }
             other => other,
         };
@@ -283,7 +292,11 @@ impl PinRun<'_> {
     }
 
     async fn attempt(&self, request: &provider::HttpRequest) -> Attempt {
-        match self.transport.send(&self.pin.provider, request, Some(self.until)).await {
+        match self
+            .transport
+            .send(&self.pin.provider, request, Some(self.until))
+            .await
+        {
             Ok(delivered) => {
                 let status = delivered.response.status;
                 let result = match provider::parse_reply(self.pin.kind, &delivered.response) {
@@ -313,7 +326,10 @@ impl PinRun<'_> {
 
     fn stop_on_terminal(&self, result: &CallResult) {
         if let CallResult::Rejected(r) = result {
-            if matches!(r.class, ErrorClass::NotFound | ErrorClass::Auth | ErrorClass::Quota) {
+            if matches!(
+                r.class,
+                ErrorClass::NotFound | ErrorClass::Auth | ErrorClass::Quota
+            ) {
                 self.stop.raise(format!(
                     "not sent: an earlier call was refused ({}: {})",
                     r.class.as_str(),

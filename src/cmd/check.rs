@@ -52,7 +52,10 @@ pub async fn audit(
         config,
         pins: pins.clone(),
         samples,
-        retry: crate::retry::RetryPolicy::default(),
+        retry: crate::retry::RetryPolicy {
+            max_attempts: config.settings.max_attempts,
+            ..crate::retry::RetryPolicy::default()
+        },
         cancel: crate::cmd::interrupt_token(out),
     };
     let observations = observe(&plan, &transport).await;

@@ -40,13 +40,16 @@ pub async fn lock_pins(
         config,
         pins: pins.clone(),
         samples,
-        retry: crate::retry::RetryPolicy::default(),
+        retry: crate::retry::RetryPolicy {
+            max_attempts: config.settings.max_attempts,
+            ..crate::retry::RetryPolicy::default()
+        },
         cancel: crate::cmd::interrupt_token(out),
     };
     let observations = observe(&plan, &transport).await;
     let mut lock = previous.map_or_else(|| empty_lock(config), |l| l.lock);
     lock.config_digest.clone_from(&config.digest);
-    lock.modelpin_version = env!("CARGO_PKG_VERSION").to_owned();
+    env!("CARGO_PKG_VERSION").clone_into(&mut lock.modelpin_version);
     let mut worst = Locked::Recorded;
     for (pin, obs) in pins.iter().zip(&observations) {
         worst = worst.max(lock_one(config, pin, obs, &mut lock, out));

@@ -124,9 +124,10 @@ pub fn interrupt_token(out: Output) -> CancellationToken {
 async fn shutdown_signal() {
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(term) => term,
-            Err(_) => return std::future::pending().await,
+        let Ok(mut term) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        else {
+            return std::future::pending().await;
         };
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}

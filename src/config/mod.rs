@@ -52,8 +52,13 @@ pub const PINS_VERSION: i64 = 1;
 /// `env` only. Relative paths in the file (lockfile, store, probe globs, local feeds) are resolved
 /// against the directory of `path`; diagnostics show `path` as given.
 pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
-    let bytes = fs::read(path)
-        .map_err(|err| Diagnostic::new(format!("cannot read `{}`: {err}", path.display())))?;
+    let bytes = fs::read(path).map_err(|err| {
+        let mut d = Diagnostic::new(format!("cannot read `{}`: {err}", path.display()));
+        if err.kind() == std::io::ErrorKind::NotFound {
+            d.help("run `modelpin init` to write an example, or pass `--config PATH`");
+        }
+        d
+    })?;
     let text = String::from_utf8(bytes)
         .map_err(|_| Diagnostic::new(format!("`{}` is not UTF-8 text", path.display())))?;
     let src = Source::parse(path, text)?;
@@ -158,6 +163,8 @@ pub struct Settings {
     pub timeout: Duration,
     pub budget: Duration,
     pub concurrency: usize,
+    /// HTTP attempts per call, retries included.
+    pub max_attempts: u32,
     pub alpha: f64,
     pub warn_before: Vec<Duration>,
     pub deprecation_feeds: Vec<String>,

@@ -38,6 +38,7 @@ pub(crate) struct RawSettings {
     pub timeout: Option<Str>,
     pub budget: Option<Str>,
     pub concurrency: Option<Spanned<usize>>,
+    pub max_attempts: Option<Spanned<usize>>,
     pub alpha: Option<Spanned<f64>>,
     pub warn_before: Option<Vec<Str>>,
     pub deprecation_feeds: Option<Vec<Str>>,

@@ -19,6 +19,8 @@ pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 pub(crate) const DEFAULT_BUDGET: Duration = Duration::from_secs(10 * 60);
 pub(crate) const DEFAULT_CONCURRENCY: usize = 16;
 pub(crate) const DEFAULT_ALPHA: f64 = 0.001;
+/// One try and three retries: enough to ride out a blip, few enough to stay inside a budget.
+pub(crate) const DEFAULT_MAX_ATTEMPTS: u32 = 4;
 pub(crate) const DEFAULT_WARN_BEFORE_DAYS: [u64; 3] = [90, 30, 7];
 pub(crate) const DEFAULT_METRICS: &str = "127.0.0.1:9464";
 
@@ -47,6 +49,12 @@ pub(crate) fn settings(check: &mut Check, raw: Option<RawSettings>, base: &Path)
             .concurrency
             .and_then(|c| check.at_least_one(&c, "concurrency"))
             .unwrap_or(DEFAULT_CONCURRENCY),
+        max_attempts: raw
+            .max_attempts
+            .and_then(|c| check.at_least_one(&c, "max_attempts"))
+            .map_or(DEFAULT_MAX_ATTEMPTS, |n| {
+                u32::try_from(n.min(100)).unwrap_or(100)
+            }),
         alpha: raw
             .alpha
             .and_then(|a| alpha(check, &a))

@@ -211,7 +211,11 @@ mod tests {
         assert_eq!(class(429, &per_minute), ErrorClass::RateLimited);
         let says_quota = json!({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED",
             "message": "Resource has been exhausted (e.g. check quota)."}});
-        assert_eq!(class(429, &says_quota), ErrorClass::RateLimited, "Google's per-minute wording");
+        assert_eq!(
+            class(429, &says_quota),
+            ErrorClass::RateLimited,
+            "Google's per-minute wording"
+        );
         let per_minute_failure = json!({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": "Too many.",
             "details": [{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
                 {"quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]},

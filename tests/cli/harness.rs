@@ -164,8 +164,18 @@ pub fn one_pin(kind: ProviderKind, base_url: &str, model: &str, extra: &str) -> 
 }
 
 /// The same with its own `[settings]` body; `extra` may set `samples` (default 3).
-pub fn one_pin_with(settings: &str, kind: ProviderKind, base_url: &str, model: &str, extra: &str) -> String {
-    let samples = if extra.contains("samples") { "" } else { "samples = 3" };
+pub fn one_pin_with(
+    settings: &str,
+    kind: ProviderKind,
+    base_url: &str,
+    model: &str,
+    extra: &str,
+) -> String {
+    let samples = if extra.contains("samples") {
+        ""
+    } else {
+        "samples = 3"
+    };
     format!(
         r#"version = 1
 
@@ -185,6 +195,10 @@ probes = ["probes/*.toml"]
 {samples}
 {extra}
 "#,
-        api_version = if kind == ProviderKind::Azure { "api_version = \"2024-10-21\"\n" } else { "" },
+        api_version = if kind == ProviderKind::Azure {
+            "api_version = \"2024-10-21\"\n"
+        } else {
+            ""
+        },
     )
 }

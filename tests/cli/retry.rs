@@ -22,7 +22,13 @@ fn scenario(kind_fault: Option<(Option<u32>, FaultKind)>) -> Scenario {
 /// One probe, one sample: every request the simulator sees belongs to the one call.
 fn project(sim: &Sim, kind: ProviderKind, settings: &str) -> Test {
     Test::new()
-        .pins(&one_pin_with(settings, kind, &sim.url(kind), ID, "samples = 1"))
+        .pins(&one_pin_with(
+            settings,
+            kind,
+            &sim.url(kind),
+            ID,
+            "samples = 1",
+        ))
         .file("probes/arith.toml", ARITH)
 }
 
@@ -36,12 +42,19 @@ fn rate_limited(retry_after: &str) -> FaultKind {
 #[test]
 fn retry_after_one_second_is_honoured_then_succeeds() {
     let sim = Sim::start(scenario(Some((Some(1), rate_limited("1")))));
-    let test = project(&sim, ProviderKind::OpenAi, "timeout = \"5s\"\nbudget = \"30s\"");
+    let test = project(
+        &sim,
+        ProviderKind::OpenAi,
+        "timeout = \"5s\"\nbudget = \"30s\"",
+    );
     let started = Instant::now();
     let run = test.run(&["check", "--format", "json"]);
     let took = started.elapsed();
     run.code(0);
-    assert!(took >= Duration::from_secs(1), "waited at least the asked second: {took:?}");
+    assert!(
+        took >= Duration::from_secs(1),
+        "waited at least the asked second: {took:?}"
+    );
     let report = run.json();
     let pin = report.pin("pin");
     assert_eq!((pin.calls.sent, pin.calls.ok, pin.calls.retried), (1, 1, 1));
@@ -51,23 +64,45 @@ fn retry_after_one_second_is_honoured_then_succeeds() {
 #[test]
 fn retry_after_past_the_budget_stops_at_once_with_the_providers_words() {
     let sim = Sim::start(scenario(Some((None, rate_limited("3600")))));
-    let test = project(&sim, ProviderKind::OpenAi, "timeout = \"5s\"\nbudget = \"60s\"");
+    let test = project(
+        &sim,
+        ProviderKind::OpenAi,
+        "timeout = \"5s\"\nbudget = \"60s\"",
+    );
     let started = Instant::now();
     let run = test.run(&["check", "--format", "json"]);
-    assert!(started.elapsed() < Duration::from_secs(5), "no sleeping on a one-hour ask");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "no sleeping on a one-hour ask"
+    );
     run.code(3);
     assert_eq!(sim.requests(), 1);
     let report = run.json();
     let finding = report.pin("pin").finding("inconclusive");
-    assert!(finding.message.contains("Rate limit reached for"), "provider message quoted: {}", finding.message);
-    assert!(finding.message.contains("asked to wait 60m"), "{}", finding.message);
+    assert!(
+        finding.message.contains("Rate limit reached for"),
+        "provider message quoted: {}",
+        finding.message
+    );
+    assert!(
+        finding.message.contains("asked to wait 60m"),
+        "{}",
+        finding.message
+    );
 }
 
 #[test]
 fn anthropic_529_twice_then_200_succeeds() {
-    let overloaded = FaultKind::Error { class: SimError::Overloaded, headers: vec![("x-should-retry".into(), "true".into())] };
+    let overloaded = FaultKind::Error {
+        class: SimError::Overloaded,
+        headers: vec![("x-should-retry".into(), "true".into())],
+    };
     let sim = Sim::start(scenario(Some((Some(2), overloaded))));
-    let test = project(&sim, ProviderKind::Anthropic, "timeout = \"5s\"\nbudget = \"30s\"");
+    let test = project(
+        &sim,
+        ProviderKind::Anthropic,
+        "timeout = \"5s\"\nbudget = \"30s\"",
+    );
     let run = test.run(&["check", "--format", "json"]);
     run.code(0);
     assert_eq!(sim.requests(), 3);
@@ -76,23 +111,49 @@ fn anthropic_529_twice_then_200_succeeds() {
 
 #[test]
 fn a_503_forever_gives_up_after_the_attempt_limit_within_the_budget() {
-    let sim = Sim::start(scenario(Some((None, FaultKind::Error { class: SimError::Overloaded, headers: vec![] }))));
-    let test = project(&sim, ProviderKind::OpenAi, "timeout = \"5s\"\nbudget = \"30s\"");
+    let sim = Sim::start(scenario(Some((
+        None,
+        FaultKind::Error {
+            class: SimError::Overloaded,
+            headers: vec![],
+        },
+    ))));
+    let test = project(
+        &sim,
+        ProviderKind::OpenAi,
+        "timeout = \"5s\"\nbudget = \"30s\"",
+    );
     let started = Instant::now();
     let run = test.run(&["check", "--format", "json"]);
     // Three waits of full jitter under caps 1 s, 2 s and 4 s.
-    assert!(started.elapsed() < Duration::from_secs(7 + 3), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(7 + 3),
+        "{:?}",
+        started.elapsed()
+    );
     run.code(3);
     assert_eq!(sim.requests(), 4, "the default attempt limit");
-    let finding = run.json().pin("pin").finding("inconclusive").message.clone();
+    let finding = run
+        .json()
+        .pin("pin")
+        .finding("inconclusive")
+        .message
+        .clone();
     assert!(finding.contains("gave up after 4 attempts"), "{finding}");
 }
 
 #[test]
 fn x_should_retry_false_on_a_500_is_one_request() {
-    let fault_kind = FaultKind::Error { class: SimError::Server, headers: vec![("x-should-retry".into(), "false".into())] };
+    let fault_kind = FaultKind::Error {
+        class: SimError::Server,
+        headers: vec![("x-should-retry".into(), "false".into())],
+    };
     let sim = Sim::start(scenario(Some((None, fault_kind))));
-    let test = project(&sim, ProviderKind::OpenAi, "timeout = \"5s\"\nbudget = \"30s\"");
+    let test = project(
+        &sim,
+        ProviderKind::OpenAi,
+        "timeout = \"5s\"\nbudget = \"30s\"",
+    );
     test.run(&["check"]).code(3);
     assert_eq!(sim.requests(), 1);
 }
@@ -100,7 +161,11 @@ fn x_should_retry_false_on_a_500_is_one_request() {
 #[test]
 fn a_connection_dropped_mid_body_is_retried_and_succeeds() {
     let sim = Sim::start(scenario(Some((Some(1), FaultKind::DropMidBody))));
-    let test = project(&sim, ProviderKind::OpenAi, "timeout = \"5s\"\nbudget = \"30s\"");
+    let test = project(
+        &sim,
+        ProviderKind::OpenAi,
+        "timeout = \"5s\"\nbudget = \"30s\"",
+    );
     let run = test.run(&["check", "--format", "json"]);
     run.code(0);
     assert_eq!(sim.requests(), 2);
@@ -109,7 +174,11 @@ fn a_connection_dropped_mid_body_is_retried_and_succeeds() {
 #[test]
 fn a_server_that_never_answers_ends_within_timeout_times_attempts() {
     let sim = Sim::start(scenario(Some((None, FaultKind::Hang))));
-    let test = project(&sim, ProviderKind::OpenAi, "timeout = \"1s\"\nbudget = \"60s\"");
+    let test = project(
+        &sim,
+        ProviderKind::OpenAi,
+        "timeout = \"1s\"\nbudget = \"60s\"",
+    );
     let started = Instant::now();
     let run = test.run(&["check", "--format", "json"]);
     let took = started.elapsed();
@@ -117,20 +186,35 @@ fn a_server_that_never_answers_ends_within_timeout_times_attempts() {
     // 4 attempts × 1 s, plus at most 1 + 2 + 4 s of backoff, plus start-up.
     assert!(took < Duration::from_secs(4 + 7 + 2), "{took:?}");
     assert_eq!(sim.requests(), 4);
-    assert!(run.json().pin("pin").finding("inconclusive").message.contains("timeout"));
+    assert!(
+        run.json()
+            .pin("pin")
+            .finding("inconclusive")
+            .message
+            .contains("timeout")
+    );
 }
 
 #[test]
 fn a_check_against_a_provider_that_hangs_every_call_finishes_inside_its_budget() {
     let sim = Sim::start(scenario(Some((None, FaultKind::Hang))));
     let test = Test::new()
-        .pins(&one_pin_with("timeout = \"60s\"\nbudget = \"2s\"", ProviderKind::OpenAi, &sim.url(ProviderKind::OpenAi), ID, ""))
+        .pins(&one_pin_with(
+            "timeout = \"60s\"\nbudget = \"2s\"",
+            ProviderKind::OpenAi,
+            &sim.url(ProviderKind::OpenAi),
+            ID,
+            "",
+        ))
         .probes();
     let started = Instant::now();
     let run = test.run(&["check", "--format", "json"]);
     let took = started.elapsed();
     run.code(3);
-    assert!(took < Duration::from_secs(2 + 2), "budget 2 s, took {took:?}");
+    assert!(
+        took < Duration::from_secs(2 + 2),
+        "budget 2 s, took {took:?}"
+    );
     let report = run.json();
     let finding = report.pin("pin").finding("inconclusive");
     assert!(finding.message.contains("budget"), "{}", finding.message);
@@ -138,18 +222,37 @@ fn a_check_against_a_provider_that_hangs_every_call_finishes_inside_its_budget()
 
 #[test]
 fn an_oversized_body_is_unparseable_and_not_retried() {
-    let sim = Sim::start(scenario(Some((None, FaultKind::Oversized { bytes: 6 * 1024 * 1024 }))));
-    let test = project(&sim, ProviderKind::OpenAi, "timeout = \"5s\"\nbudget = \"30s\"");
+    let sim = Sim::start(scenario(Some((
+        None,
+        FaultKind::Oversized {
+            bytes: 6 * 1024 * 1024,
+        },
+    ))));
+    let test = project(
+        &sim,
+        ProviderKind::OpenAi,
+        "timeout = \"5s\"\nbudget = \"30s\"",
+    );
     let run = test.run(&["check", "--format", "json"]);
     run.code(3);
     assert_eq!(sim.requests(), 1);
-    assert!(run.json().pin("pin").finding("inconclusive").message.contains("larger than"));
+    assert!(
+        run.json()
+            .pin("pin")
+            .finding("inconclusive")
+            .message
+            .contains("larger than")
+    );
 }
 
 #[test]
 fn malformed_json_is_unparseable_and_not_retried() {
     let sim = Sim::start(scenario(Some((None, FaultKind::Malformed))));
-    let test = project(&sim, ProviderKind::Gemini, "timeout = \"5s\"\nbudget = \"30s\"");
+    let test = project(
+        &sim,
+        ProviderKind::Gemini,
+        "timeout = \"5s\"\nbudget = \"30s\"",
+    );
     let run = test.run(&["check", "--format", "json"]);
     run.code(3);
     assert_eq!(sim.requests(), 1);
@@ -157,12 +260,76 @@ fn malformed_json_is_unparseable_and_not_retried() {
 
 #[test]
 fn gemini_per_minute_limits_are_retried_but_an_exhausted_quota_is_not() {
-    let sim = Sim::start(scenario(Some((Some(1), FaultKind::Error { class: SimError::RateLimited, headers: vec![] }))));
-    let test = project(&sim, ProviderKind::Gemini, "timeout = \"5s\"\nbudget = \"30s\"");
+    let sim = Sim::start(scenario(Some((
+        Some(1),
+        FaultKind::Error {
+            class: SimError::RateLimited,
+            headers: vec![],
+        },
+    ))));
+    let test = project(
+        &sim,
+        ProviderKind::Gemini,
+        "timeout = \"5s\"\nbudget = \"30s\"",
+    );
     test.run(&["check"]).code(0);
     assert_eq!(sim.requests(), 2);
-    let sim = Sim::start(scenario(Some((None, FaultKind::Error { class: SimError::Quota, headers: vec![] }))));
-    let test = project(&sim, ProviderKind::Gemini, "timeout = \"5s\"\nbudget = \"30s\"");
+    let sim = Sim::start(scenario(Some((
+        None,
+        FaultKind::Error {
+            class: SimError::Quota,
+            headers: vec![],
+        },
+    ))));
+    let test = project(
+        &sim,
+        ProviderKind::Gemini,
+        "timeout = \"5s\"\nbudget = \"30s\"",
+    );
     test.run(&["check"]).code(3);
     assert_eq!(sim.requests(), 1);
+}
+
+#[cfg(unix)]
+#[test]
+fn an_interrupted_check_drops_calls_in_flight_and_reports_them_cancelled() {
+    let sim = Sim::start(scenario(Some((None, FaultKind::Hang))));
+    let test = project(
+        &sim,
+        ProviderKind::OpenAi,
+        "timeout = \"60s\"\nbudget = \"60s\"",
+    );
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("modelpin"))
+        .current_dir(test.dir.path())
+        .args(["check", "--format", "json"])
+        .env(crate::harness::KEY_VAR, crate::harness::KEY)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Wait until the call is in flight at the simulator, then interrupt.
+    let started = Instant::now();
+    while sim.requests() == 0 && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let output = child.wait_with_output().expect("exits");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "ends promptly after the interrupt"
+    );
+    assert_eq!(output.status.code(), Some(3));
+    let report: crate::schema::Report =
+        serde_json::from_slice(&output.stdout).expect("a report is still printed");
+    let finding = report.pin("pin").finding("inconclusive");
+    assert!(
+        finding.message.contains("interrupted"),
+        "{}",
+        finding.message
+    );
+    assert_eq!(sim.requests(), 1, "nothing was sent after the interrupt");
 }

@@ -346,5 +346,6 @@ fn unreadable_file() {
     let err = dir.load().unwrap_err().to_string();
     let expected = format!("error: cannot read `{}`: ", dir.path().display());
     assert!(err.starts_with(&expected), "{err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(err.lines().count(), 2, "{err}");
+    assert!(err.ends_with("= help: run `modelpin init` to write an example, or pass `--config PATH`"), "{err}");
 }
