@@ -64,7 +64,32 @@ async fn dispatch(cli: &Cli) -> Result<u8, AppError> {
             };
             cmd::check::run(&cli.config, &options, out).await
         }
+        Command::Daemon { reset_store } => {
+            init_logging(cli.quiet);
+            crate::daemon::run(&cli.config, *reset_store, out).await
+        }
+        Command::History { pin, since, format } => {
+            cmd::history::run(&cli.config, pin.as_deref(), since, *format).await
+        }
         Command::Demo => cmd::demo::run(out).await,
         Command::Sim { scenario, listen } => cmd::sim::run(scenario, *listen, out).await,
     }
+}
+
+/// Structured logs on stderr for the daemon: `pin`, `audit_id` and outcome as fields; colour only
+/// on a terminal and never with `NO_COLOR`.
+fn init_logging(quiet: bool) {
+    use std::io::IsTerminal as _;
+    let level = if quiet {
+        tracing::Level::WARN
+    } else {
+        tracing::Level::INFO
+    };
+    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(level)
+        .with_target(false)
+        .with_ansi(ansi)
+        .try_init();
 }

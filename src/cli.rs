@@ -59,6 +59,25 @@ pub enum Command {
         #[arg(long)]
         no_probes: bool,
     },
+    /// Audit every pin on its cron schedule, keep history in the store, serve /metrics and
+    /// /healthz. SIGTERM/SIGINT stop it cleanly; SIGHUP reloads pins.toml.
+    Daemon {
+        /// Move an unreadable store aside (to `<store>.broken-<time>`) and start a new one.
+        #[arg(long)]
+        reset_store: bool,
+    },
+    /// Show recent audits from the store (works while the daemon runs).
+    History {
+        /// Only this pin.
+        #[arg(long = "pin", value_name = "ID")]
+        pin: Option<String>,
+        /// How far back, e.g. `7d`, `12h`.
+        #[arg(long, default_value = "7d")]
+        since: String,
+        /// Output format on stdout.
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+    },
     /// Run the whole product on a built-in simulated provider: lock, a silent reroute, and the
     /// check that catches it. No network, no keys.
     Demo,

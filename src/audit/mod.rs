@@ -92,10 +92,12 @@ impl Plan<'_> {
 
 /// Observes every pin of the plan; pins come back in plan order.
 pub async fn observe(plan: &Plan<'_>, transport: &Transport) -> Vec<Observation> {
-    let pins = plan
-        .pins
-        .iter()
-        .map(|pin| observe_pin(plan, pin, transport));
+    // Futures are built in a loop, not a lazy `map`: a closure over borrowed pins inside a
+    // spawned (Send) future trips rustc's higher-ranked lifetime inference.
+    let mut pins = Vec::with_capacity(plan.pins.len());
+    for pin in &plan.pins {
+        pins.push(observe_pin(plan, pin, transport));
+    }
     futures::stream::iter(pins)
         .buffered(plan.config.settings.concurrency.max(1))
         .collect()
@@ -143,7 +145,10 @@ async fn observe_pin(plan: &Plan<'_>, pin: &Pin, transport: &Transport) -> Obser
     if let Some((probe, sample)) = jobs.next() {
         records.push(run.call(probe, sample).await);
     }
-    let rest = jobs.map(|(probe, sample)| run.call(probe, sample));
+    let mut rest = Vec::new();
+    for (probe, sample) in jobs {
+        rest.push(run.call(probe, sample));
+    }
     records.extend(
         futures::stream::iter(rest)
             .buffer_unordered(config.settings.concurrency.max(1))

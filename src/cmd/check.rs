@@ -2,6 +2,8 @@
 
 use std::path::Path;
 
+use tokio_util::sync::CancellationToken;
+
 use crate::app::AppError;
 use crate::audit::judge::{Case, judge};
 use crate::audit::{Plan, observe};
@@ -21,7 +23,8 @@ pub struct Options {
 pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<u8, AppError> {
     let config = crate::config::load_from_env(config_path)?;
     let lock = crate::lock::read(&config.settings.lockfile)?;
-    let report = audit(&config, lock.as_ref(), options, out).await?;
+    let cancel = crate::cmd::interrupt_token(out);
+    let report = audit(&config, lock.as_ref(), options, out, cancel).await?;
     let text = match options.format {
         Format::Human => human::render(&report),
         Format::Json => to_json(&report),
@@ -36,6 +39,7 @@ pub async fn audit(
     lock: Option<&LoadedLock>,
     options: &Options,
     out: Output,
+    cancel: CancellationToken,
 ) -> Result<Report, AppError> {
     let pins = select_pins(config, &options.pins)?;
     if lock.is_none() {
@@ -56,7 +60,7 @@ pub async fn audit(
             max_attempts: config.settings.max_attempts,
             ..crate::retry::RetryPolicy::default()
         },
-        cancel: crate::cmd::interrupt_token(out),
+        cancel,
     };
     let observations = observe(&plan, &transport).await;
     let finished_at = now_rfc3339();

@@ -6,6 +6,8 @@
 
 use std::path::Path;
 
+use tokio_util::sync::CancellationToken;
+
 use crate::app::AppError;
 use crate::cli::Format;
 use crate::cmd::check::{self, Options};
@@ -38,7 +40,14 @@ pub async fn run(out: Output) -> Result<u8, AppError> {
     };
     let quiet = Output { quiet: true };
     let lock = crate::lock::read(&config.settings.lockfile)?;
-    let clean = check::audit(&config, lock.as_ref(), &options, quiet).await?;
+    let clean = check::audit(
+        &config,
+        lock.as_ref(),
+        &options,
+        quiet,
+        CancellationToken::new(),
+    )
+    .await?;
     println!(
         "   check right after locking: exit {} ({} of {} pins ok)\n",
         clean.exit_code, clean.summary.ok, clean.summary.pins
@@ -49,13 +58,27 @@ pub async fn run(out: Output) -> Result<u8, AppError> {
         demo_world::REPLACEMENT
     );
     sim.set_scenario(demo_world::rerouted());
-    let open = check::audit(&config, lock.as_ref(), &options, quiet).await?;
+    let open = check::audit(
+        &config,
+        lock.as_ref(),
+        &options,
+        quiet,
+        CancellationToken::new(),
+    )
+    .await?;
     print!("{}", human::render(&open));
 
     println!("\n3. The harder case: the provider keeps reporting `{PINNED}` in the body.");
     println!("   Only the tokenizer and the price give the replacement away.");
     sim.set_scenario(demo_world::masked());
-    let masked = check::audit(&config, lock.as_ref(), &options, quiet).await?;
+    let masked = check::audit(
+        &config,
+        lock.as_ref(),
+        &options,
+        quiet,
+        CancellationToken::new(),
+    )
+    .await?;
     print!("{}", human::render(&masked));
 
     let verdict = verdict(&clean, &open, &masked);

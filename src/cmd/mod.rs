@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod demo;
+pub mod history;
 pub mod init;
 pub mod lock;
 pub mod sim;

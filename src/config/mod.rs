@@ -165,6 +165,8 @@ pub struct Settings {
     pub concurrency: usize,
     /// HTTP attempts per call, retries included.
     pub max_attempts: u32,
+    /// Audit history older than this is pruned by the daemon.
+    pub retention: Duration,
     pub alpha: f64,
     pub warn_before: Vec<Duration>,
     pub deprecation_feeds: Vec<String>,

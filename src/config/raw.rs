@@ -39,6 +39,7 @@ pub(crate) struct RawSettings {
     pub budget: Option<Str>,
     pub concurrency: Option<Spanned<usize>>,
     pub max_attempts: Option<Spanned<usize>>,
+    pub retention: Option<Str>,
     pub alpha: Option<Spanned<f64>>,
     pub warn_before: Option<Vec<Str>>,
     pub deprecation_feeds: Option<Vec<Str>>,

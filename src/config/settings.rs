@@ -21,6 +21,8 @@ pub(crate) const DEFAULT_CONCURRENCY: usize = 16;
 pub(crate) const DEFAULT_ALPHA: f64 = 0.001;
 /// One try and three retries: enough to ride out a blip, few enough to stay inside a budget.
 pub(crate) const DEFAULT_MAX_ATTEMPTS: u32 = 4;
+/// How long the daemon keeps audit history.
+pub(crate) const DEFAULT_RETENTION: Duration = Duration::from_secs(90 * 86_400);
 pub(crate) const DEFAULT_WARN_BEFORE_DAYS: [u64; 3] = [90, 30, 7];
 pub(crate) const DEFAULT_METRICS: &str = "127.0.0.1:9464";
 
@@ -55,6 +57,12 @@ pub(crate) fn settings(check: &mut Check, raw: Option<RawSettings>, base: &Path)
             .map_or(DEFAULT_MAX_ATTEMPTS, |n| {
                 u32::try_from(n.min(100)).unwrap_or(100)
             }),
+        retention: duration_or(
+            check,
+            raw.retention.as_ref(),
+            "retention",
+            DEFAULT_RETENTION,
+        ),
         alpha: raw
             .alpha
             .and_then(|a| alpha(check, &a))

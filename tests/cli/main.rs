@@ -6,5 +6,6 @@ mod world;
 
 mod check;
 mod config_errors;
+mod daemon;
 mod docs;
 mod retry;

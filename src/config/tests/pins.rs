@@ -347,5 +347,8 @@ fn unreadable_file() {
     let expected = format!("error: cannot read `{}`: ", dir.path().display());
     assert!(err.starts_with(&expected), "{err}");
     assert_eq!(err.lines().count(), 2, "{err}");
-    assert!(err.ends_with("= help: run `modelpin init` to write an example, or pass `--config PATH`"), "{err}");
+    assert!(
+        err.ends_with("= help: run `modelpin init` to write an example, or pass `--config PATH`"),
+        "{err}"
+    );
 }

@@ -1,0 +1,106 @@
+//! `modelpin history`: recent audits from the store.
+//!
+//! sled lets one process open a store, so while the daemon runs this command asks the daemon
+//! (its `/api/history` on `settings.metrics`) instead of opening the files itself.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+
+use crate::app::AppError;
+use crate::cli::Format;
+use crate::store::{AuditRecord, Store, StoreError};
+
+pub async fn run(
+    config_path: &Path,
+    pin: Option<&str>,
+    since: &str,
+    format: Format,
+) -> Result<u8, AppError> {
+    // History calls no provider: the keys' variables need not be set.
+    let config = crate::config::load(config_path, &|_| Some("unused".to_owned()))?;
+    let back = crate::config::parse_duration(since)
+        .map_err(|e| AppError::Usage(format!("--since {since}: {e}")))?;
+    let since = Utc::now() - chrono::Duration::from_std(back).unwrap_or(chrono::Duration::MAX);
+    let records = match Store::open(&config.settings.store) {
+        Ok(store) => store
+            .history(pin, Some(since))
+            .map_err(|e| AppError::Io(e.to_string()))?,
+        Err(StoreError::InUse { .. }) => from_daemon(config.settings.metrics, pin, since).await?,
+        Err(e) => return Err(AppError::Io(e.to_string())),
+    };
+    let text = match format {
+        Format::Json => {
+            let mut text = serde_json::to_string_pretty(&records).expect("records serialise");
+            text.push('\n');
+            text
+        }
+        Format::Human => render(&records),
+    };
+    print!("{text}");
+    Ok(0)
+}
+
+async fn from_daemon(
+    addr: std::net::SocketAddr,
+    pin: Option<&str>,
+    since: DateTime<Utc>,
+) -> Result<Vec<AuditRecord>, AppError> {
+    let url = format!("http://{addr}/api/history");
+    let mut query = vec![("since", since.to_rfc3339())];
+    if let Some(pin) = pin {
+        query.push(("pin", pin.to_owned()));
+    }
+    let fail = |e: &dyn std::fmt::Display| {
+        AppError::Io(format!(
+            "the store is in use by the daemon and its endpoint {url} did not answer: {e}"
+        ))
+    };
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(10))
+        .build()
+        .map_err(|e| fail(&e))?;
+    let response = client
+        .get(&url)
+        .query(&query)
+        .send()
+        .await
+        .map_err(|e| fail(&e))?;
+    let status = response.status();
+    if !status.is_success() {
+        return Err(fail(&format!("HTTP {status}")));
+    }
+    let bytes = response.bytes().await.map_err(|e| fail(&e))?;
+    serde_json::from_slice(&bytes).map_err(|e| fail(&e))
+}
+
+fn render(records: &[AuditRecord]) -> String {
+    if records.is_empty() {
+        return "no audits in that period\n".to_owned();
+    }
+    let mut out = String::new();
+    for r in records {
+        let served: Vec<String> = r
+            .pin
+            .served_models
+            .iter()
+            .map(|(m, n)| format!("{m} ×{n}"))
+            .collect();
+        let codes: Vec<&str> = r.pin.findings.iter().map(|f| f.code.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "{}  {:<20} {:<13} {:<40} {}",
+            r.started_at.format("%Y-%m-%d %H:%M:%S"),
+            r.pin.id,
+            r.pin.status.as_str(),
+            if served.is_empty() {
+                "-".to_owned()
+            } else {
+                served.join(", ")
+            },
+            codes.join(", ")
+        );
+    }
+    out
+}

@@ -1,0 +1,557 @@
+//! `modelpin daemon`: scheduled audits, durable history, metrics and health, for months unattended.
+//!
+//! The scheduler (tokio-cron-scheduler) only says "pin X is due" into a channel; this module's
+//! loop owns everything else, so that overlap, shutdown and reload are decided in one place:
+//! a pin whose previous audit still runs is skipped and counted, never overlapped; SIGTERM/SIGINT
+//! stop new audits, give running ones up to `GRACE` and then cancel them (their calls are recorded
+//! as cancelled, so the audit is stored as inconclusive); SIGHUP reloads pins.toml and keeps the
+//! old config when the new one is invalid. Every audit is written to the store and flushed before
+//! it is logged as stored.
+
+pub mod http;
+pub mod metrics;
+pub mod schedule;
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio_cron_scheduler::{Job, JobScheduler};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::app::AppError;
+use crate::audit::judge::PinStatus;
+use crate::cli::Format;
+use crate::cmd::Output;
+use crate::cmd::check::{Options, audit};
+use crate::config::Config;
+use crate::daemon::metrics::Metrics;
+use crate::daemon::schedule::Schedule;
+use crate::finding::Code;
+use crate::store::{AuditRecord, Store};
+
+/// How long running audits may finish after a shutdown signal before they are cancelled.
+pub const GRACE: Duration = Duration::from_secs(10);
+
+/// State shared by the loop, the audit tasks and the HTTP endpoint.
+pub struct Daemon {
+    config: RwLock<Arc<Config>>,
+    config_path: PathBuf,
+    pub store: Store,
+    pub metrics: Metrics,
+    started: DateTime<Utc>,
+    /// Unix seconds of the loop's last turn: a stuck loop makes `/healthz` fail.
+    heartbeat: AtomicI64,
+    /// Pins whose audit is running now.
+    running: Mutex<HashSet<String>>,
+    /// Finish time of each pin's last audit.
+    last_audit: Mutex<BTreeMap<String, DateTime<Utc>>>,
+    /// Cancels audits in flight (after the grace period).
+    cancel_audits: CancellationToken,
+}
+
+impl Daemon {
+    fn config(&self) -> Arc<Config> {
+        self.config.read().expect("config lock").clone()
+    }
+
+    /// Healthy when the loop turns and every pin was audited within two of its intervals.
+    pub fn health(&self, now: DateTime<Utc>) -> Result<(), String> {
+        let beat = self.heartbeat.load(Ordering::Relaxed);
+        if now.timestamp() - beat > 5 {
+            return Err(format!(
+                "the scheduler loop has not run for {}s",
+                now.timestamp() - beat
+            ));
+        }
+        let config = self.config();
+        let last = self.last_audit.lock().expect("last audit lock");
+        for pin in &config.pins {
+            let Some(interval) =
+                schedule_of(&config, &pin.id).and_then(|s| schedule::interval(&s, now))
+            else {
+                continue;
+            };
+            let since = last.get(&pin.id).copied().unwrap_or(self.started);
+            let allowed = chrono::Duration::from_std(interval * 2).unwrap_or(chrono::Duration::MAX);
+            if now - since > allowed {
+                let when = last
+                    .get(&pin.id)
+                    .map_or("never since start".to_owned(), DateTime::to_rfc3339);
+                return Err(format!(
+                    "pin `{}` was last audited {when}, more than two intervals ({}) ago",
+                    pin.id,
+                    crate::transport::human_duration(interval * 2)
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The pin's effective schedule (its own, else the settings').
+fn schedule_of(config: &Config, pin: &str) -> Option<Schedule> {
+    let pin = config.pins.iter().find(|p| p.id == pin)?;
+    let text = pin.schedule.as_deref().unwrap_or(&config.settings.schedule);
+    schedule::parse(text).ok()
+}
+
+pub async fn run(config_path: &Path, reset_store: bool, out: Output) -> Result<u8, AppError> {
+    let config = Arc::new(crate::config::load_from_env(config_path)?);
+    if reset_store {
+        match crate::store::reset(&config.settings.store) {
+            Ok(Some(aside)) => {
+                tracing::warn!(moved_to = %aside.display(), "store moved aside; starting a new one");
+            }
+            Ok(None) => tracing::info!("no store to reset"),
+            Err(e) => return Err(AppError::Io(format!("cannot move the store aside: {e}"))),
+        }
+    }
+    let store = Store::open(&config.settings.store).map_err(|e| AppError::Usage(e.to_string()))?;
+    let listener = tokio::net::TcpListener::bind(config.settings.metrics)
+        .await
+        .map_err(|e| {
+            AppError::Io(format!(
+                "cannot listen on {} (settings.metrics): {e}",
+                config.settings.metrics
+            ))
+        })?;
+    let daemon = Arc::new(Daemon {
+        config: RwLock::new(config.clone()),
+        config_path: config_path.to_owned(),
+        store,
+        metrics: Metrics::new(),
+        started: Utc::now(),
+        heartbeat: AtomicI64::new(Utc::now().timestamp()),
+        running: Mutex::new(HashSet::new()),
+        last_audit: Mutex::new(BTreeMap::new()),
+        cancel_audits: CancellationToken::new(),
+    });
+    let stop_http = CancellationToken::new();
+    let http = tokio::spawn(http::serve(daemon.clone(), listener, stop_http.clone()));
+    tracing::info!(metrics = %config.settings.metrics, store = %config.settings.store.display(), pins = config.pins.len(), "daemon started");
+    let code = Loop::new(daemon.clone(), out).run().await;
+    stop_http.cancel();
+    let _ = http.await;
+    if let Err(e) = daemon.store.flush().await {
+        tracing::error!(error = %e, "final flush failed");
+        return Ok(crate::app::EXIT_TOOL_ERROR);
+    }
+    tracing::info!("daemon stopped");
+    Ok(code)
+}
+
+/// The daemon's main loop and what it owns.
+struct Loop {
+    daemon: Arc<Daemon>,
+    out: Output,
+    due_tx: mpsc::UnboundedSender<String>,
+    due_rx: mpsc::UnboundedReceiver<String>,
+    audits: JoinSet<()>,
+}
+
+impl Loop {
+    fn new(daemon: Arc<Daemon>, out: Output) -> Loop {
+        let (due_tx, due_rx) = mpsc::unbounded_channel();
+        Loop {
+            daemon,
+            out,
+            due_tx,
+            due_rx,
+            audits: JoinSet::new(),
+        }
+    }
+
+    async fn run(mut self) -> u8 {
+        let mut scheduler = match self.schedule().await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot start the scheduler");
+                return crate::app::EXIT_TOOL_ERROR;
+            }
+        };
+        self.catch_up();
+        let mut signals = match Signals::new() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for signals");
+                return crate::app::EXIT_TOOL_ERROR;
+            }
+        };
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        let mut prune = tokio::time::interval(Duration::from_secs(3600));
+        loop {
+            tokio::select! {
+                Some(pin) = self.due_rx.recv() => self.dispatch(pin),
+                Some(_) = self.audits.join_next(), if !self.audits.is_empty() => {}
+                _ = tick.tick() => self.daemon.heartbeat.store(Utc::now().timestamp(), Ordering::Relaxed),
+                _ = prune.tick() => self.prune().await,
+                signal = signals.next() => match signal {
+                    SignalKind::Reload => {
+                        if let Some(s) = self.reload(&mut scheduler).await {
+                            scheduler = s;
+                        }
+                    }
+                    SignalKind::Stop => break,
+                },
+            }
+        }
+        let _ = scheduler.shutdown().await;
+        self.drain().await;
+        0
+    }
+
+    /// One cron job per pin; a job only announces that its pin is due.
+    async fn schedule(&self) -> Result<JobScheduler, String> {
+        let scheduler = JobScheduler::new().await.map_err(|e| e.to_string())?;
+        let config = self.daemon.config();
+        for pin in &config.pins {
+            let text = pin.schedule.as_deref().unwrap_or(&config.settings.schedule);
+            let schedule = schedule::parse(text).map_err(|e| format!("pin `{}`: {e}", pin.id))?;
+            if let Some(original) = &schedule.rewritten_from {
+                tracing::info!(pin = %pin.id, crontab = %original, cron = %schedule.expression, "5-field crontab schedule: seconds field 0 prepended");
+            }
+            let tx = self.due_tx.clone();
+            let id = pin.id.clone();
+            let job = Job::new_async(schedule.expression.as_str(), move |_: Uuid, _| {
+                let _ = tx.send(id.clone());
+                Box::pin(async {})
+            })
+            .map_err(|e| format!("pin `{}`: {e}", pin.id))?;
+            scheduler.add(job).await.map_err(|e| e.to_string())?;
+        }
+        scheduler.start().await.map_err(|e| e.to_string())?;
+        Ok(scheduler)
+    }
+
+    /// Pins whose last stored audit is older than one interval are audited at once.
+    fn catch_up(&self) {
+        let config = self.daemon.config();
+        let now = Utc::now();
+        for pin in &config.pins {
+            let last = self.daemon.store.last_audit(&pin.id).ok().flatten();
+            if let Some(record) = &last {
+                self.daemon
+                    .last_audit
+                    .lock()
+                    .expect("last audit lock")
+                    .insert(pin.id.clone(), record.finished_at);
+            }
+            let interval = schedule_of(&config, &pin.id).and_then(|s| schedule::interval(&s, now));
+            let stale = match (&last, interval) {
+                (None, _) => true,
+                (Some(record), Some(interval)) => {
+                    now - record.finished_at
+                        > chrono::Duration::from_std(interval).unwrap_or(chrono::Duration::MAX)
+                }
+                (Some(_), None) => false,
+            };
+            if stale {
+                tracing::info!(pin = %pin.id, "last audit older than one interval: auditing now");
+                let _ = self.due_tx.send(pin.id.clone());
+            }
+        }
+    }
+
+    fn dispatch(&mut self, pin: String) {
+        let fresh = self
+            .daemon
+            .running
+            .lock()
+            .expect("running lock")
+            .insert(pin.clone());
+        if !fresh {
+            tracing::warn!(pin = %pin, "previous audit still running: this one is skipped");
+            self.daemon
+                .metrics
+                .add("modelpin_audits_skipped_total", &[("pin", &pin)], 1.0);
+            return;
+        }
+        let daemon = self.daemon.clone();
+        let out = self.out;
+        self.audits.spawn(async move {
+            audit_pin(&daemon, &pin, out).await;
+            daemon.running.lock().expect("running lock").remove(&pin);
+        });
+    }
+
+    async fn reload(&mut self, old: &mut JobScheduler) -> Option<JobScheduler> {
+        let path = self.daemon.config_path.clone();
+        let config = match crate::config::load_from_env(&path) {
+            Ok(config) => config,
+            Err(e) => {
+                tracing::error!(error = %e, "SIGHUP: the new pins.toml is invalid; keeping the running config");
+                return None;
+            }
+        };
+        *self.daemon.config.write().expect("config lock") = Arc::new(config);
+        let _ = old.shutdown().await;
+        match self.schedule().await {
+            Ok(s) => {
+                tracing::info!("SIGHUP: pins.toml reloaded");
+                Some(s)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "SIGHUP: cannot schedule the new config");
+                None
+            }
+        }
+    }
+
+    async fn prune(&self) {
+        let retention = self.daemon.config().settings.retention;
+        let cutoff =
+            Utc::now() - chrono::Duration::from_std(retention).unwrap_or(chrono::Duration::MAX);
+        match self.daemon.store.prune(cutoff).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(removed = n, "pruned audit history past the retention"),
+            Err(e) => tracing::error!(error = %e, "pruning failed"),
+        }
+    }
+
+    /// Lets running audits finish within the grace period, then cancels the rest.
+    async fn drain(&mut self) {
+        if self.audits.is_empty() {
+            return;
+        }
+        tracing::info!(
+            running = self.audits.len(),
+            grace_seconds = GRACE.as_secs(),
+            "stopping: waiting for running audits"
+        );
+        let finished = tokio::time::timeout(GRACE, async {
+            while self.audits.join_next().await.is_some() {}
+        })
+        .await;
+        if finished.is_err() {
+            tracing::warn!(
+                running = self.audits.len(),
+                "grace period over: cancelling running audits"
+            );
+            self.daemon.cancel_audits.cancel();
+            while self.audits.join_next().await.is_some() {}
+        }
+    }
+}
+
+/// Runs one pin's audit, stores it, and updates the metrics.
+async fn audit_pin(daemon: &Daemon, pin: &str, out: Output) {
+    let config = daemon.config();
+    let lock = match crate::lock::read(&config.settings.lockfile) {
+        Ok(lock) => lock,
+        Err(e) => {
+            tracing::error!(pin, error = %e, "cannot read the lock: auditing without a baseline");
+            None
+        }
+    };
+    let options = Options {
+        pins: vec![pin.to_owned()],
+        format: Format::Json,
+        strict: false,
+        no_probes: false,
+    };
+    let quiet = Output { quiet: true };
+    let _ = out;
+    let started = Utc::now();
+    let report = match audit(
+        &config,
+        lock.as_ref(),
+        &options,
+        quiet,
+        daemon.cancel_audits.clone(),
+    )
+    .await
+    {
+        Ok(report) => report,
+        Err(e) => {
+            tracing::error!(pin, error = %e, "audit could not run");
+            return;
+        }
+    };
+    let finished = Utc::now();
+    let Some(pin_report) = report.pins.into_iter().next() else {
+        return;
+    };
+    let record = AuditRecord {
+        audit_id: audit_id(started),
+        started_at: started,
+        finished_at: finished,
+        config_digest: report.config_digest,
+        lock_digest: report.lock_digest,
+        pin: pin_report,
+    };
+    match daemon.store.append(&record).await {
+        Ok(()) => tracing::info!(
+            pin,
+            audit_id = %record.audit_id,
+            status = record.pin.status.as_str(),
+            findings = record.pin.findings.len(),
+            "stored audit"
+        ),
+        Err(e) => {
+            daemon
+                .metrics
+                .add("modelpin_store_write_failures_total", &[], 1.0);
+            tracing::error!(pin, audit_id = %record.audit_id, error = %e, "audit NOT stored");
+        }
+    }
+    daemon
+        .last_audit
+        .lock()
+        .expect("last audit lock")
+        .insert(pin.to_owned(), finished);
+    record_metrics(&daemon.metrics, &record);
+}
+
+/// Time-ordered and unique within one daemon: millis since the epoch plus a random suffix.
+fn audit_id(at: DateTime<Utc>) -> String {
+    format!(
+        "{:013x}-{}",
+        at.timestamp_millis(),
+        &Uuid::new_v4().simple().to_string()[..8]
+    )
+}
+
+fn record_metrics(m: &Metrics, record: &AuditRecord) {
+    let p = &record.pin;
+    let base = [
+        ("pin", p.id.as_str()),
+        ("provider", p.provider.as_str()),
+        ("model", p.model.as_str()),
+    ];
+    for status in [
+        PinStatus::Ok,
+        PinStatus::Warning,
+        PinStatus::Drift,
+        PinStatus::Inconclusive,
+    ] {
+        let value = if status == p.status { 1.0 } else { 0.0 };
+        let mut labels = base.to_vec();
+        labels.push(("status", status.as_str()));
+        m.set("modelpin_pin_status", &labels, value);
+    }
+    m.clear("modelpin_served_model_info", "pin", &p.id);
+    for served in p.served_models.keys() {
+        let mut labels = base.to_vec();
+        labels.push(("served", served.as_str()));
+        m.set("modelpin_served_model_info", &labels, 1.0);
+    }
+    let mismatch = p
+        .findings
+        .iter()
+        .any(|f| f.code == Code::ServedModelMismatch);
+    m.set(
+        "modelpin_served_model_mismatch",
+        &[("pin", &p.id)],
+        if mismatch { 1.0 } else { 0.0 },
+    );
+    m.clear("modelpin_findings", "pin", &p.id);
+    let mut counts: BTreeMap<(&str, &str), f64> = BTreeMap::new();
+    for f in &p.findings {
+        let severity = f.severity.map_or("none", crate::finding::Severity::as_str);
+        *counts.entry((f.code.as_str(), severity)).or_insert(0.0) += 1.0;
+    }
+    for ((code, severity), n) in counts {
+        m.set(
+            "modelpin_findings",
+            &[("pin", &p.id), ("code", code), ("severity", severity)],
+            n,
+        );
+    }
+    if let (Some(cost), true) = (p.cost_usd, p.calls.ok > 0) {
+        m.set(
+            "modelpin_cost_per_request_usd",
+            &[("pin", &p.id)],
+            cost / p.calls.ok as f64,
+        );
+        m.add("modelpin_cost_usd_total", &[("pin", &p.id)], cost);
+    }
+    m.add(
+        "modelpin_tokens_spent_total",
+        &[("pin", &p.id), ("direction", "input")],
+        p.tokens.input as f64,
+    );
+    m.add(
+        "modelpin_tokens_spent_total",
+        &[("pin", &p.id), ("direction", "output")],
+        p.tokens.output as f64,
+    );
+    m.add(
+        "modelpin_audits_total",
+        &[("pin", &p.id), ("result", p.status.as_str())],
+        1.0,
+    );
+    m.add(
+        "modelpin_calls_total",
+        &[("provider", &p.provider), ("outcome", "ok")],
+        p.calls.ok as f64,
+    );
+    m.add(
+        "modelpin_calls_total",
+        &[("provider", &p.provider), ("outcome", "failed")],
+        p.calls.failed as f64,
+    );
+    m.add(
+        "modelpin_retries_total",
+        &[("provider", &p.provider)],
+        p.calls.retried as f64,
+    );
+    m.set(
+        "modelpin_last_audit_timestamp_seconds",
+        &[("pin", &p.id)],
+        record.finished_at.timestamp() as f64,
+    );
+    let took = (record.finished_at - record.started_at).num_milliseconds() as f64 / 1000.0;
+    m.set("modelpin_audit_duration_seconds", &[("pin", &p.id)], took);
+}
+
+enum SignalKind {
+    Stop,
+    Reload,
+}
+
+/// SIGTERM/SIGINT stop, SIGHUP reloads.
+struct Signals {
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    #[cfg(unix)]
+    fn new() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{SignalKind as K, signal};
+        Ok(Signals {
+            term: signal(K::terminate())?,
+            hup: signal(K::hangup())?,
+        })
+    }
+
+    #[cfg(not(unix))]
+    fn new() -> std::io::Result<Signals> {
+        Ok(Signals {})
+    }
+
+    async fn next(&mut self) -> SignalKind {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => SignalKind::Stop,
+                _ = self.term.recv() => SignalKind::Stop,
+                _ = self.hup.recv() => SignalKind::Reload,
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            SignalKind::Stop
+        }
+    }
+}
