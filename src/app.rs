@@ -86,10 +86,17 @@ fn init_logging(quiet: bool) {
         tracing::Level::INFO
     };
     let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_max_level(level)
-        .with_target(false)
-        .with_ansi(ansi)
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    // Only modelpin's own events: the scheduler crate logs every job it creates at INFO.
+    let filter = tracing_subscriber::filter::Targets::new().with_target("modelpin", level);
+    let _ = tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_target(false)
+                .with_ansi(ansi),
+        )
+        .with(filter)
         .try_init();
 }

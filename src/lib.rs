@@ -11,6 +11,7 @@ pub mod cmd;
 pub mod config;
 pub mod daemon;
 pub mod finding;
+pub mod lifecycle;
 pub mod lock;
 pub mod provider;
 pub mod report;

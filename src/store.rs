@@ -144,12 +144,16 @@ impl Store {
     }
 
     /// Flushes everything written so far to disk.
+    ///
+    /// sled 0.34's `flush_async` never wakes when several flushes run at once (spacejam/sled#1308,
+    /// seen here with 100 pins audited together), so the blocking flush runs on the blocking pool.
     pub async fn flush(&self) -> Result<(), StoreError> {
-        self.db
-            .flush_async()
-            .await
-            .map(|_| ())
-            .map_err(|e| self.write_error(e))
+        let db = self.db.clone();
+        match tokio::task::spawn_blocking(move || db.flush()).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(self.write_error(e)),
+            Err(e) => Err(self.write_error(e)),
+        }
     }
 
     /// Audits since `since` (all when `None`), for one pin or all, oldest first.
@@ -287,6 +291,29 @@ mod tests {
                 findings: Vec::new(),
             },
         }
+    }
+
+    /// Regression: 100 audits stored at once hung on sled's `flush_async` (spacejam/sled#1308).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn many_concurrent_appends_all_complete() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("store")).unwrap();
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in 0..100 {
+            let store = store.clone();
+            tasks.spawn(async move {
+                store
+                    .append(&record(&format!("pin-{i}"), 100 + i, &i.to_string()))
+                    .await
+            });
+        }
+        let all = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+            while let Some(done) = tasks.join_next().await {
+                done.unwrap().unwrap();
+            }
+        });
+        all.await.expect("every append finishes");
+        assert_eq!(store.history(None, None).unwrap().len(), 100);
     }
 
     #[tokio::test]

@@ -12,6 +12,7 @@ use crate::cmd::{Output, now_rfc3339, plan_line, probes_of, select_pins, transpo
 use crate::config::Config;
 use crate::lock::LoadedLock;
 use crate::report::{PinReport, Report, human, to_json};
+use crate::transport::Transport;
 
 pub struct Options {
     pub pins: Vec<String>,
@@ -24,7 +25,8 @@ pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<u
     let config = crate::config::load_from_env(config_path)?;
     let lock = crate::lock::read(&config.settings.lockfile)?;
     let cancel = crate::cmd::interrupt_token(out);
-    let report = audit(&config, lock.as_ref(), options, out, cancel).await?;
+    let transport = transport_for(&config)?;
+    let report = audit(&config, lock.as_ref(), options, out, cancel, &transport).await?;
     let text = match options.format {
         Format::Human => human::render(&report),
         Format::Json => to_json(&report),
@@ -40,6 +42,7 @@ pub async fn audit(
     options: &Options,
     out: Output,
     cancel: CancellationToken,
+    transport: &Transport,
 ) -> Result<Report, AppError> {
     let pins = select_pins(config, &options.pins)?;
     if lock.is_none() {
@@ -50,7 +53,6 @@ pub async fn audit(
     }
     let samples = options.no_probes.then_some(1);
     out.progress(&format!("check: {}", plan_line(config, &pins, samples)));
-    let transport = transport_for(config)?;
     let started_at = now_rfc3339();
     let plan = Plan {
         config,
@@ -62,7 +64,7 @@ pub async fn audit(
         },
         cancel,
     };
-    let observations = observe(&plan, &transport).await;
+    let observations = observe(&plan, transport).await;
     let finished_at = now_rfc3339();
     let reports = pins
         .iter()

@@ -39,6 +39,7 @@ pub async fn run(out: Output) -> Result<u8, AppError> {
         no_probes: false,
     };
     let quiet = Output { quiet: true };
+    let transport = crate::cmd::transport_for(&config)?;
     let lock = crate::lock::read(&config.settings.lockfile)?;
     let clean = check::audit(
         &config,
@@ -46,6 +47,7 @@ pub async fn run(out: Output) -> Result<u8, AppError> {
         &options,
         quiet,
         CancellationToken::new(),
+        &transport,
     )
     .await?;
     println!(
@@ -64,6 +66,7 @@ pub async fn run(out: Output) -> Result<u8, AppError> {
         &options,
         quiet,
         CancellationToken::new(),
+        &transport,
     )
     .await?;
     print!("{}", human::render(&open));
@@ -77,6 +80,7 @@ pub async fn run(out: Output) -> Result<u8, AppError> {
         &options,
         quiet,
         CancellationToken::new(),
+        &transport,
     )
     .await?;
     print!("{}", human::render(&masked));

@@ -34,7 +34,9 @@ use crate::config::Config;
 use crate::daemon::metrics::Metrics;
 use crate::daemon::schedule::Schedule;
 use crate::finding::Code;
+use crate::lock::LoadedLock;
 use crate::store::{AuditRecord, Store};
+use crate::transport::Transport;
 
 /// How long running audits may finish after a shutdown signal before they are cancelled.
 pub const GRACE: Duration = Duration::from_secs(10);
@@ -54,11 +56,38 @@ pub struct Daemon {
     last_audit: Mutex<BTreeMap<String, DateTime<Utc>>>,
     /// Cancels audits in flight (after the grace period).
     cancel_audits: CancellationToken,
+    /// One HTTP client and its connection pools for every audit; rebuilt on reload.
+    transport: RwLock<Transport>,
+    /// modelpin.lock as last read, with the file's modification time and size: every audit
+    /// needs it, and parsing it once per due pin made the start-up burst of 100 audits hold
+    /// 100 copies at once.
+    lock_cache: Mutex<Option<(LockStamp, Arc<Option<LoadedLock>>)>>,
 }
+
+type LockStamp = (Option<std::time::SystemTime>, u64);
 
 impl Daemon {
     fn config(&self) -> Arc<Config> {
         self.config.read().expect("config lock").clone()
+    }
+
+    fn transport(&self) -> Transport {
+        self.transport.read().expect("transport lock").clone()
+    }
+
+    /// The lock file, re-read only when it changed on disk.
+    fn lock_file(&self, path: &Path) -> Result<Arc<Option<LoadedLock>>, crate::lock::LockError> {
+        let stamp: LockStamp =
+            std::fs::metadata(path).map_or((None, 0), |m| (m.modified().ok(), m.len()));
+        let mut cache = self.lock_cache.lock().expect("lock cache");
+        if let Some((cached, lock)) = cache.as_ref() {
+            if *cached == stamp && stamp.0.is_some() {
+                return Ok(lock.clone());
+            }
+        }
+        let lock = Arc::new(crate::lock::read(path)?);
+        *cache = Some((stamp, lock.clone()));
+        Ok(lock)
     }
 
     /// Healthy when the loop turns and every pin was audited within two of its intervals.
@@ -132,6 +161,8 @@ pub async fn run(config_path: &Path, reset_store: bool, out: Output) -> Result<u
         running: Mutex::new(HashSet::new()),
         last_audit: Mutex::new(BTreeMap::new()),
         cancel_audits: CancellationToken::new(),
+        transport: RwLock::new(crate::cmd::transport_for(&config)?),
+        lock_cache: Mutex::new(None),
     });
     let stop_http = CancellationToken::new();
     let http = tokio::spawn(http::serve(daemon.clone(), listener, stop_http.clone()));
@@ -290,11 +321,20 @@ impl Loop {
                 return None;
             }
         };
+        match crate::cmd::transport_for(&config) {
+            Ok(transport) => *self.daemon.transport.write().expect("transport lock") = transport,
+            Err(e) => {
+                tracing::error!(error = %e, "SIGHUP: cannot build the HTTP client; keeping the running config");
+                return None;
+            }
+        }
         *self.daemon.config.write().expect("config lock") = Arc::new(config);
         let _ = old.shutdown().await;
         match self.schedule().await {
             Ok(s) => {
                 tracing::info!("SIGHUP: pins.toml reloaded");
+                // New pins (and pins whose schedule changed) are audited now if they are due.
+                self.catch_up();
                 Some(s)
             }
             Err(e) => {
@@ -343,11 +383,11 @@ impl Loop {
 /// Runs one pin's audit, stores it, and updates the metrics.
 async fn audit_pin(daemon: &Daemon, pin: &str, out: Output) {
     let config = daemon.config();
-    let lock = match crate::lock::read(&config.settings.lockfile) {
+    let lock = match daemon.lock_file(&config.settings.lockfile) {
         Ok(lock) => lock,
         Err(e) => {
             tracing::error!(pin, error = %e, "cannot read the lock: auditing without a baseline");
-            None
+            Arc::new(None)
         }
     };
     let options = Options {
@@ -359,12 +399,14 @@ async fn audit_pin(daemon: &Daemon, pin: &str, out: Output) {
     let quiet = Output { quiet: true };
     let _ = out;
     let started = Utc::now();
+    let transport = daemon.transport();
     let report = match audit(
         &config,
-        lock.as_ref(),
+        lock.as_ref().as_ref(),
         &options,
         quiet,
         daemon.cancel_audits.clone(),
+        &transport,
     )
     .await
     {

@@ -330,3 +330,51 @@ fn a_second_daemon_on_the_same_store_is_refused() {
         run.stderr
     );
 }
+
+#[test]
+fn sighup_reloads_a_valid_config_and_keeps_the_old_one_when_invalid() {
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.25, 10.0))));
+    let port = free_port();
+    let test = project(&sim, port);
+    let good = test.read("pins.toml");
+    let daemon = Daemon::start(&test);
+    assert!(
+        until(Duration::from_secs(20), || !daemon.stored_ids().is_empty()),
+        "{}",
+        daemon.log()
+    );
+
+    let test = test.pins("version = 1\nthis is not toml\n");
+    daemon.signal("HUP");
+    assert!(
+        until(Duration::from_secs(10), || daemon
+            .log()
+            .contains("keeping the running config")),
+        "{}",
+        daemon.log()
+    );
+    let before = daemon.stored_ids().len();
+    assert!(
+        until(Duration::from_secs(10), || daemon.stored_ids().len()
+            > before),
+        "still auditing with the old config"
+    );
+
+    let second = good.replace("id = \"pin\"", "id = \"second\"");
+    let test = test.pins(&format!(
+        "{good}\n{}",
+        &second[second.find("[[pin]]").unwrap()..]
+    ));
+    daemon.signal("HUP");
+    assert!(
+        until(Duration::from_secs(10), || daemon
+            .log()
+            .contains("pins.toml reloaded")),
+        "{}",
+        daemon.log()
+    );
+    let audited_second = until(Duration::from_secs(15), || {
+        history(&test).iter().any(|r| r["pin"]["id"] == "second")
+    });
+    assert!(audited_second, "the new pin is scheduled: {}", daemon.log());
+}
