@@ -2,6 +2,9 @@
 
 use std::io::Write as _;
 
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+
 use crate::cli::{Cli, Command};
 use crate::cmd;
 
@@ -86,8 +89,6 @@ fn init_logging(quiet: bool) {
         tracing::Level::INFO
     };
     let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    use tracing_subscriber::layer::SubscriberExt as _;
-    use tracing_subscriber::util::SubscriberInitExt as _;
     // Only modelpin's own events: the scheduler crate logs every job it creates at INFO.
     let filter = tracing_subscriber::filter::Targets::new().with_target("modelpin", level);
     let _ = tracing_subscriber::registry()
