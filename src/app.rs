@@ -15,6 +15,8 @@ pub enum AppError {
     Config(#[from] crate::config::ConfigError),
     #[error("{0}")]
     Lock(#[from] crate::lock::LockError),
+    #[error("{0}")]
+    Store(#[from] crate::store::StoreError),
     #[error("error: {0}")]
     Usage(String),
     #[error("error: {0}")]

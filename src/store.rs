@@ -288,6 +288,7 @@ mod tests {
                 calls: Calls::default(),
                 tokens: Tokens::default(),
                 cost_usd: None,
+                lifecycle: None,
                 findings: Vec::new(),
             },
         }

@@ -118,6 +118,31 @@ impl Transport {
         request: &HttpRequest,
         until: Option<Instant>,
     ) -> Result<Delivered, TransportFailure> {
+        let builder = self.post(request)?;
+        self.send_builder(provider, builder, until).await
+    }
+
+    /// A `GET` under the same deadline, cap and semaphores (provider model lists, feeds).
+    pub async fn get(
+        &self,
+        provider: &str,
+        url: &str,
+        headers: &[(String, String)],
+        until: Option<Instant>,
+    ) -> Result<Delivered, TransportFailure> {
+        let mut builder = self.client.get(url);
+        for (name, value) in headers {
+            builder = builder.header(name, value);
+        }
+        self.send_builder(provider, builder, until).await
+    }
+
+    async fn send_builder(
+        &self,
+        provider: &str,
+        builder: reqwest::RequestBuilder,
+        until: Option<Instant>,
+    ) -> Result<Delivered, TransportFailure> {
         let _overall = self.overall.acquire().await.map_err(closed)?;
         let _own = match self.per_provider.get(provider) {
             Some(sem) => Some(sem.acquire().await.map_err(closed)?),
@@ -128,7 +153,7 @@ impl Transport {
             deadline = deadline.min(until.saturating_duration_since(Instant::now()));
         }
         let started = Instant::now();
-        match tokio::time::timeout(deadline, self.exchange(request)).await {
+        match tokio::time::timeout(deadline, self.receive(builder)).await {
             Ok(Ok(response)) => Ok(Delivered {
                 response,
                 latency: started.elapsed(),
@@ -141,7 +166,7 @@ impl Transport {
         }
     }
 
-    async fn exchange(&self, request: &HttpRequest) -> Result<RawResponse, TransportFailure> {
+    fn post(&self, request: &HttpRequest) -> Result<reqwest::RequestBuilder, TransportFailure> {
         let body = serde_json::to_vec(&request.body).map_err(|e| TransportFailure {
             kind: FailureKind::Request,
             message: format!("cannot encode the request body: {e}"),
@@ -150,6 +175,13 @@ impl Transport {
         for (name, value) in &request.headers {
             builder = builder.header(name, value);
         }
+        Ok(builder)
+    }
+
+    async fn receive(
+        &self,
+        builder: reqwest::RequestBuilder,
+    ) -> Result<RawResponse, TransportFailure> {
         let mut response = builder.send().await.map_err(|e| classify_reqwest(&e))?;
         let status = response.status().as_u16();
         let headers = response

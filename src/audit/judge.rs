@@ -10,11 +10,13 @@ use serde_json::{Value, json};
 
 use std::time::Duration;
 
+use crate::audit::retirement;
 use crate::audit::{CallRecord, CallResult, Observation};
 use crate::config::{Pin, Price, Probe};
 use crate::finding::{Code, Finding, Severity};
+use crate::lifecycle::{Lifecycle, Signal};
 use crate::lock::{LockedPin, LockedPrice};
-use crate::provider::{ErrorClass, LifecycleHint, Reply, normalize_model_id};
+use crate::provider::{ErrorClass, Reply, normalize_model_id};
 use crate::retry::StopClass;
 
 /// How a pin came out of one audit.
@@ -68,6 +70,10 @@ pub struct Case<'a> {
     pub locked: Option<&'a LockedPin>,
     /// `locked`, when it was recorded for the pin's current model: the baseline to judge against.
     pub baseline: Option<&'a LockedPin>,
+    /// The pin's lifecycle as resolved for this audit; `None` when not resolved (lock time).
+    pub lifecycle: Option<Lifecycle>,
+    /// What the provider's models endpoint said about this model during the audit.
+    pub provider_signals: Vec<Signal>,
 }
 
 impl<'a> Case<'a> {
@@ -84,7 +90,20 @@ impl<'a> Case<'a> {
             observation,
             locked,
             baseline: locked.filter(|l| l.model == pin.model),
+            lifecycle: None,
+            provider_signals: Vec::new(),
         }
+    }
+
+    #[must_use]
+    pub fn with_lifecycle(
+        mut self,
+        lifecycle: Lifecycle,
+        provider_signals: Vec<Signal>,
+    ) -> Case<'a> {
+        self.lifecycle = Some(lifecycle);
+        self.provider_signals = provider_signals;
+        self
     }
 }
 
@@ -97,6 +116,7 @@ pub fn judge(case: &Case<'_>) -> Vec<Finding> {
         if findings.is_empty() {
             findings.push(nothing_measured(case.observation));
         }
+        retirement::after_refusals(case, &mut findings);
         return findings;
     }
     findings.extend(baseline_notice(case));
@@ -105,8 +125,8 @@ pub fn judge(case: &Case<'_>) -> Vec<Finding> {
     findings.extend(tokenizer(case));
     findings.extend(cost(case));
     findings.extend(fingerprint(case));
-    findings.extend(sunset(case.observation));
     findings.extend(unmeasured_probes(case));
+    retirement::after_answers(case, &mut findings);
     findings
 }
 
@@ -482,27 +502,6 @@ fn fingerprint(case: &Case<'_>) -> Option<Finding> {
         Code::FingerprintChanged,
         format!("system_fingerprint `{first}` was not seen when the baseline was locked"),
         json!({ "locked": base.system_fingerprints, "new": new }),
-    ))
-}
-
-fn sunset(obs: &Observation) -> Option<Finding> {
-    let hints: BTreeSet<String> = obs
-        .replies()
-        .flat_map(|(_, r)| r.lifecycle.iter())
-        .map(|h| match h {
-            LifecycleHint::Sunset(v) => format!("Sunset: {v}"),
-            LifecycleHint::Deprecation(v) => format!("Deprecation: {v}"),
-            LifecycleHint::BodyWarning(v) => format!("warning: {v}"),
-            LifecycleHint::ModelDeprecationTimestamp(v) => {
-                format!("x-model-deprecation-timestamp: {v}")
-            }
-        })
-        .collect();
-    let first = hints.iter().next()?;
-    Some(Finding::new(
-        Code::SunsetAnnounced,
-        format!("the provider announces an end of life: {first}"),
-        json!({ "signals": hints }),
     ))
 }
 

@@ -10,6 +10,8 @@
 
 pub mod baseline;
 pub mod judge;
+pub mod lifecycle;
+pub mod retirement;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

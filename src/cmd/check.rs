@@ -2,14 +2,18 @@
 
 use std::path::Path;
 
+use chrono::Utc;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::AppError;
 use crate::audit::judge::{Case, judge};
-use crate::audit::{Plan, observe};
+use crate::audit::lifecycle::{Facts, ProviderSignals, load_facts, provider_signals};
+use crate::audit::{Observation, Plan, observe};
 use crate::cli::Format;
 use crate::cmd::{Output, now_rfc3339, plan_line, probes_of, select_pins, transport_for};
-use crate::config::Config;
+use crate::config::{Config, Pin};
+use crate::lifecycle::signals::from_hint;
+use crate::lifecycle::{Fact, Lifecycle, PinRef, resolve};
 use crate::lock::LoadedLock;
 use crate::report::{PinReport, Report, human, to_json};
 use crate::transport::Transport;
@@ -21,17 +25,35 @@ pub struct Options {
     pub no_probes: bool,
 }
 
+/// What an audit runs with besides the config and the lock.
+pub struct Env<'a> {
+    pub out: Output,
+    pub cancel: CancellationToken,
+    pub transport: &'a Transport,
+    /// Lifecycle facts (built-in table and feeds), loaded once per run.
+    pub facts: &'a Facts,
+}
+
 pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<u8, AppError> {
     let config = crate::config::load_from_env(config_path)?;
     let lock = crate::lock::read(&config.settings.lockfile)?;
-    let cancel = crate::cmd::interrupt_token(out);
     let transport = transport_for(&config)?;
-    let report = audit(&config, lock.as_ref(), options, out, cancel, &transport).await?;
+    let facts = load_facts(&config, &transport).await;
+    for warning in &facts.warnings {
+        out.progress(&format!("warning: {warning}"));
+    }
+    let env = Env {
+        out,
+        cancel: crate::cmd::interrupt_token(out),
+        transport: &transport,
+        facts: &facts,
+    };
+    let report = audit(&config, lock.as_ref(), options, &env).await?;
     let text = match options.format {
         Format::Human => human::render(&report),
         Format::Json => to_json(&report),
     };
-    print!("{text}");
+    crate::cmd::emit(&text);
     Ok(report.exit_code)
 }
 
@@ -40,19 +62,18 @@ pub async fn audit(
     config: &Config,
     lock: Option<&LoadedLock>,
     options: &Options,
-    out: Output,
-    cancel: CancellationToken,
-    transport: &Transport,
+    env: &Env<'_>,
 ) -> Result<Report, AppError> {
     let pins = select_pins(config, &options.pins)?;
     if lock.is_none() {
-        out.progress(&format!(
+        env.out.progress(&format!(
             "warning: {} does not exist yet: run `modelpin lock` to record a baseline",
             config.settings.lockfile.display()
         ));
     }
     let samples = options.no_probes.then_some(1);
-    out.progress(&format!("check: {}", plan_line(config, &pins, samples)));
+    env.out
+        .progress(&format!("check: {}", plan_line(config, &pins, samples)));
     let started_at = now_rfc3339();
     let plan = Plan {
         config,
@@ -62,17 +83,23 @@ pub async fn audit(
             max_attempts: config.settings.max_attempts,
             ..crate::retry::RetryPolicy::default()
         },
-        cancel,
+        cancel: env.cancel.clone(),
     };
-    let observations = observe(&plan, transport).await;
+    let (observations, mut signals) = tokio::join!(
+        observe(&plan, env.transport),
+        provider_signals(config, &pins, env.transport)
+    );
     let finished_at = now_rfc3339();
     let reports = pins
         .iter()
         .zip(&observations)
         .map(|(pin, obs)| {
             let locked = lock.and_then(|l| l.lock.pins.get(&pin.id));
-            let findings = judge(&Case::new(pin, probes_of(config, pin), obs, locked));
-            PinReport::new(pin, obs, locked, findings)
+            let seen = signals.remove(&pin.id).unwrap_or_default();
+            let life = lifecycle_of(config, pin, obs, &seen, env.facts);
+            let case = Case::new(pin, probes_of(config, pin), obs, locked)
+                .with_lifecycle(life.clone(), seen.signals);
+            PinReport::new(pin, obs, locked, judge(&case)).with_lifecycle(&life)
         })
         .collect();
     Ok(Report::new(
@@ -83,4 +110,34 @@ pub async fn audit(
         reports,
         options.strict,
     ))
+}
+
+/// The pin's lifecycle from every source: table and feeds, the provider's models endpoint, and
+/// the lifecycle headers on its own answers.
+fn lifecycle_of(
+    config: &Config,
+    pin: &Pin,
+    obs: &Observation,
+    seen: &ProviderSignals,
+    facts: &Facts,
+) -> Lifecycle {
+    let pin_ref = PinRef::from(pin);
+    let now = Utc::now();
+    let hints = obs
+        .replies()
+        .flat_map(|(_, r)| r.lifecycle.iter())
+        .filter_map(from_hint);
+    let live: Vec<Fact> = seen
+        .signals
+        .iter()
+        .cloned()
+        .chain(hints)
+        .map(|signal| signal.fact_for(&pin_ref, now))
+        .collect();
+    resolve(
+        &pin_ref,
+        facts.facts.iter().chain(&live),
+        now,
+        &config.settings.warn_before,
+    )
 }

@@ -6,13 +6,16 @@
 
 use std::path::Path;
 
+use chrono::{NaiveDate, Utc};
 use tokio_util::sync::CancellationToken;
 
 use crate::app::AppError;
+use crate::audit::lifecycle::Facts;
 use crate::cli::Format;
-use crate::cmd::check::{self, Options};
+use crate::cmd::check::{self, Env, Options};
 use crate::cmd::{Output, init};
 use crate::finding::Code;
+use crate::lifecycle::builtin;
 use crate::provider::ProviderKind;
 use crate::report::{Report, human};
 use crate::sim::Simulator;
@@ -26,74 +29,82 @@ pub async fn run(out: Output) -> Result<u8, AppError> {
         .map_err(|e| AppError::Io(format!("cannot start the simulator on loopback: {e}")))?;
     let dir = tempfile::tempdir()
         .map_err(|e| AppError::Io(format!("cannot create a temporary directory: {e}")))?;
-    let config_path = write_project(dir.path(), &sim)?;
-    let env = |name: &str| (name == KEY_VARIABLE).then(|| DEMO_KEY.to_owned());
-    let config = crate::config::load(&config_path, &env)?;
-    println!("modelpin demo: a simulated provider on {}\n", sim.addr());
-    println!("1. Lock the baseline: what each pinned ID serves today.");
-    crate::cmd::lock::lock_pins(&config, &[], None, out).await?;
-    let options = Options {
-        pins: Vec::new(),
-        format: Format::Human,
-        strict: false,
-        no_probes: false,
-    };
-    let quiet = Output { quiet: true };
+    let today = Utc::now().date_naive();
+    let ahead = today + chrono::Duration::days(30);
+    let config = project(dir.path(), &sim, ahead)?;
     let transport = crate::cmd::transport_for(&config)?;
+    let facts = Facts {
+        facts: builtin().to_vec(),
+        warnings: Vec::new(),
+    };
+    let env = Env {
+        out: Output { quiet: true },
+        cancel: CancellationToken::new(),
+        transport: &transport,
+        facts: &facts,
+    };
+    crate::cmd::emit(&format!(
+        "modelpin demo: a simulated provider on {}\n\n",
+        sim.addr()
+    ));
+    crate::cmd::emit(&format!(
+        "1. Lock the baseline: what each pinned ID serves today. `{PINNED}` retires on {ahead}.\n"
+    ));
+    crate::cmd::lock::lock_pins(&config, &[], None, out).await?;
     let lock = crate::lock::read(&config.settings.lockfile)?;
-    let clean = check::audit(
-        &config,
-        lock.as_ref(),
-        &options,
-        quiet,
-        CancellationToken::new(),
-        &transport,
-    )
-    .await?;
-    println!(
-        "   check right after locking: exit {} ({} of {} pins ok)\n",
-        clean.exit_code, clean.summary.ok, clean.summary.pins
-    );
+    let clean = check::audit(&config, lock.as_ref(), &OPTIONS, &env).await?;
+    crate::cmd::emit(&human::render(&clean));
 
-    println!(
-        "2. `{PINNED}` is retired. The provider keeps answering it, with `{}`.",
+    let passed = today - chrono::Duration::days(1);
+    crate::cmd::emit(&format!(
+        "\n2. The retirement date passed ({passed}). The provider keeps answering `{PINNED}`,\n"
+    ));
+    crate::cmd::emit(&format!(
+        "   with `{}` — another tokenizer, another price.\n",
         demo_world::REPLACEMENT
-    );
+    ));
+    let config = project(dir.path(), &sim, passed)?;
     sim.set_scenario(demo_world::rerouted());
-    let open = check::audit(
-        &config,
-        lock.as_ref(),
-        &options,
-        quiet,
-        CancellationToken::new(),
-        &transport,
-    )
-    .await?;
-    print!("{}", human::render(&open));
+    let open = check::audit(&config, lock.as_ref(), &OPTIONS, &env).await?;
+    crate::cmd::emit(&human::render(&open));
 
-    println!("\n3. The harder case: the provider keeps reporting `{PINNED}` in the body.");
-    println!("   Only the tokenizer and the price give the replacement away.");
+    crate::cmd::emit(&format!(
+        "\n3. The harder case: the provider keeps reporting `{PINNED}` in the body.\n"
+    ));
+    crate::cmd::emit(&format!(
+        "   Only the tokenizer and the price give the replacement away.\n"
+    ));
     sim.set_scenario(demo_world::masked());
-    let masked = check::audit(
-        &config,
-        lock.as_ref(),
-        &options,
-        quiet,
-        CancellationToken::new(),
-        &transport,
-    )
-    .await?;
-    print!("{}", human::render(&masked));
+    let masked = check::audit(&config, lock.as_ref(), &OPTIONS, &env).await?;
+    crate::cmd::emit(&human::render(&masked));
 
     let verdict = verdict(&clean, &open, &masked);
-    println!(
-        "\n{}",
+    crate::cmd::emit(&format!(
+        "\n{}\n",
         verdict.as_ref().map_or_else(
             |e| format!("demo FAILED: {e}"),
             |()| "demo: both reroutes caught.".to_owned()
         )
-    );
+    ));
     Ok(u8::from(verdict.is_err()))
+}
+
+const OPTIONS: Options = Options {
+    pins: Vec::new(),
+    format: Format::Human,
+    strict: false,
+    no_probes: false,
+};
+
+/// Writes the demo project with the pinned model retiring on `retires_on`, and loads it.
+fn project(
+    dir: &Path,
+    sim: &Simulator,
+    retires_on: NaiveDate,
+) -> Result<crate::config::Config, AppError> {
+    let config_path = write_project(dir, sim, retires_on)?;
+    let env = |name: &str| (name == KEY_VARIABLE).then(|| DEMO_KEY.to_owned());
+    Ok(crate::config::load(&config_path, &env)?)
 }
 
 /// What the demo promises to show; anything missing fails it.
@@ -105,12 +116,19 @@ fn verdict(clean: &Report, open: &Report, masked: &Report) -> Result<(), String>
         ));
     }
     expect(
+        clean,
+        "gemini",
+        &[Code::DeprecationScheduled],
+        &[Code::RetiredStillServed],
+    )?;
+    expect(
         open,
         "gemini",
         &[
             Code::ServedModelMismatch,
             Code::TokenizerChanged,
             Code::CostChanged,
+            Code::RetiredStillServed,
         ],
         &[],
     )?;
@@ -127,7 +145,11 @@ fn verdict(clean: &Report, open: &Report, masked: &Report) -> Result<(), String>
     expect(
         masked,
         "gemini",
-        &[Code::TokenizerChanged, Code::CostChanged],
+        &[
+            Code::TokenizerChanged,
+            Code::CostChanged,
+            Code::RetiredStillServed,
+        ],
         &[Code::ServedModelMismatch],
     )?;
     expect(
@@ -154,7 +176,11 @@ fn expect(report: &Report, pin: &str, present: &[Code], absent: &[Code]) -> Resu
     Ok(())
 }
 
-fn write_project(dir: &Path, sim: &Simulator) -> Result<std::path::PathBuf, AppError> {
+fn write_project(
+    dir: &Path,
+    sim: &Simulator,
+    retires_on: NaiveDate,
+) -> Result<std::path::PathBuf, AppError> {
     let write = |name: &str, text: &str| {
         let path = dir.join(name);
         std::fs::create_dir_all(path.parent().unwrap_or(dir))
@@ -195,6 +221,7 @@ provider = "gemini"
 model = "{PINNED}"
 probes = ["probes/*.toml"]
 price = {{ input = 1.25, output = 10.00 }}
+retires_on = {retires_on}
 
 [[pin]]
 id = "router"
@@ -202,6 +229,7 @@ provider = "openrouter"
 model = "{OPENROUTER_SLUG}"
 probes = ["probes/*.toml"]
 price = {{ input = 1.25, output = 10.00 }}
+retires_on = {retires_on}
 
 [[pin]]
 id = "control"

@@ -23,12 +23,15 @@ pub async fn run(
     let back = crate::config::parse_duration(since)
         .map_err(|e| AppError::Usage(format!("--since {since}: {e}")))?;
     let since = Utc::now() - chrono::Duration::from_std(back).unwrap_or(chrono::Duration::MAX);
-    let records = match Store::open(&config.settings.store) {
-        Ok(store) => store
-            .history(pin, Some(since))
-            .map_err(|e| AppError::Io(e.to_string()))?,
-        Err(StoreError::InUse { .. }) => from_daemon(config.settings.metrics, pin, since).await?,
-        Err(e) => return Err(AppError::Io(e.to_string())),
+    // A running daemon holds the store: ask it first, so this command never takes the store's
+    // lock from under a daemon that is starting.
+    let records = match from_daemon(config.settings.metrics, pin, since).await {
+        Ok(records) => records,
+        Err(daemon_error) => match Store::open(&config.settings.store) {
+            Ok(store) => store.history(pin, Some(since))?,
+            Err(StoreError::InUse { .. }) => return Err(daemon_error),
+            Err(e) => return Err(e.into()),
+        },
     };
     let text = match format {
         Format::Json => {
@@ -38,7 +41,7 @@ pub async fn run(
         }
         Format::Human => render(&records),
     };
-    print!("{text}");
+    crate::cmd::emit(&text);
     Ok(0)
 }
 

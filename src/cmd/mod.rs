@@ -141,6 +141,16 @@ async fn shutdown_signal() {
     }
 }
 
+/// Writes results to stdout. A reader that went away (`modelpin check | head`) is not an error
+/// worth a panic: the rest of the output is dropped quietly.
+pub fn emit(text: &str) {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush());
+}
+
 #[must_use]
 pub fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)

@@ -27,7 +27,7 @@ pub async fn run(scenario: &Path, listen: SocketAddr, out: Output) -> Result<u8,
         .await
         .map_err(|e| AppError::Io(format!("cannot listen on {listen}: {e}")))?;
     // The address goes to stdout so a script can read it; the rest is progress.
-    println!("{}", sim.addr());
+    crate::cmd::emit(&format!("{}\n", sim.addr()));
     for kind in ProviderKind::ALL {
         out.progress(&format!("{kind}: base_url = \"{}\"", sim.base_url(kind)));
     }

@@ -27,9 +27,10 @@ use uuid::Uuid;
 
 use crate::app::AppError;
 use crate::audit::judge::PinStatus;
+use crate::audit::lifecycle::{Facts, load_facts};
 use crate::cli::Format;
 use crate::cmd::Output;
-use crate::cmd::check::{Options, audit};
+use crate::cmd::check::{Env, Options, audit};
 use crate::config::Config;
 use crate::daemon::metrics::Metrics;
 use crate::daemon::schedule::Schedule;
@@ -62,6 +63,8 @@ pub struct Daemon {
     /// needs it, and parsing it once per due pin made the start-up burst of 100 audits hold
     /// 100 copies at once.
     lock_cache: Mutex<Option<(LockStamp, Arc<Option<LoadedLock>>)>>,
+    /// Lifecycle facts (table and feeds): loaded at start, refreshed hourly and on reload.
+    facts: RwLock<Arc<Facts>>,
 }
 
 type LockStamp = (Option<std::time::SystemTime>, u64);
@@ -73,6 +76,15 @@ impl Daemon {
 
     fn transport(&self) -> Transport {
         self.transport.read().expect("transport lock").clone()
+    }
+
+    /// Reloads the lifecycle table and feeds; a failing feed keeps its cached copy (a warning).
+    async fn refresh_facts(&self) {
+        let facts = load_facts(&self.config(), &self.transport()).await;
+        for warning in &facts.warnings {
+            tracing::warn!(%warning, "lifecycle feed");
+        }
+        *self.facts.write().expect("facts lock") = Arc::new(facts);
     }
 
     /// The lock file, re-read only when it changed on disk.
@@ -142,7 +154,7 @@ pub async fn run(config_path: &Path, reset_store: bool, out: Output) -> Result<u
             Err(e) => return Err(AppError::Io(format!("cannot move the store aside: {e}"))),
         }
     }
-    let store = Store::open(&config.settings.store).map_err(|e| AppError::Usage(e.to_string()))?;
+    let store = open_store(&config.settings.store).await?;
     let listener = tokio::net::TcpListener::bind(config.settings.metrics)
         .await
         .map_err(|e| {
@@ -163,7 +175,9 @@ pub async fn run(config_path: &Path, reset_store: bool, out: Output) -> Result<u
         cancel_audits: CancellationToken::new(),
         transport: RwLock::new(crate::cmd::transport_for(&config)?),
         lock_cache: Mutex::new(None),
+        facts: RwLock::new(Arc::new(Facts::default())),
     });
+    daemon.refresh_facts().await;
     let stop_http = CancellationToken::new();
     let http = tokio::spawn(http::serve(daemon.clone(), listener, stop_http.clone()));
     tracing::info!(metrics = %config.settings.metrics, store = %config.settings.store.display(), pins = config.pins.len(), "daemon started");
@@ -176,6 +190,23 @@ pub async fn run(config_path: &Path, reset_store: bool, out: Output) -> Result<u
     }
     tracing::info!("daemon stopped");
     Ok(code)
+}
+
+/// Opens the store; while another process holds it, waits up to 5 s (a `modelpin history` run
+/// holds it for a moment), then refuses: a second daemon must not share a store.
+async fn open_store(path: &Path) -> Result<Store, AppError> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match Store::open(path) {
+            Ok(store) => return Ok(store),
+            Err(crate::store::StoreError::InUse { .. })
+                if tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            Err(e) => return Err(AppError::Store(e)),
+        }
+    }
 }
 
 /// The daemon's main loop and what it owns.
@@ -216,13 +247,13 @@ impl Loop {
             }
         };
         let mut tick = tokio::time::interval(Duration::from_secs(1));
-        let mut prune = tokio::time::interval(Duration::from_secs(3600));
+        let mut hourly = tokio::time::interval(Duration::from_secs(3600));
         loop {
             tokio::select! {
                 Some(pin) = self.due_rx.recv() => self.dispatch(pin),
                 Some(_) = self.audits.join_next(), if !self.audits.is_empty() => {}
                 _ = tick.tick() => self.daemon.heartbeat.store(Utc::now().timestamp(), Ordering::Relaxed),
-                _ = prune.tick() => self.prune().await,
+                _ = hourly.tick() => self.upkeep().await,
                 signal = signals.next() => match signal {
                     SignalKind::Reload => {
                         if let Some(s) = self.reload(&mut scheduler).await {
@@ -329,6 +360,7 @@ impl Loop {
             }
         }
         *self.daemon.config.write().expect("config lock") = Arc::new(config);
+        self.daemon.refresh_facts().await;
         let _ = old.shutdown().await;
         match self.schedule().await {
             Ok(s) => {
@@ -344,7 +376,9 @@ impl Loop {
         }
     }
 
-    async fn prune(&self) {
+    /// Hourly: fresh lifecycle feeds, and history past the retention pruned.
+    async fn upkeep(&self) {
+        self.daemon.refresh_facts().await;
         let retention = self.daemon.config().settings.retention;
         let cutoff =
             Utc::now() - chrono::Duration::from_std(retention).unwrap_or(chrono::Duration::MAX);
@@ -396,20 +430,17 @@ async fn audit_pin(daemon: &Daemon, pin: &str, out: Output) {
         strict: false,
         no_probes: false,
     };
-    let quiet = Output { quiet: true };
     let _ = out;
     let started = Utc::now();
     let transport = daemon.transport();
-    let report = match audit(
-        &config,
-        lock.as_ref().as_ref(),
-        &options,
-        quiet,
-        daemon.cancel_audits.clone(),
-        &transport,
-    )
-    .await
-    {
+    let facts = daemon.facts.read().expect("facts lock").clone();
+    let env = Env {
+        out: Output { quiet: true },
+        cancel: daemon.cancel_audits.clone(),
+        transport: &transport,
+        facts: &facts,
+    };
+    let report = match audit(&config, lock.as_ref().as_ref(), &options, &env).await {
         Ok(report) => report,
         Err(e) => {
             tracing::error!(pin, error = %e, "audit could not run");
@@ -544,6 +575,14 @@ fn record_metrics(m: &Metrics, record: &AuditRecord) {
         &[("provider", &p.provider)],
         p.calls.retried as f64,
     );
+    match p.lifecycle.as_ref().and_then(|l| l.days_left) {
+        Some(days) => m.set(
+            "modelpin_days_to_retirement",
+            &[("pin", &p.id), ("model", &p.model)],
+            days as f64,
+        ),
+        None => m.clear("modelpin_days_to_retirement", "pin", &p.id),
+    }
     m.set(
         "modelpin_last_audit_timestamp_seconds",
         &[("pin", &p.id)],

@@ -295,6 +295,76 @@ pub fn parse_reply(kind: ProviderKind, response: &RawResponse) -> Parsed {
     }
 }
 
+/// Which provider endpoint states retirement dates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ModelsEndpoint {
+    /// OpenAI `GET {base}/models/{id}`: `shutdown_date`.
+    OpenAiModel,
+    /// OpenRouter `GET {base}/models`: `expiration_date` for every slug.
+    OpenRouterModels,
+    /// Mistral `GET {base}/models`: `deprecation` and its replacement.
+    MistralModels,
+}
+
+/// A `GET` for a provider's model metadata, with the same auth headers a probe call carries.
+#[derive(Clone)]
+pub struct ModelsRequest {
+    pub endpoint: ModelsEndpoint,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+}
+
+impl fmt::Debug for ModelsRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModelsRequest")
+            .field("endpoint", &self.endpoint)
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where `endpoint` publishes lifecycle data for `model`, if anywhere. Mistral speaks the
+/// OpenAI-compatible wire, so it is recognised by its host or by a provider table named for it.
+#[must_use]
+pub fn models_request(
+    endpoint: &Endpoint,
+    provider_name: &str,
+    model: &str,
+) -> Option<ModelsRequest> {
+    let base = endpoint.base_url.trim_end_matches('/');
+    let (kind, url) = match endpoint.kind {
+        ProviderKind::OpenAi => (
+            ModelsEndpoint::OpenAiModel,
+            format!("{base}/models/{}", path_segment(model)),
+        ),
+        ProviderKind::OpenRouter => (ModelsEndpoint::OpenRouterModels, format!("{base}/models")),
+        ProviderKind::OpenAiCompatible
+            if base.contains("mistral.ai")
+                || provider_name.to_ascii_lowercase().contains("mistral") =>
+        {
+            (ModelsEndpoint::MistralModels, format!("{base}/models"))
+        }
+        _ => return None,
+    };
+    let call = ProbeCall {
+        model,
+        system: None,
+        prompt: "",
+        max_tokens: 1,
+        temperature: 0.0,
+    };
+    let headers = build_request(endpoint, &call)
+        .headers
+        .into_iter()
+        .filter(|(name, _)| name != "content-type")
+        .collect();
+    Some(ModelsRequest {
+        endpoint: kind,
+        url,
+        headers,
+    })
+}
+
 /// A served model ID in the form pins compare against: surrounding whitespace, Gemini's
 /// `models/` prefix and Vertex's resource path (`projects/.../publishers/google/models/x`) removed.
 /// Dates and slugs are left alone: whether `gpt-4o-2024-08-06` counts as `gpt-4o` is the pin's call.

@@ -14,6 +14,7 @@ use crate::audit::judge::{PinStatus, expected_cost, served_counts, upstream_coun
 use crate::audit::{CallResult, Observation};
 use crate::config::Pin;
 use crate::finding::{Code, Finding};
+use crate::lifecycle::{Lifecycle, Stage};
 use crate::lock::LockedPin;
 
 pub const SCHEMA: &str = "modelpin.report/v1";
@@ -44,7 +45,20 @@ pub struct PinReport {
     pub tokens: Tokens,
     /// Reported by the provider where it reports cost, else usage × price; `None` without a price.
     pub cost_usd: Option<f64>,
+    /// The pinned model's retirement, when any source lists one.
+    pub lifecycle: Option<LifecycleSummary>,
     pub findings: Vec<Finding>,
+}
+
+/// Where the pinned model stands; the sources are in the lifecycle findings' evidence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LifecycleSummary {
+    /// `deprecated`, `scheduled` or `retired`.
+    pub stage: String,
+    /// The retirement date or instant, as the deciding source gives it.
+    pub retires: Option<String>,
+    pub days_left: Option<i64>,
+    pub replacement: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -118,8 +132,27 @@ impl PinReport {
             calls,
             tokens,
             cost_usd: pin_cost(pin, obs, locked),
+            lifecycle: None,
             findings,
         }
+    }
+
+    #[must_use]
+    pub fn with_lifecycle(mut self, life: &Lifecycle) -> PinReport {
+        if life.stage != Stage::NoRecord {
+            let stage = serde_json::to_value(life.stage).ok();
+            self.lifecycle = Some(LifecycleSummary {
+                stage: stage
+                    .as_ref()
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("unknown")
+                    .to_owned(),
+                retires: life.retirement.map(|r| r.to_string()),
+                days_left: life.days_left,
+                replacement: life.replacement.clone(),
+            });
+        }
+        self
     }
 }
 

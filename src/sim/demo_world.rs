@@ -122,6 +122,7 @@ fn route(model: &str, report: Reported) -> Route {
         model: model.to_owned(),
         report,
         faults: Vec::new(),
+        shutdown_date: None,
     }
 }
 
@@ -140,6 +141,7 @@ pub fn before() -> Scenario {
         ]),
         api_key: Some(DEMO_KEY.to_owned()),
         seed: 2026,
+        feeds: BTreeMap::new(),
     }
 }
 

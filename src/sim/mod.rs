@@ -19,7 +19,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::Response;
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -31,9 +31,18 @@ use crate::sim::wire::{Answer, Ask, Flavour};
 /// One request as the simulator saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SeenRequest {
+    pub method: String,
     pub path: String,
     /// Requested model (Azure: deployment), when the request named one.
     pub model: Option<String>,
+}
+
+impl SeenRequest {
+    /// A generation call (as opposed to a models list or a feed).
+    #[must_use]
+    pub fn is_generation(&self) -> bool {
+        self.method == "POST" && wire::route_path(&self.path).is_some()
+    }
 }
 
 struct Shared {
@@ -111,8 +120,16 @@ impl Simulator {
         self.shared.scenario.read().expect("scenario lock").clone()
     }
 
+    /// Generation calls seen, in arrival order.
     #[must_use]
     pub fn requests(&self) -> Vec<SeenRequest> {
+        let seen = self.shared.seen.lock().expect("seen lock");
+        seen.iter().filter(|r| r.is_generation()).cloned().collect()
+    }
+
+    /// Every request seen, models lists and feeds included.
+    #[must_use]
+    pub fn all_requests(&self) -> Vec<SeenRequest> {
         self.shared.seen.lock().expect("seen lock").clone()
     }
 }
@@ -127,23 +144,34 @@ impl Drop for Simulator {
 
 async fn handle(
     State(shared): State<Arc<Shared>>,
+    method: Method,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     let path = uri.path().to_owned();
+    if method == Method::GET {
+        shared.seen.lock().expect("seen lock").push(SeenRequest {
+            method: method.to_string(),
+            path: path.clone(),
+            model: None,
+        });
+        let scenario = shared.scenario.read().expect("scenario lock").clone();
+        return metadata(&scenario, &path);
+    }
     let Some((flavour, url_model)) = wire::route_path(&path) else {
-        shared
-            .seen
-            .lock()
-            .expect("seen lock")
-            .push(SeenRequest { path, model: None });
+        shared.seen.lock().expect("seen lock").push(SeenRequest {
+            method: method.to_string(),
+            path,
+            model: None,
+        });
         return plain(StatusCode::NOT_FOUND, "no such simulated endpoint");
     };
     let ask = serde_json::from_slice::<Value>(&body)
         .ok()
         .and_then(|v| wire::read_ask(flavour, url_model, &v));
     shared.seen.lock().expect("seen lock").push(SeenRequest {
+        method: method.to_string(),
         path,
         model: ask.as_ref().map(|a| a.model.clone()),
     });
@@ -188,6 +216,38 @@ async fn handle(
     };
     let answer = answer(&scenario, route, model, &ask, serial);
     json_response(200, &answer, &extra)
+}
+
+/// `GET`: feeds, OpenAI's `models/{id}` and OpenRouter's `models` list, from the scenario.
+fn metadata(scenario: &Scenario, path: &str) -> Response {
+    if let Some(name) = path.strip_prefix("/feeds/") {
+        return match scenario.feeds.get(name) {
+            Some(doc) => raw_response(doc.status, Body::from(doc.body.clone()), &[]),
+            None => plain(StatusCode::NOT_FOUND, "no such feed"),
+        };
+    }
+    if path == "/openrouter/api/v1/models" {
+        let data: Vec<Value> = scenario
+            .routes
+            .iter()
+            .map(|(id, route)| serde_json::json!({"id": id, "canonical_slug": id, "expiration_date": route.shutdown_date}))
+            .collect();
+        return json_response(200, &serde_json::json!({ "data": data }), &[]);
+    }
+    if let Some(id) = path.strip_prefix("/openai/v1/models/") {
+        return match scenario.routes.get(id) {
+            Some(route) => json_response(
+                200,
+                &serde_json::json!({"id": id, "object": "model", "created": 1_700_000_000, "owned_by": "system", "shutdown_date": route.shutdown_date}),
+                &[],
+            ),
+            None => {
+                let (status, body) = wire::error_body(Flavour::OpenAi, SimError::NotFound, id);
+                json_response(status, &body, &[])
+            }
+        };
+    }
+    plain(StatusCode::NOT_FOUND, "no such simulated endpoint")
 }
 
 fn authorized(scenario: &Scenario, flavour: Flavour, headers: &HeaderMap) -> bool {

@@ -22,6 +22,17 @@ pub struct Scenario {
     /// Seed for answer sampling, so a scenario replays the same answers.
     #[serde(default)]
     pub seed: u64,
+    /// Documents served on `GET /feeds/<name>` (deprecation feeds), by name.
+    #[serde(default)]
+    pub feeds: BTreeMap<String, FeedDoc>,
+}
+
+/// A document the simulator serves as a lifecycle feed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeedDoc {
+    pub status: u16,
+    pub body: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -91,6 +102,10 @@ pub struct Route {
     /// Faults, applied in order to the route's requests.
     #[serde(default)]
     pub faults: Vec<Fault>,
+    /// The retirement date the provider's models endpoint states for this ID (`YYYY-MM-DD`):
+    /// OpenAI `shutdown_date`, OpenRouter `expiration_date`.
+    #[serde(default)]
+    pub shutdown_date: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]

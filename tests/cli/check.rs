@@ -26,10 +26,10 @@ fn locked(
 fn clean_pin_passes_with_exit_0() {
     let (_sim, test) = locked(
         ProviderKind::OpenAi,
-        "gpt-4o-2024-08-06",
+        "acme-large-2024-08-06",
         single(
-            "gpt-4o-2024-08-06",
-            model("gpt-4o-2024-08-06", 4.0, (2.5, 10.0)),
+            "acme-large-2024-08-06",
+            model("acme-large-2024-08-06", 4.0, (2.5, 10.0)),
         ),
         "",
     );
@@ -40,7 +40,7 @@ fn clean_pin_passes_with_exit_0() {
     assert_eq!(report.status, "ok");
     let pin = report.pin("pin");
     assert!(pin.findings.is_empty(), "{:?}", pin.codes());
-    assert_eq!(pin.served_models.get("gpt-4o-2024-08-06"), Some(&6));
+    assert_eq!(pin.served_models.get("acme-large-2024-08-06"), Some(&6));
     assert_eq!((pin.calls.sent, pin.calls.ok, pin.calls.failed), (6, 6, 0));
     assert!(
         report
@@ -60,22 +60,22 @@ fn clean_pin_passes_with_exit_0() {
 
 #[test]
 fn moved_alias_is_a_served_model_mismatch() {
-    let snapshot = model("gpt-4o-2024-08-06", 4.0, (2.5, 10.0));
+    let snapshot = model("acme-large-2024-08-06", 4.0, (2.5, 10.0));
     let (sim, test) = {
-        let sim = Sim::start(single("gpt-4o", snapshot));
+        let sim = Sim::start(single("acme-large", snapshot));
         let test = Test::new()
             .pins(&one_pin(
                 ProviderKind::OpenAi,
                 &sim.url(ProviderKind::OpenAi),
-                "gpt-4o",
+                "acme-large",
                 "",
             ))
             .probes();
         let lock = test.run(&["lock"]);
         lock.code(0);
         assert!(
-            lock.stderr.contains("resolved to `gpt-4o-2024-08-06`")
-                && lock.stderr.contains("model = \"gpt-4o-2024-08-06\""),
+            lock.stderr.contains("resolved to `acme-large-2024-08-06`")
+                && lock.stderr.contains("model = \"acme-large-2024-08-06\""),
             "alias warning: {}",
             lock.stderr
         );
@@ -84,8 +84,8 @@ fn moved_alias_is_a_served_model_mismatch() {
     test.run(&["check"]).code(0);
     let scenario = reroute(
         sim.sim.scenario(),
-        "gpt-4o",
-        model("gpt-4o-2024-11-20", 4.0, (2.5, 10.0)),
+        "acme-large",
+        model("acme-large-2024-11-20", 4.0, (2.5, 10.0)),
         Reported::Honest,
     );
     sim.set(scenario);
@@ -94,9 +94,9 @@ fn moved_alias_is_a_served_model_mismatch() {
     let report = run.json();
     let finding = report.pin("pin").finding("served_model_mismatch");
     assert_eq!(finding.severity.as_deref(), Some("error"));
-    assert_eq!(finding.evidence["unexpected"]["gpt-4o-2024-11-20"], 6);
+    assert_eq!(finding.evidence["unexpected"]["acme-large-2024-11-20"], 6);
     assert!(
-        finding.message.contains("gpt-4o-2024-11-20"),
+        finding.message.contains("acme-large-2024-11-20"),
         "{}",
         finding.message
     );
@@ -104,7 +104,7 @@ fn moved_alias_is_a_served_model_mismatch() {
 
 #[test]
 fn masked_reroute_is_caught_by_the_tokenizer() {
-    let id = "claude-haiku-4-5-20251001";
+    let id = "acme-haiku-20251001";
     let (sim, test) = locked(
         ProviderKind::Anthropic,
         id,
@@ -138,7 +138,7 @@ fn masked_reroute_is_caught_by_the_tokenizer() {
 
 #[test]
 fn openrouter_upstream_swap_is_reported() {
-    let slug = "anthropic/claude-sonnet-4.6";
+    let slug = "acme/sonnet-4.6";
     let mut served = model(slug, 3.8, (3.0, 15.0));
     served.upstream = Some("Anthropic".into());
     let (sim, test) = locked(
@@ -162,7 +162,7 @@ fn openrouter_upstream_swap_is_reported() {
 
 #[test]
 fn reported_price_change_is_cost_changed() {
-    let slug = "openai/gpt-5-mini";
+    let slug = "acme/mini";
     let (sim, test) = locked(
         ProviderKind::OpenRouter,
         slug,
@@ -184,7 +184,7 @@ fn reported_price_change_is_cost_changed() {
 
 #[test]
 fn price_change_without_a_list_price_is_judged_against_the_locked_effective_price() {
-    let slug = "meta-llama/llama-4-scout";
+    let slug = "acme/scout";
     let (sim, test) = locked(
         ProviderKind::OpenRouter,
         slug,
@@ -251,12 +251,12 @@ fn withdrawn_openrouter_slug_400_is_model_not_found() {
 
 #[test]
 fn missing_azure_deployment_is_model_not_found() {
-    retired(ProviderKind::Azure, "gpt-4o-2024-11-20");
+    retired(ProviderKind::Azure, "acme-large-2024-11-20");
 }
 
 #[test]
 fn unparseable_200_is_inconclusive_exit_3() {
-    let id = "gpt-4o-2024-08-06";
+    let id = "acme-large-2024-08-06";
     let (sim, test) = locked(
         ProviderKind::OpenAi,
         id,
@@ -279,7 +279,7 @@ fn unparseable_200_is_inconclusive_exit_3() {
 
 #[test]
 fn refused_connection_is_inconclusive_exit_3() {
-    let id = "gpt-4o-2024-08-06";
+    let id = "acme-large-2024-08-06";
     let (sim, test) = locked(
         ProviderKind::OpenAi,
         id,
@@ -324,7 +324,7 @@ fn wrong_key_is_inconclusive_not_drift() {
 
 #[test]
 fn check_without_a_lock_warns_no_baseline() {
-    let id = "gpt-4o-2024-08-06";
+    let id = "acme-large-2024-08-06";
     let sim = Sim::start(single(id, model(id, 4.0, (2.5, 10.0))));
     let test = Test::new()
         .pins(&one_pin(
@@ -343,7 +343,7 @@ fn check_without_a_lock_warns_no_baseline() {
 
 #[test]
 fn edited_probe_is_probe_changed_not_drift() {
-    let id = "gpt-4o-2024-08-06";
+    let id = "acme-large-2024-08-06";
     let (_sim, test) = locked(
         ProviderKind::OpenAi,
         id,
@@ -367,7 +367,7 @@ fn edited_probe_is_probe_changed_not_drift() {
 
 #[test]
 fn json_report_is_byte_stable_apart_from_times() {
-    let id = "gpt-4o-2024-08-06";
+    let id = "acme-large-2024-08-06";
     // Same inputs: a model whose every answer is fixed, so two audits see the same bytes.
     let mut fixed = model(id, 4.0, (2.5, 10.0));
     fixed
@@ -388,7 +388,7 @@ fn json_report_is_byte_stable_apart_from_times() {
 
 #[test]
 fn pin_filter_limits_the_run_and_unknown_pins_are_usage_errors() {
-    let id = "gpt-4o-2024-08-06";
+    let id = "acme-large-2024-08-06";
     let (_sim, test) = locked(
         ProviderKind::OpenAi,
         id,

@@ -14,7 +14,7 @@ use modelpin::sim::scenario::Reported;
 use crate::harness::{KEY, KEY_VAR, Sim, Test, one_pin_with};
 use crate::world::{model, reroute, single};
 
-const ID: &str = "gemini-2.5-pro";
+const ID: &str = "acme-pro-001";
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -170,13 +170,13 @@ fn daemon_sees_a_switch_of_the_served_model_in_history_and_metrics() {
     sim.set(reroute(
         sim.sim.scenario(),
         ID,
-        model("gemini-3.8-flash", 3.3, (0.5, 3.0)),
+        model("acme-flash-002", 3.3, (0.5, 3.0)),
         Reported::Honest,
     ));
     let switched = until(Duration::from_secs(20), || {
         history(&test)
             .iter()
-            .any(|r| served(r).contains(&"gemini-3.8-flash".to_owned()))
+            .any(|r| served(r).contains(&"acme-flash-002".to_owned()))
     });
     assert!(switched, "history shows the new model: {}", daemon.log());
     let last = history(&test).pop().unwrap();
@@ -193,7 +193,7 @@ fn daemon_sees_a_switch_of_the_served_model_in_history_and_metrics() {
         body.contains("modelpin_served_model_mismatch{pin=\"pin\"} 1"),
         "{body}"
     );
-    assert!(body.contains("served=\"gemini-3.8-flash\""), "{body}");
+    assert!(body.contains("served=\"acme-flash-002\""), "{body}");
     assert!(body.contains("# TYPE modelpin_audits_total counter"));
     promtool_accepts(&body);
 

@@ -9,7 +9,7 @@ use modelpin::sim::scenario::{FaultKind, Scenario, SimError};
 use crate::harness::{ARITH, Sim, Test, one_pin_with};
 use crate::world::{fault, model, single};
 
-const ID: &str = "gpt-4o-2024-08-06";
+const ID: &str = "acme-large-2024-08-06";
 
 fn scenario(kind_fault: Option<(Option<u32>, FaultKind)>) -> Scenario {
     let s = single(ID, model(ID, 4.0, (2.5, 10.0)));

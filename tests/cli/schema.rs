@@ -34,7 +34,17 @@ pub struct Pin {
     pub calls: Calls,
     pub tokens: Tokens,
     pub cost_usd: Option<f64>,
+    pub lifecycle: Option<Lifecycle>,
     pub findings: Vec<Finding>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lifecycle {
+    pub stage: String,
+    pub retires: Option<String>,
+    pub days_left: Option<i64>,
+    pub replacement: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -41,6 +41,7 @@ pub fn single(requested: &str, m: SimModel) -> Scenario {
         routes: BTreeMap::from([(requested.to_owned(), route(&name, Reported::Honest))]),
         api_key: None,
         seed: 7,
+        feeds: BTreeMap::new(),
     }
 }
 
@@ -49,6 +50,7 @@ pub fn route(model: &str, report: Reported) -> Route {
         model: model.to_owned(),
         report,
         faults: Vec::new(),
+        shutdown_date: None,
     }
 }
 

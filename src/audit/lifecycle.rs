@@ -1,0 +1,238 @@
+//! Lifecycle data for one audit: the built-in table, the configured feeds, and what providers say
+//! about their own models.
+//!
+//! Lifecycle sources are advisory: a feed that cannot be fetched or parsed is a warning and the
+//! last good copy (cached next to the lock, with its fetch time) is used; a provider models
+//! endpoint that fails is a note. Neither ever fails a check. Each provider source is queried at
+//! most once per audit (keyed by URL), and only for the provider kinds that have one.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use tokio::time::Instant;
+
+use crate::config::{Config, Pin};
+use crate::lifecycle::signals::{mistral_models, openai_models, openrouter_models};
+use crate::lifecycle::{Fact, Signal, builtin, feeds};
+use crate::provider::{ModelsEndpoint, models_request};
+use crate::transport::Transport;
+
+/// Facts from the built-in table and every feed, with a warning per feed that failed.
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    pub facts: Vec<Fact>,
+    pub warnings: Vec<String>,
+}
+
+/// A feed body as cached next to the lock.
+#[derive(Serialize, Deserialize)]
+struct CachedFeed {
+    url: String,
+    fetched_at: DateTime<Utc>,
+    body: String,
+}
+
+/// The built-in table plus each feed in `settings.deprecation_feeds`.
+pub async fn load_facts(config: &Config, transport: &Transport) -> Facts {
+    let mut out = Facts {
+        facts: builtin().to_vec(),
+        warnings: Vec::new(),
+    };
+    for feed in &config.settings.deprecation_feeds {
+        let loaded = if feed.starts_with("https://") || feed.starts_with("http://") {
+            remote_feed(config, transport, feed).await
+        } else {
+            local_feed(feed)
+        };
+        match loaded {
+            Ok((facts, warning)) => {
+                out.facts.extend(facts);
+                out.warnings.extend(warning);
+            }
+            Err(warning) => out.warnings.push(warning),
+        }
+    }
+    out
+}
+
+fn local_feed(path: &str) -> Result<(Vec<Fact>, Option<String>), String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("feed {path}: cannot read it: {e}"))?;
+    let facts = feeds::parse_feed(&bytes, None).map_err(|e| format!("feed {path}: {e}"))?;
+    Ok((facts, None))
+}
+
+/// Fetches a remote feed; on any failure falls back to the cached copy, saying so.
+async fn remote_feed(
+    config: &Config,
+    transport: &Transport,
+    url: &str,
+) -> Result<(Vec<Fact>, Option<String>), String> {
+    let cache = cache_path(&config.settings.lockfile, url);
+    let until = Instant::now() + config.settings.timeout;
+    let fresh = match transport.get("", url, &[], Some(until)).await {
+        Ok(d) if (200..300).contains(&d.response.status) => {
+            match feeds::parse_feed(&d.response.body, None) {
+                Ok(facts) => Ok((facts, d.response.body)),
+                Err(e) => Err(format!("not a feed modelpin reads: {e}")),
+            }
+        }
+        Ok(d) => Err(format!("HTTP {}", d.response.status)),
+        Err(f) => Err(f.message),
+    };
+    match fresh {
+        Ok((facts, body)) => {
+            let record = CachedFeed {
+                url: url.to_owned(),
+                fetched_at: Utc::now(),
+                body: String::from_utf8_lossy(&body).into_owned(),
+            };
+            let warning = write_cache(&cache, &record).err().map(|e| {
+                format!(
+                    "feed {url}: fetched, but the cache {} could not be written: {e}",
+                    cache.display()
+                )
+            });
+            Ok((facts, warning))
+        }
+        Err(why) => match read_cache(&cache) {
+            Some((facts, fetched_at)) => Ok((
+                facts,
+                Some(format!(
+                    "feed {url}: {why}; using the copy fetched at {}",
+                    fetched_at.to_rfc3339()
+                )),
+            )),
+            None => Err(format!("feed {url}: {why}; no earlier copy to use")),
+        },
+    }
+}
+
+/// `<lock dir>/.modelpin-feeds/<sha256(url) prefix>.json`.
+fn cache_path(lockfile: &Path, url: &str) -> PathBuf {
+    let digest = Sha256::digest(url.as_bytes());
+    let name: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    lockfile
+        .parent()
+        .unwrap_or_else(|| Path::new("."))
+        .join(".modelpin-feeds")
+        .join(format!("{name}.json"))
+}
+
+fn write_cache(path: &Path, record: &CachedFeed) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(
+        &tmp,
+        serde_json::to_vec(record).map_err(std::io::Error::other)?,
+    )?;
+    std::fs::rename(tmp, path)
+}
+
+fn read_cache(path: &Path) -> Option<(Vec<Fact>, DateTime<Utc>)> {
+    let bytes = std::fs::read(path).ok()?;
+    let record: CachedFeed = serde_json::from_slice(&bytes).ok()?;
+    let facts = feeds::parse_feed(record.body.as_bytes(), None).ok()?;
+    Some((facts, record.fetched_at))
+}
+
+/// What providers' models endpoints say, per pin: signals naming the pin's model, and notes
+/// for endpoints that could not be read.
+#[derive(Debug, Clone, Default)]
+pub struct ProviderSignals {
+    pub signals: Vec<Signal>,
+    pub notes: Vec<String>,
+}
+
+/// Queries each applicable models endpoint once (by URL) for all `pins`.
+pub async fn provider_signals(
+    config: &Config,
+    pins: &[&Pin],
+    transport: &Transport,
+) -> BTreeMap<String, ProviderSignals> {
+    let mut by_url: BTreeMap<String, Result<Vec<Signal>, String>> = BTreeMap::new();
+    let mut out = BTreeMap::new();
+    for pin in pins {
+        let Some(provider) = config.providers.iter().find(|p| p.name == pin.provider) else {
+            continue;
+        };
+        let Some(request) = models_request(&provider.endpoint, &provider.name, &pin.model) else {
+            continue;
+        };
+        if !by_url.contains_key(&request.url) {
+            let until = Instant::now() + config.settings.timeout;
+            let result = match transport
+                .get(&provider.name, &request.url, &request.headers, Some(until))
+                .await
+            {
+                Ok(d) if (200..300).contains(&d.response.status) => {
+                    parse_models(request.endpoint, &d.response.body)
+                }
+                Ok(d) => Err(format!("HTTP {}", d.response.status)),
+                Err(f) => Err(f.message),
+            };
+            by_url.insert(request.url.clone(), result);
+        }
+        let entry: &mut ProviderSignals = out.entry(pin.id.clone()).or_default();
+        match &by_url[&request.url] {
+            Ok(signals) => entry
+                .signals
+                .extend(signals.iter().filter(|s| names(s, pin)).cloned()),
+            Err(why) => entry.notes.push(format!("{}: {why}", request.url)),
+        }
+    }
+    out
+}
+
+fn parse_models(endpoint: ModelsEndpoint, body: &[u8]) -> Result<Vec<Signal>, String> {
+    let parsed = match endpoint {
+        ModelsEndpoint::OpenAiModel => openai_models(body),
+        ModelsEndpoint::OpenRouterModels => openrouter_models(body),
+        ModelsEndpoint::MistralModels => mistral_models(body),
+    };
+    parsed.map_err(|e| e.to_string())
+}
+
+/// Whether a models-endpoint signal is about the pin's model (or an ID it accepts).
+fn names(signal: &Signal, pin: &Pin) -> bool {
+    signal
+        .models
+        .iter()
+        .any(|m| *m == pin.model || pin.accept.contains(m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_sits_next_to_the_lock_and_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join("modelpin.lock");
+        let path = cache_path(&lock, "https://example.com/feed.json");
+        assert!(path.starts_with(dir.path().join(".modelpin-feeds")));
+        assert_ne!(path, cache_path(&lock, "https://example.com/other.json"));
+        let body = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/fixtures/real/deprecation-sources/litellm-model-prices-sample.json"
+        ))
+        .unwrap();
+        let at = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+        write_cache(
+            &path,
+            &CachedFeed {
+                url: "u".into(),
+                fetched_at: at,
+                body,
+            },
+        )
+        .unwrap();
+        let (facts, fetched_at) = read_cache(&path).unwrap();
+        assert!(!facts.is_empty());
+        assert_eq!(fetched_at, at);
+    }
+}
