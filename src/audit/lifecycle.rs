@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
 use crate::config::{Config, Pin};
@@ -112,8 +111,8 @@ async fn remote_feed(
 
 /// `<lock dir>/.modelpin-feeds/<sha256(url) prefix>.json`.
 fn cache_path(lockfile: &Path, url: &str) -> PathBuf {
-    let digest = Sha256::digest(url.as_bytes());
-    let name: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let digest = crate::lock::digest(url.as_bytes());
+    let name = &digest["sha256:".len().."sha256:".len() + 16];
     lockfile
         .parent()
         .unwrap_or_else(|| Path::new("."))

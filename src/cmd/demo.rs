@@ -71,9 +71,7 @@ pub async fn run(out: Output) -> Result<u8, AppError> {
     crate::cmd::emit(&format!(
         "\n3. The harder case: the provider keeps reporting `{PINNED}` in the body.\n"
     ));
-    crate::cmd::emit(&format!(
-        "   Only the tokenizer and the price give the replacement away.\n"
-    ));
+    crate::cmd::emit("   Only the tokenizer and the price give the replacement away.\n");
     sim.set_scenario(demo_world::masked());
     let masked = check::audit(&config, lock.as_ref(), &OPTIONS, &env).await?;
     crate::cmd::emit(&human::render(&masked));

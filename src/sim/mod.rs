@@ -235,17 +235,13 @@ fn metadata(scenario: &Scenario, path: &str) -> Response {
         return json_response(200, &serde_json::json!({ "data": data }), &[]);
     }
     if let Some(id) = path.strip_prefix("/openai/v1/models/") {
-        return match scenario.routes.get(id) {
-            Some(route) => json_response(
-                200,
-                &serde_json::json!({"id": id, "object": "model", "created": 1_700_000_000, "owned_by": "system", "shutdown_date": route.shutdown_date}),
-                &[],
-            ),
-            None => {
-                let (status, body) = wire::error_body(Flavour::OpenAi, SimError::NotFound, id);
-                json_response(status, &body, &[])
-            }
+        let Some(route) = scenario.routes.get(id) else {
+            let (status, body) = wire::error_body(Flavour::OpenAi, SimError::NotFound, id);
+            return json_response(status, &body, &[]);
         };
+        let model = serde_json::json!({"id": id, "object": "model", "created": 1_700_000_000,
+            "owned_by": "system", "shutdown_date": route.shutdown_date});
+        return json_response(200, &model, &[]);
     }
     plain(StatusCode::NOT_FOUND, "no such simulated endpoint")
 }
