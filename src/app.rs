@@ -76,6 +76,11 @@ async fn dispatch(cli: &Cli) -> Result<u8, AppError> {
         Command::History { pin, since, format } => {
             cmd::history::run(&cli.config, pin.as_deref(), since, *format).await
         }
+        Command::Deprecations {
+            within,
+            data,
+            format,
+        } => cmd::deprecations::run(&cli.config, within.as_deref(), *data, *format, out).await,
         Command::Demo => cmd::demo::run(out).await,
         Command::Sim { scenario, listen } => cmd::sim::run(scenario, *listen, out).await,
     }

@@ -66,6 +66,19 @@ pub enum Command {
         #[arg(long)]
         reset_store: bool,
     },
+    /// Lifecycle of each pinned model: retirement date, days left, replacement and every source
+    /// (built-in table, feeds, `retires_on`).
+    Deprecations {
+        /// Only pins retired already or retiring within this window, e.g. `90d`.
+        #[arg(long, value_name = "DURATION")]
+        within: Option<String>,
+        /// Print the built-in lifecycle table instead.
+        #[arg(long)]
+        data: bool,
+        /// Output format on stdout.
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+    },
     /// Show recent audits from the store (works while the daemon runs).
     History {
         /// Only this pin.

@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod demo;
+pub mod deprecations;
 pub mod history;
 pub mod init;
 pub mod lock;

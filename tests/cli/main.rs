@@ -8,4 +8,5 @@ mod check;
 mod config_errors;
 mod daemon;
 mod docs;
+mod lifecycle;
 mod retry;
