@@ -71,7 +71,7 @@ pub async fn run(
 
 /// Retired already, or retiring within `window`.
 fn due_within(life: &Lifecycle, window: std::time::Duration) -> bool {
-    let days = (window.as_secs() / 86_400) as i64;
+    let days = i64::try_from(window.as_secs() / 86_400).unwrap_or(i64::MAX);
     life.is_retired() || life.days_left.is_some_and(|left| left <= days)
 }
 
@@ -127,8 +127,7 @@ fn render_data(facts: &[Fact], format: Format) -> String {
             "{:<11} {:<10} {:<24} {}\n    models: {}\n    replacement: {}\n    source: {}",
             fact.provider,
             fact.announced
-                .map(|d| d.to_string())
-                .unwrap_or_else(|| "-".to_owned()),
+                .map_or_else(|| "-".to_owned(), |d| d.to_string()),
             fact.retirement.to_string(),
             fact.note.as_deref().unwrap_or(""),
             fact.models.join(", "),
