@@ -60,12 +60,14 @@ async fn dispatch(cli: &Cli) -> Result<u8, AppError> {
             format,
             strict,
             no_probes,
+            notify,
         } => {
             let options = cmd::check::Options {
                 pins: pins.clone(),
                 format: *format,
                 strict: *strict,
                 no_probes: *no_probes,
+                notify: *notify,
             };
             cmd::check::run(&cli.config, &options, out).await
         }
@@ -81,6 +83,9 @@ async fn dispatch(cli: &Cli) -> Result<u8, AppError> {
             data,
             format,
         } => cmd::deprecations::run(&cli.config, within.as_deref(), *data, *format, out).await,
+        Command::Alerts {
+            command: crate::cli::AlertsCommand::Test { channel },
+        } => cmd::alerts::test(&cli.config, channel.as_deref(), out).await,
         Command::Demo => cmd::demo::run(out).await,
         Command::Sim { scenario, listen } => cmd::sim::run(scenario, *listen, out).await,
     }

@@ -58,6 +58,10 @@ pub enum Command {
         /// One call per probe: identity, tokenizer and price only.
         #[arg(long)]
         no_probes: bool,
+        /// Send alert notifications through the configured channels (same outbox and dedup as
+        /// the daemon, via the store).
+        #[arg(long)]
+        notify: bool,
     },
     /// Audit every pin on its cron schedule, keep history in the store, serve /metrics and
     /// /healthz. SIGTERM/SIGINT stop it cleanly; SIGHUP reloads pins.toml.
@@ -65,6 +69,11 @@ pub enum Command {
         /// Move an unreadable store aside (to `<store>.broken-<time>`) and start a new one.
         #[arg(long)]
         reset_store: bool,
+    },
+    /// Alert channels.
+    Alerts {
+        #[command(subcommand)]
+        command: AlertsCommand,
     },
     /// Lifecycle of each pinned model: retirement date, days left, replacement and every source
     /// (built-in table, feeds, `retires_on`).
@@ -110,4 +119,14 @@ pub enum Command {
 pub enum Format {
     Human,
     Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AlertsCommand {
+    /// Send a clearly marked test notification through each channel; exit 1 if any failed.
+    Test {
+        /// Only this channel.
+        #[arg(long, value_name = "NAME")]
+        channel: Option<String>,
+    },
 }

@@ -122,6 +122,22 @@ impl Transport {
         self.send_builder(provider, builder, until).await
     }
 
+    /// A `POST` of exact bytes (signed webhook bodies) under the same deadline, cap and semaphores.
+    pub async fn post_bytes(
+        &self,
+        provider: &str,
+        url: &str,
+        headers: &[(String, String)],
+        body: Vec<u8>,
+        until: Option<Instant>,
+    ) -> Result<Delivered, TransportFailure> {
+        let mut builder = self.client.post(url).body(body);
+        for (name, value) in headers {
+            builder = builder.header(name, value);
+        }
+        self.send_builder(provider, builder, until).await
+    }
+
     /// A `GET` under the same deadline, cap and semaphores (provider model lists, feeds).
     pub async fn get(
         &self,

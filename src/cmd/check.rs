@@ -23,6 +23,8 @@ pub struct Options {
     pub format: Format,
     pub strict: bool,
     pub no_probes: bool,
+    /// Send notifications for the report (`--notify`).
+    pub notify: bool,
 }
 
 /// What an audit runs with besides the config and the lock.
@@ -54,6 +56,9 @@ pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<u
         Format::Json => to_json(&report),
     };
     crate::cmd::emit(&text);
+    if options.notify {
+        crate::cmd::alerts::notify(&config, &report, out).await?;
+    }
     Ok(report.exit_code)
 }
 

@@ -92,6 +92,7 @@ const OPTIONS: Options = Options {
     format: Format::Human,
     strict: false,
     no_probes: false,
+    notify: false,
 };
 
 /// Writes the demo project with the pinned model retiring on `retires_on`, and loads it.

@@ -33,7 +33,7 @@ pub async fn run(
         return Ok(0);
     }
     // Nothing here calls a provider: the keys' variables need not be set.
-    let config = crate::config::load(config_path, &|_| Some("unused".to_owned()))?;
+    let config = crate::config::load_without_keys(config_path)?;
     let within = within
         .map(|w| {
             crate::config::parse_duration(w)

@@ -19,7 +19,7 @@ pub async fn run(
     format: Format,
 ) -> Result<u8, AppError> {
     // History calls no provider: the keys' variables need not be set.
-    let config = crate::config::load(config_path, &|_| Some("unused".to_owned()))?;
+    let config = crate::config::load_without_keys(config_path)?;
     let back = crate::config::parse_duration(since)
         .map_err(|e| AppError::Usage(format!("--since {since}: {e}")))?;
     let since = Utc::now() - chrono::Duration::from_std(back).unwrap_or(chrono::Duration::MAX);

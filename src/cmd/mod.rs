@@ -1,5 +1,6 @@
 //! One module per subcommand; each returns the process exit code or an `AppError`.
 
+pub mod alerts;
 pub mod check;
 pub mod demo;
 pub mod deprecations;

@@ -52,6 +52,26 @@ pub const PINS_VERSION: i64 = 1;
 /// `env` only. Relative paths in the file (lockfile, store, probe globs, local feeds) are resolved
 /// against the directory of `path`; diagnostics show `path` as given.
 pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+    load_with(path, env, env)
+}
+
+/// `load` for commands that call no provider (`history`, `deprecations`, `alerts test`):
+/// provider key variables need not be set; everything else is read from the environment.
+pub fn load_without_keys(path: &Path) -> Result<Config, ConfigError> {
+    let real = |name: &str| std::env::var(name).ok();
+    let keys = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .or_else(|| Some("(not needed)".to_owned()))
+    };
+    load_with(path, &real, &keys)
+}
+
+fn load_with(
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+    key_env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Config, ConfigError> {
     let bytes = fs::read(path).map_err(|err| {
         let mut d = Diagnostic::new(format!("cannot read `{}`: {err}", path.display()));
         if err.kind() == std::io::ErrorKind::NotFound {
@@ -68,7 +88,7 @@ pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Config,
         return Err(ConfigError::new(secrets));
     }
     let raw: RawPins = decode(&src)?;
-    validate(&src, raw, env)
+    validate(&src, raw, env, key_env)
 }
 
 /// `load` with keys read from the process environment.
@@ -80,12 +100,13 @@ fn validate(
     src: &Source,
     raw: RawPins,
     env: &dyn Fn(&str) -> Option<String>,
+    key_env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Config, ConfigError> {
     let base = src.path.parent().unwrap_or(Path::new(""));
     let mut check = Check::new(src);
     let settings = settings::settings(&mut check, raw.settings, base);
     let (providers, known) =
-        providers::providers(&mut check, raw.providers, settings.concurrency, env);
+        providers::providers(&mut check, raw.providers, settings.concurrency, key_env);
     let (alerts, channel_names) = alerts::alerts(&mut check, raw.alerts, env);
     let mut probes = Probes::new(base);
     let refs = pins::Refs {

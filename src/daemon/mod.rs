@@ -65,6 +65,8 @@ pub struct Daemon {
     lock_cache: Mutex<Option<(LockStamp, Arc<Option<LoadedLock>>)>>,
     /// Lifecycle facts (table and feeds): loaded at start, refreshed hourly and on reload.
     facts: RwLock<Arc<Facts>>,
+    /// Wakes the delivery worker when notifications were queued.
+    outbox_wake: Arc<tokio::sync::Notify>,
 }
 
 type LockStamp = (Option<std::time::SystemTime>, u64);
@@ -85,6 +87,14 @@ impl Daemon {
             tracing::warn!(%warning, "lifecycle feed");
         }
         *self.facts.write().expect("facts lock") = Arc::new(facts);
+    }
+
+    fn deliverer(&self) -> crate::alert::deliver::Deliverer {
+        crate::alert::deliver::Deliverer {
+            transport: self.transport(),
+            channels: self.config().alerts.clone(),
+            timeout: self.config().settings.timeout.min(Duration::from_secs(10)),
+        }
     }
 
     /// The lock file, re-read only when it changed on disk.
@@ -176,12 +186,18 @@ pub async fn run(config_path: &Path, reset_store: bool, out: Output) -> Result<u
         transport: RwLock::new(crate::cmd::transport_for(&config)?),
         lock_cache: Mutex::new(None),
         facts: RwLock::new(Arc::new(Facts::default())),
+        outbox_wake: Arc::new(tokio::sync::Notify::new()),
     });
     daemon.refresh_facts().await;
     let stop_http = CancellationToken::new();
     let http = tokio::spawn(http::serve(daemon.clone(), listener, stop_http.clone()));
     tracing::info!(metrics = %config.settings.metrics, store = %config.settings.store.display(), pins = config.pins.len(), "daemon started");
+    let stop_delivery = CancellationToken::new();
+    let delivery = tokio::spawn(delivery_worker(daemon.clone(), stop_delivery.clone()));
     let code = Loop::new(daemon.clone(), out).run().await;
+    // Undelivered notifications stay in the outbox and are sent after a restart.
+    stop_delivery.cancel();
+    let _ = delivery.await;
     stop_http.cancel();
     let _ = http.await;
     if let Err(e) = daemon.store.flush().await {
@@ -190,6 +206,23 @@ pub async fn run(config_path: &Path, reset_store: bool, out: Output) -> Result<u
     }
     tracing::info!("daemon stopped");
     Ok(code)
+}
+
+/// Drains the outbox until `stop`: woken by new notifications, and every second for retries.
+/// The channels are read from the current config on every pass, so a reload applies.
+async fn delivery_worker(daemon: Arc<Daemon>, stop: CancellationToken) {
+    loop {
+        let deliverer = daemon.deliverer();
+        tokio::select! {
+            _ = crate::alert::deliver::run_due(&daemon.store, &deliverer, Some(&daemon.metrics)) => {}
+            () = stop.cancelled() => return,
+        }
+        tokio::select! {
+            () = daemon.outbox_wake.notified() => {}
+            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            () = stop.cancelled() => return,
+        }
+    }
 }
 
 /// Opens the store; while another process holds it, waits up to 5 s (a `modelpin history` run
@@ -429,6 +462,7 @@ async fn audit_pin(daemon: &Daemon, pin: &str, out: Output) {
         format: Format::Json,
         strict: false,
         no_probes: false,
+        notify: false,
     };
     let _ = out;
     let started = Utc::now();
@@ -480,6 +514,16 @@ async fn audit_pin(daemon: &Daemon, pin: &str, out: Output) {
         .expect("last audit lock")
         .insert(pin.to_owned(), finished);
     record_metrics(&daemon.metrics, &record);
+    match crate::alert::process(&daemon.store, &config, &record).await {
+        Ok(0) => {}
+        Ok(queued) => {
+            tracing::info!(pin, audit_id = %record.audit_id, queued, "notifications queued");
+            daemon.outbox_wake.notify_one();
+        }
+        Err(e) => {
+            tracing::error!(pin, error = %e, "alert state NOT stored; notifications for this audit are lost");
+        }
+    }
 }
 
 /// Time-ordered and unique within one daemon: millis since the epoch plus a random suffix.

@@ -16,7 +16,7 @@ use crate::world::{model, reroute, single};
 
 const ID: &str = "acme-pro-001";
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -43,13 +43,13 @@ fn project(sim: &Sim, port: u16) -> Test {
 }
 
 /// A running daemon; killed when dropped. Its stderr goes to a file the test can read.
-struct Daemon {
+pub struct Daemon {
     child: Child,
     log: PathBuf,
 }
 
 impl Daemon {
-    fn start(test: &Test) -> Daemon {
+    pub fn start(test: &Test) -> Daemon {
         let log = test.path(&format!(
             "daemon-{}.log",
             Instant::now().elapsed().as_nanos()
@@ -62,6 +62,7 @@ impl Daemon {
         let child = Command::new(assert_cmd::cargo::cargo_bin("modelpin"))
             .current_dir(test.dir.path())
             .arg("daemon")
+            .envs(test.envs().iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .env(KEY_VAR, KEY)
             .env_remove("MODELPIN_CONFIG")
             .stdout(Stdio::null())
@@ -71,11 +72,11 @@ impl Daemon {
         Daemon { child, log }
     }
 
-    fn log(&self) -> String {
+    pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    fn signal(&self, name: &str) {
+    pub fn signal(&self, name: &str) {
         let ok = Command::new("kill")
             .args([&format!("-{name}"), &self.child.id().to_string()])
             .status()
@@ -84,7 +85,7 @@ impl Daemon {
     }
 
     /// Waits for exit; `None` if it is still running after `limit`.
-    fn wait(&mut self, limit: Duration) -> Option<i32> {
+    pub fn wait(&mut self, limit: Duration) -> Option<i32> {
         let started = Instant::now();
         while started.elapsed() < limit {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -114,7 +115,7 @@ impl Drop for Daemon {
     }
 }
 
-fn until(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
+pub fn until(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
     let started = Instant::now();
     while started.elapsed() < limit {
         if ready() {
@@ -126,7 +127,7 @@ fn until(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
 }
 
 /// A plain HTTP/1.1 GET on loopback: status line, headers and body as text.
-fn get(port: u16, path: &str) -> Option<(u16, String, String)> {
+pub fn get(port: u16, path: &str) -> Option<(u16, String, String)> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     write!(

@@ -116,6 +116,11 @@ impl Test {
         }
     }
 
+    /// The environment every run of this project gets.
+    pub fn envs(&self) -> &[(String, String)] {
+        &self.env
+    }
+
     pub fn read(&self, name: &str) -> String {
         std::fs::read_to_string(self.path(name)).expect("file exists")
     }

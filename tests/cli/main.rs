@@ -4,9 +4,11 @@ mod harness;
 mod schema;
 mod world;
 
+mod alerts;
 mod check;
 mod config_errors;
 mod daemon;
 mod docs;
 mod lifecycle;
+mod receivers;
 mod retry;

@@ -1,0 +1,322 @@
+//! Delivery: one attempt per channel kind, classified by the same rules as provider calls, and
+//! the worker that drains the outbox.
+//!
+//! Every notification is a write with an idempotency key (its id), so an attempt whose outcome is
+//! unknown — a timeout, a dropped connection — is repeated with the same id; a refusal that will
+//! not change (Slack's 404/410 for a deleted hook, any other 4xx, a permanent SMTP error) stops at
+//! once. Undeliverable notifications are retried with capped backoff for `MAX_AGE`, then expire.
+
+use std::time::{Duration, SystemTime};
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+
+use crate::alert::email::{self, EmailChannel, SmtpOutcome};
+use crate::alert::outbox::{self, DeliveryState};
+use crate::alert::{AlertStatus, Notification, sign};
+use crate::config::{AlertChannel, AlertKind};
+use crate::daemon::metrics::Metrics;
+use crate::retry::{self, Decision, Operation, RetryPolicy, Signal};
+use crate::store::Store;
+use crate::transport::Transport;
+
+/// How long an undeliverable notification keeps being retried.
+pub const MAX_AGE: Duration = Duration::from_secs(24 * 3600);
+
+/// One attempt's conclusion.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Attempted {
+    Delivered,
+    Retry {
+        min_wait: Option<Duration>,
+        reason: String,
+    },
+    Failed(String),
+}
+
+/// Sends notifications to the configured channels.
+#[derive(Clone)]
+pub struct Deliverer {
+    pub transport: Transport,
+    pub channels: Vec<AlertChannel>,
+    /// Deadline for one attempt.
+    pub timeout: Duration,
+}
+
+impl Deliverer {
+    /// One attempt to deliver `n` to its channel.
+    pub async fn attempt(&self, n: &Notification) -> Attempted {
+        let Some(channel) = self.channels.iter().find(|c| c.name == n.channel) else {
+            return Attempted::Failed(format!(
+                "no alert channel `{}` in the config any more",
+                n.channel
+            ));
+        };
+        match &channel.kind {
+            AlertKind::Webhook { url, secret_env } => {
+                let secret = secret_env.as_deref().and_then(|v| std::env::var(v).ok());
+                let body = serde_json::to_vec(&webhook_payload(n)).expect("payload serialises");
+                let mut headers = id_headers(n);
+                if let Some(secret) = secret {
+                    let Some(key) = sign::decode_secret(&secret) else {
+                        return Attempted::Failed(
+                            "the webhook secret is not a `whsec_` secret".to_owned(),
+                        );
+                    };
+                    let ts = Utc::now().timestamp();
+                    headers.push(("webhook-timestamp".into(), ts.to_string()));
+                    headers.push((
+                        "webhook-signature".into(),
+                        sign::sign(&key, &n.id, ts, &body),
+                    ));
+                } else {
+                    headers.push((
+                        "webhook-timestamp".into(),
+                        Utc::now().timestamp().to_string(),
+                    ));
+                }
+                self.post(url, headers, body, &n.id).await
+            }
+            AlertKind::Slack { url_env } => {
+                let Ok(url) = std::env::var(url_env) else {
+                    return Attempted::Failed(format!(
+                        "environment variable `{url_env}` (the Slack webhook URL) is not set"
+                    ));
+                };
+                let body = serde_json::to_vec(
+                    &json!({ "text": format!("*{}*\n{}", n.headline(), n.text()) }),
+                )
+                .expect("payload serialises");
+                self.post(&url, id_headers(n), body, &n.id).await
+            }
+            AlertKind::Alertmanager { url } => {
+                let body =
+                    serde_json::to_vec(&alertmanager_payload(n)).expect("payload serialises");
+                let endpoint = format!("{}/api/v2/alerts", url.trim_end_matches('/'));
+                self.post(&endpoint, id_headers(n), body, &n.id).await
+            }
+            AlertKind::Email {
+                smtp,
+                from,
+                to,
+                username_env,
+                password_env,
+            } => {
+                let channel = EmailChannel {
+                    smtp,
+                    from,
+                    to,
+                    username: username_env.as_deref().and_then(|v| std::env::var(v).ok()),
+                    password: password_env.as_deref().and_then(|v| std::env::var(v).ok()),
+                };
+                match email::send(&channel, n, self.timeout).await {
+                    SmtpOutcome::Sent => Attempted::Delivered,
+                    SmtpOutcome::Permanent(e) => Attempted::Failed(e),
+                    SmtpOutcome::Transient(e) | SmtpOutcome::Unknown(e) => Attempted::Retry {
+                        min_wait: None,
+                        reason: e,
+                    },
+                }
+            }
+        }
+    }
+
+    async fn post(
+        &self,
+        url: &str,
+        mut headers: Vec<(String, String)>,
+        body: Vec<u8>,
+        id: &str,
+    ) -> Attempted {
+        headers.push(("content-type".into(), "application/json".into()));
+        let until = tokio::time::Instant::now() + self.timeout;
+        let op = Operation::Write {
+            idempotency_key: Some(id.to_owned()),
+        };
+        match self
+            .transport
+            .post_bytes("", url, &headers, body, Some(until))
+            .await
+        {
+            Ok(d) => {
+                let r = &d.response;
+                let signal = Signal {
+                    status: Some(r.status),
+                    headers: &r.headers,
+                    ..Signal::default()
+                };
+                let preview = || {
+                    String::from_utf8_lossy(&r.body)
+                        .chars()
+                        .take(200)
+                        .collect::<String>()
+                };
+                match retry::classify(&signal, &op, SystemTime::now()) {
+                    Decision::Done => Attempted::Delivered,
+                    Decision::Retry { min_wait, reason } => Attempted::Retry {
+                        min_wait,
+                        reason: format!("{reason}: {}", preview()),
+                    },
+                    Decision::Stop { reason, .. } => {
+                        Attempted::Failed(format!("HTTP {}: {reason}: {}", r.status, preview()))
+                    }
+                }
+            }
+            Err(f) => {
+                let signal = Signal {
+                    transport: Some(f.kind),
+                    ..Signal::default()
+                };
+                match retry::classify(&signal, &op, SystemTime::now()) {
+                    Decision::Retry { min_wait, .. } => Attempted::Retry {
+                        min_wait,
+                        reason: f.message,
+                    },
+                    Decision::Done | Decision::Stop { .. } => Attempted::Failed(f.message),
+                }
+            }
+        }
+    }
+}
+
+fn id_headers(n: &Notification) -> Vec<(String, String)> {
+    vec![
+        ("webhook-id".into(), n.id.clone()),
+        ("idempotency-key".into(), n.id.clone()),
+    ]
+}
+
+/// modelpin's own webhook JSON.
+#[must_use]
+pub fn webhook_payload(n: &Notification) -> Value {
+    let starts = n.alerts.iter().map(|a| a.starts_at).min();
+    let ends = if n.status == AlertStatus::Resolved {
+        n.alerts.iter().filter_map(|a| a.ends_at).max()
+    } else {
+        None
+    };
+    json!({
+        "id": n.id,
+        "type": "modelpin.alert",
+        "status": n.status.as_str(),
+        "test": n.test,
+        "pin": n.pin,
+        "provider": n.provider,
+        "model": n.model,
+        "startsAt": starts,
+        "endsAt": ends,
+        "createdAt": n.created_at,
+        "findings": n.alerts,
+    })
+}
+
+/// Alertmanager's `POST /api/v2/alerts` body: one alert per finding.
+#[must_use]
+pub fn alertmanager_payload(n: &Notification) -> Value {
+    let alerts: Vec<Value> = n
+        .alerts
+        .iter()
+        .map(|a| {
+            let mut alert = json!({
+                "labels": {
+                    "alertname": "ModelpinFinding",
+                    "pin": n.pin,
+                    "provider": n.provider,
+                    "model": n.model,
+                    "code": a.code,
+                    "severity": a.severity.map_or("none", crate::finding::Severity::as_str),
+                },
+                "annotations": {
+                    "summary": format!("{}: {}", n.pin, a.code),
+                    "description": a.message,
+                    "notification_id": n.id,
+                },
+                "startsAt": a.starts_at,
+            });
+            if let Some(ends) = a.ends_at {
+                alert["endsAt"] = json!(ends);
+            }
+            alert
+        })
+        .collect();
+    Value::Array(alerts)
+}
+
+/// Tries every due notification once; returns how many were delivered.
+pub async fn run_due(store: &Store, deliverer: &Deliverer, metrics: Option<&Metrics>) -> usize {
+    let now = Utc::now();
+    let Ok(due) = outbox::due(store, now) else {
+        return 0;
+    };
+    let mut sent = 0;
+    for (key, mut entry) in due {
+        let outcome = deliverer.attempt(&entry.notification).await;
+        let result = record(&mut entry.delivery, &outcome, entry.notification.created_at);
+        if result == "delivered" {
+            sent += 1;
+        }
+        log(&entry, &outcome);
+        if let Some(m) = metrics {
+            m.add(
+                "modelpin_notifications_total",
+                &[("channel", &entry.notification.channel), ("result", result)],
+                1.0,
+            );
+        }
+        if let Err(e) = outbox::update(store, &key, &entry).await {
+            tracing::error!(error = %e, notification = %entry.notification.id, "outbox update failed");
+        }
+    }
+    sent
+}
+
+/// Applies an attempt's outcome to the delivery record; returns the metric's `result` label.
+fn record(d: &mut outbox::Delivery, outcome: &Attempted, created: DateTime<Utc>) -> &'static str {
+    let now = Utc::now();
+    d.attempts += 1;
+    match outcome {
+        Attempted::Delivered => {
+            d.state = DeliveryState::Delivered;
+            d.finished_at = Some(now);
+            "delivered"
+        }
+        Attempted::Failed(why) => {
+            d.state = DeliveryState::Failed;
+            d.last_error = Some(why.clone());
+            d.finished_at = Some(now);
+            "failed"
+        }
+        Attempted::Retry { min_wait, reason } => {
+            d.last_error = Some(reason.clone());
+            if (now - created).to_std().unwrap_or_default() >= MAX_AGE {
+                d.state = DeliveryState::Expired;
+                d.finished_at = Some(now);
+                return "expired";
+            }
+            let policy = RetryPolicy {
+                max_attempts: u32::MAX,
+                ..RetryPolicy::default()
+            };
+            let wait = policy
+                .backoff(d.attempts, retry::jitter_source()())
+                .max(min_wait.unwrap_or_default());
+            d.next_attempt_at = now + chrono::Duration::from_std(wait).unwrap_or_default();
+            "retried"
+        }
+    }
+}
+
+fn log(entry: &outbox::Entry, outcome: &Attempted) {
+    let n = &entry.notification;
+    match outcome {
+        Attempted::Delivered => {
+            tracing::info!(pin = %n.pin, channel = %n.channel, notification = %n.id, attempts = entry.delivery.attempts, "notification delivered");
+        }
+        Attempted::Failed(why) => {
+            tracing::error!(pin = %n.pin, channel = %n.channel, notification = %n.id, reason = %why, "notification failed for good");
+        }
+        Attempted::Retry { reason, .. } => {
+            tracing::warn!(pin = %n.pin, channel = %n.channel, notification = %n.id, attempts = entry.delivery.attempts, reason = %reason, "notification not delivered yet; will retry");
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! Alerts that arrive once: alert state, a durable outbox, and delivery to email, webhooks,
+//! Slack and Alertmanager.
+//!
+//! An alert is (pin, finding code) with a stable fingerprint. Each audit runs the pure state
+//! machine (`state`), which decides what fires, repeats and resolves per channel and groups one
+//! pin's changes into one notification per channel. The new alert state and the notifications
+//! are written to the store in one transaction and flushed before any attempt to send (`outbox`),
+//! so a crash can neither lose a notification nor make a restart send it again. The delivery
+//! worker (`deliver`) sends with the transport's classifier: every notification carries one id —
+//! `webhook-id` and `Idempotency-Key` headers, the email `Message-ID` — reused on every retry, so
+//! an attempt whose outcome is unknown can be repeated and the receiver can drop the duplicate.
+
+pub mod deliver;
+pub mod email;
+pub mod outbox;
+pub mod sign;
+pub mod state;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::finding::Severity;
+
+/// One alert inside a notification.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AlertItem {
+    pub fingerprint: String,
+    pub code: String,
+    pub severity: Option<Severity>,
+    pub status: AlertStatus,
+    pub message: String,
+    pub evidence: Value,
+    #[serde(rename = "startsAt")]
+    pub starts_at: DateTime<Utc>,
+    #[serde(rename = "endsAt")]
+    pub ends_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertStatus {
+    Firing,
+    Resolved,
+}
+
+impl AlertStatus {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlertStatus::Firing => "firing",
+            AlertStatus::Resolved => "resolved",
+        }
+    }
+}
+
+/// What one channel receives about one pin after one audit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Notification {
+    /// One id per notification, reused on every delivery attempt.
+    pub id: String,
+    pub channel: String,
+    pub pin: String,
+    pub provider: String,
+    pub model: String,
+    /// Firing while any of its alerts fires.
+    pub status: AlertStatus,
+    pub alerts: Vec<AlertItem>,
+    pub created_at: DateTime<Utc>,
+    /// A `modelpin alerts test` notification.
+    pub test: bool,
+}
+
+impl Notification {
+    /// A new id: time-ordered, unique, safe in headers and Message-IDs.
+    #[must_use]
+    pub fn new_id(now: DateTime<Utc>) -> String {
+        format!(
+            "ntf_{:013x}{}",
+            now.timestamp_millis(),
+            &uuid::Uuid::new_v4().simple().to_string()[..12]
+        )
+    }
+
+    /// One line for a subject or a chat message.
+    #[must_use]
+    pub fn headline(&self) -> String {
+        let codes: Vec<&str> = self.alerts.iter().map(|a| a.code.as_str()).collect();
+        let lead = if self.test {
+            "TEST".to_owned()
+        } else {
+            self.status.as_str().to_uppercase()
+        };
+        format!("[modelpin] {lead} {}: {}", self.pin, codes.join(", "))
+    }
+
+    /// The plain-text body a human reads at a glance: what changed, the evidence, what to do.
+    #[must_use]
+    pub fn text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        if self.test {
+            let _ = writeln!(
+                out,
+                "This is a TEST notification from `modelpin alerts test`. Nothing changed.\n"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "Pin `{}` ({} via provider `{}`)\n",
+            self.pin, self.model, self.provider
+        );
+        let _ = writeln!(out, "What changed:");
+        for a in &self.alerts {
+            let sev = a.severity.map_or("-", Severity::as_str);
+            let _ = writeln!(
+                out,
+                "  - {} {} {}: {}",
+                a.status.as_str(),
+                sev,
+                a.code,
+                a.message
+            );
+        }
+        let _ = writeln!(out, "\nEvidence:");
+        for a in &self.alerts {
+            let mut evidence = a.evidence.to_string();
+            if evidence.len() > 600 {
+                evidence = evidence.chars().take(600).collect::<String>() + "…";
+            }
+            let _ = writeln!(out, "  {}: {evidence}", a.code);
+        }
+        let _ = writeln!(out, "\nWhat to do:");
+        let _ = writeln!(out, "{}", advice(self));
+        let _ = writeln!(out, "\nNotification id: {}", self.id);
+        out
+    }
+}
+
+fn advice(n: &Notification) -> String {
+    if n.test {
+        return "  Nothing: this channel works.".to_owned();
+    }
+    if n.status == AlertStatus::Resolved {
+        return "  Nothing: the audit no longer finds these changes.".to_owned();
+    }
+    let mut lines = vec![
+        "  - Check the provider's model and deprecation notices for this model ID.".to_owned(),
+        format!(
+            "  - Inspect recent audits: `modelpin history --pin {}`.",
+            n.pin
+        ),
+    ];
+    if n.alerts
+        .iter()
+        .any(|a| a.code == "model_not_found" || a.code == "retired_still_served")
+    {
+        lines.push(
+            "  - Move the pin to a supported model, then `modelpin lock --pin` it.".to_owned(),
+        );
+    } else {
+        lines.push(format!(
+            "  - If the change is expected, record a new baseline: `modelpin lock --pin {}`; otherwise pin a dated snapshot.",
+            n.pin
+        ));
+    }
+    lines.join("\n")
+}
+
+/// The channels a pin routes to: those it lists, or every channel when it lists none.
+#[must_use]
+pub fn channels_for<'a>(
+    config: &'a crate::config::Config,
+    pin: &str,
+) -> Vec<&'a crate::config::AlertChannel> {
+    let listed = config
+        .pins
+        .iter()
+        .find(|p| p.id == pin)
+        .map(|p| p.alerts.as_slice())
+        .unwrap_or_default();
+    config
+        .alerts
+        .iter()
+        .filter(|c| listed.is_empty() || listed.contains(&c.name))
+        .collect()
+}
+
+/// Runs one stored audit through the state machine and commits state and notifications to the
+/// outbox (flushed); returns how many notifications were queued.
+pub async fn process(
+    store: &crate::store::Store,
+    config: &crate::config::Config,
+    record: &crate::store::AuditRecord,
+) -> Result<usize, crate::store::StoreError> {
+    let channels = channels_for(config, &record.pin.id);
+    let before = outbox::load(store, &record.pin.id)?;
+    let step = state::step(&before, record, &channels, chrono::Utc::now());
+    if step.state == before && step.notifications.is_empty() {
+        return Ok(0);
+    }
+    outbox::commit(store, &record.pin.id, &step.state, &step.notifications).await?;
+    Ok(step.notifications.len())
+}

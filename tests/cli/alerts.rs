@@ -1,0 +1,392 @@
+//! Alerts that arrive once, end to end: the daemon (or `check --notify`) against the simulator,
+//! with real receivers on loopback — a webhook endpoint, an SMTP server, Alertmanager — and the
+//! faults that make "nothing lost, nothing doubled" hard: a receiver that is down, a daemon
+//! killed with an undelivered notification, a receiver slower than the client's timeout.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use modelpin::provider::ProviderKind;
+use modelpin::sim::scenario::Reported;
+
+use crate::daemon::{Daemon, free_port, until};
+use crate::harness::{ARITH, Sim, Test, one_pin_with};
+use crate::receivers::{Alertmanager, Smtp, Webhook, verify_signatures};
+use crate::world::{model, reroute, single};
+
+const ID: &str = "acme-pro-001";
+const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+/// A locked project audited every second, with the given `[alerts.*]` tables.
+fn project(sim: &Sim, settings_extra: &str, alerts: &str) -> Test {
+    let settings = format!(
+        "timeout = \"2s\"\nbudget = \"20s\"\nschedule = \"* * * * * *\"\nmetrics = \"127.0.0.1:{}\"\nstore = \"store\"\n{settings_extra}",
+        free_port()
+    );
+    let pins = one_pin_with(
+        &settings,
+        ProviderKind::OpenAi,
+        &sim.url(ProviderKind::OpenAi),
+        ID,
+        "samples = 1",
+    );
+    let test = Test::new()
+        .pins(&format!("{pins}\n{alerts}"))
+        .file("probes/arith.toml", ARITH)
+        .env("HOOK_SECRET", SECRET);
+    test.run(&["lock"]).code(0);
+    test
+}
+
+fn webhook_table(url: &str, repeat: &str) -> String {
+    format!(
+        "[alerts.hook]\nkind = \"webhook\"\nurl = \"{url}\"\nsecret_env = \"HOOK_SECRET\"\nrepeat = \"{repeat}\"\n"
+    )
+}
+
+fn reroute_now(sim: &Sim) {
+    sim.set(reroute(
+        sim.sim.scenario(),
+        ID,
+        model("acme-cheap-002", 3.1, (0.1, 0.2)),
+        Reported::Honest,
+    ));
+}
+
+fn restore(sim: &Sim) {
+    sim.set(single(ID, model(ID, 4.0, (1.0, 2.0))));
+}
+
+fn logical(hits: &[crate::receivers::Hit]) -> BTreeSet<String> {
+    hits.iter()
+        .filter_map(|h| h.header("webhook-id").map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn a_reroute_sends_exactly_one_email_and_one_signed_webhook() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(smtp) = Smtp::start(dir.path()) else {
+        return;
+    };
+    let hook = Webhook::start(0, None);
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
+    let email = format!(
+        "[alerts.mail]\nkind = \"email\"\nsmtp = \"smtp://127.0.0.1:{}\"\nfrom = \"modelpin <modelpin@example.com>\"\nto = [\"oncall@example.com\"]\n",
+        smtp.port
+    );
+    let test = project(
+        &sim,
+        "",
+        &format!("{}\n{email}", webhook_table(&hook.url(), "1h")),
+    );
+    let mut daemon = Daemon::start(&test);
+    assert!(
+        until(Duration::from_secs(20), || daemon
+            .log()
+            .contains("stored audit")),
+        "{}",
+        daemon.log()
+    );
+    assert!(
+        hook.hits().is_empty() && smtp.messages().is_empty(),
+        "a clean pin alerts nobody"
+    );
+    reroute_now(&sim);
+    assert!(
+        until(Duration::from_secs(20), || !hook.hits().is_empty()
+            && !smtp.messages().is_empty()),
+        "{}",
+        daemon.log()
+    );
+    std::thread::sleep(Duration::from_secs(4)); // several more audits of the same drift
+    let hits = hook.hits();
+    assert_eq!(
+        hits.len(),
+        1,
+        "one webhook while the alert keeps firing: {hits:?}"
+    );
+    let mails = smtp.messages();
+    assert_eq!(mails.len(), 1, "one email");
+
+    let body = hits[0].json();
+    assert_eq!(body["status"], "firing");
+    assert_eq!(body["pin"], "pin");
+    assert!(
+        body["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["code"] == "served_model_mismatch")
+    );
+    let id = hits[0].header("webhook-id").unwrap();
+    assert_eq!(hits[0].header("idempotency-key"), Some(id));
+    assert_eq!(body["id"], id);
+    assert!(
+        verify_signatures(SECRET, &hits),
+        "signature verifies independently"
+    );
+
+    let mail = &mails[0];
+    assert!(
+        mail.contains(&format!("Message-ID: <{}@modelpin>", mail_id(mail))),
+        "{mail}"
+    );
+    assert!(
+        mail.contains("What changed:")
+            && mail.contains("What to do:")
+            && mail.contains("served_model_mismatch"),
+        "{mail}"
+    );
+    daemon.signal("TERM");
+    assert_eq!(daemon.wait(Duration::from_secs(12)), Some(0));
+}
+
+fn mail_id(mail: &str) -> String {
+    mail.lines()
+        .find_map(|l| l.strip_prefix("Message-ID: <"))
+        .and_then(|rest| rest.split('@').next())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn a_receiver_down_when_the_alert_fires_gets_it_exactly_once_when_it_comes_back() {
+    let port = free_port();
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
+    let test = project(
+        &sim,
+        "",
+        &webhook_table(&format!("http://127.0.0.1:{port}/hook"), "1h"),
+    );
+    reroute_now(&sim);
+    let daemon = Daemon::start(&test);
+    assert!(
+        until(Duration::from_secs(20), || daemon
+            .log()
+            .matches("will retry")
+            .count()
+            >= 2),
+        "{}",
+        daemon.log()
+    );
+    let hook = Webhook::start(port, None);
+    assert!(
+        until(Duration::from_secs(40), || !hook.hits().is_empty()),
+        "{}",
+        daemon.log()
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(hook.hits().len(), 1, "delivered exactly once");
+    assert!(daemon.log().contains("notification delivered"));
+}
+
+#[test]
+fn a_notification_undelivered_at_kill_9_is_delivered_after_restart() {
+    let port = free_port();
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
+    let test = project(
+        &sim,
+        "",
+        &webhook_table(&format!("http://127.0.0.1:{port}/hook"), "1h"),
+    );
+    reroute_now(&sim);
+    let mut first = Daemon::start(&test);
+    assert!(
+        until(Duration::from_secs(20), || first
+            .log()
+            .contains("will retry")),
+        "{}",
+        first.log()
+    );
+    first.signal("KILL");
+    first.wait(Duration::from_secs(5));
+    let hook = Webhook::start(port, None);
+    let second = Daemon::start(&test);
+    assert!(
+        until(Duration::from_secs(30), || !hook.hits().is_empty()),
+        "{}",
+        second.log()
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    let hits = hook.hits();
+    assert_eq!(
+        hits.len(),
+        1,
+        "the queued notification, once; the restart does not fire it again"
+    );
+    assert_eq!(hits[0].json()["status"], "firing");
+}
+
+#[test]
+fn a_receiver_slower_than_the_client_timeout_sees_one_logical_notification() {
+    let hook = Webhook::start(0, Some(Duration::from_secs(4)));
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
+    let test = project(&sim, "", &webhook_table(&hook.url(), "1h"));
+    reroute_now(&sim);
+    let daemon = Daemon::start(&test);
+    assert!(
+        until(Duration::from_secs(30), || hook.hits().len() >= 2),
+        "{}",
+        daemon.log()
+    );
+    assert!(
+        until(Duration::from_secs(10), || daemon
+            .log()
+            .contains("notification delivered")),
+        "{}",
+        daemon.log()
+    );
+    let hits = hook.hits();
+    assert_eq!(
+        logical(&hits).len(),
+        1,
+        "every attempt carried the same id: {:?}",
+        logical(&hits)
+    );
+    assert!(verify_signatures(SECRET, &hits));
+}
+
+#[test]
+fn repeat_and_resolve_timing_with_a_short_repeat() {
+    let hook = Webhook::start(0, None);
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
+    let test = project(&sim, "", &webhook_table(&hook.url(), "3s"));
+    let daemon = Daemon::start(&test);
+    assert!(
+        until(Duration::from_secs(20), || daemon
+            .log()
+            .contains("stored audit")),
+        "{}",
+        daemon.log()
+    );
+    reroute_now(&sim);
+    assert!(
+        until(Duration::from_secs(30), || hook.hits().len() >= 2),
+        "a repeat arrives: {}",
+        daemon.log()
+    );
+    restore(&sim);
+    let resolved = until(Duration::from_secs(20), || {
+        hook.hits().iter().any(|h| h.json()["status"] == "resolved")
+    });
+    assert!(resolved, "{}", daemon.log());
+    std::thread::sleep(Duration::from_secs(3));
+    let hits = hook.hits();
+    let firing: Vec<_> = hits
+        .iter()
+        .filter(|h| h.json()["status"] == "firing")
+        .collect();
+    let times: Vec<i64> = firing
+        .iter()
+        .map(|h| h.header("webhook-timestamp").unwrap().parse().unwrap())
+        .collect();
+    assert!(
+        times.windows(2).all(|w| w[1] - w[0] >= 3),
+        "repeats no closer than `repeat`: {times:?}"
+    );
+    assert_eq!(
+        hits.iter()
+            .filter(|h| h.json()["status"] == "resolved")
+            .count(),
+        1,
+        "resolved once"
+    );
+    assert_eq!(
+        logical(&hits).len(),
+        hits.len(),
+        "every notification has its own id"
+    );
+}
+
+#[test]
+fn alertmanager_shows_the_alert_active_then_resolved() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(am) = Alertmanager::start(dir.path()) else {
+        return;
+    };
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
+    let table = format!(
+        "[alerts.am]\nkind = \"alertmanager\"\nurl = \"http://127.0.0.1:{}\"\n",
+        am.port
+    );
+    let test = project(&sim, "", &table);
+    let daemon = Daemon::start(&test);
+    reroute_now(&sim);
+    let active = until(Duration::from_secs(30), || {
+        am.active()
+            .iter()
+            .any(|a| a["labels"]["code"] == "served_model_mismatch")
+    });
+    assert!(active, "{}", daemon.log());
+    let alert = am
+        .active()
+        .into_iter()
+        .find(|a| a["labels"]["code"] == "served_model_mismatch")
+        .unwrap();
+    assert_eq!(alert["labels"]["pin"], "pin");
+    assert_eq!(alert["labels"]["model"], ID);
+    assert_eq!(alert["labels"]["severity"], "error");
+    restore(&sim);
+    let resolved = until(Duration::from_secs(30), || am.active().is_empty());
+    assert!(
+        resolved,
+        "resolved after the model is restored: {:?}\n{}",
+        am.active(),
+        daemon.log()
+    );
+}
+
+#[test]
+fn alerts_test_reports_each_channel_and_fails_on_an_unreachable_one() {
+    let hook = Webhook::start(0, None);
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
+    let dead = format!(
+        "[alerts.dead]\nkind = \"webhook\"\nurl = \"http://127.0.0.1:{}/hook\"\n",
+        free_port()
+    );
+    let test = project(
+        &sim,
+        "",
+        &format!("{}\n{dead}", webhook_table(&hook.url(), "1h")),
+    );
+    let ok = test.run(&["alerts", "test", "--channel", "hook"]);
+    ok.code(0);
+    assert!(ok.stdout.contains("hook: delivered"), "{}", ok.stdout);
+    let hits = hook.hits();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].json()["test"], true);
+    assert!(verify_signatures(SECRET, &hits));
+    let started = Instant::now();
+    let all = test.run(&["alerts", "test"]);
+    all.code(1);
+    assert!(
+        all.stdout.contains("dead: FAILED") && all.stdout.contains("connect"),
+        "{}",
+        all.stdout
+    );
+    assert!(started.elapsed() < Duration::from_secs(30));
+}
+
+#[test]
+fn check_notify_uses_the_same_outbox_and_dedup() {
+    let hook = Webhook::start(0, None);
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
+    let test = project(&sim, "", &webhook_table(&hook.url(), "1h"));
+    reroute_now(&sim);
+    test.run(&["check", "--notify"]).code(1);
+    assert_eq!(hook.hits().len(), 1);
+    test.run(&["check", "--notify"]).code(1);
+    assert_eq!(
+        hook.hits().len(),
+        1,
+        "still firing, repeat not due: nothing doubled"
+    );
+    restore(&sim);
+    let run = test.run(&["check", "--notify"]);
+    run.code(0);
+    let hits = hook.hits();
+    assert_eq!(hits.len(), 2);
+    assert_eq!(hits[1].json()["status"], "resolved");
+    assert!(run.stderr.contains("1 delivered"), "{}", run.stderr);
+}
