@@ -54,13 +54,26 @@ async fn dispatch(cli: &Cli) -> Result<u8, AppError> {
     let out = cmd::Output { quiet: cli.quiet };
     match &cli.command {
         Command::Init { force } => cmd::init::run(&cli.config, *force, out),
-        Command::Lock { pins, samples } => cmd::lock::run(&cli.config, pins, *samples, out).await,
+        Command::Lock {
+            pins,
+            samples,
+            max_cost,
+        } => {
+            let options = cmd::lock::LockOptions {
+                pins: pins.clone(),
+                samples: *samples,
+                max_cost: *max_cost,
+            };
+            cmd::lock::run(&cli.config, &options, out).await
+        }
         Command::Check {
             pins,
             format,
             strict,
             no_probes,
             notify,
+            max_cost,
+            output,
         } => {
             let options = cmd::check::Options {
                 pins: pins.clone(),
@@ -68,6 +81,8 @@ async fn dispatch(cli: &Cli) -> Result<u8, AppError> {
                 strict: *strict,
                 no_probes: *no_probes,
                 notify: *notify,
+                max_cost: *max_cost,
+                output: output.clone(),
             };
             cmd::check::run(&cli.config, &options, out).await
         }

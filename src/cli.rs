@@ -42,6 +42,9 @@ pub enum Command {
         /// Samples per probe, overriding each pin's `samples`.
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
         samples: Option<u32>,
+        /// Stop calling once this many USD are spent (over `settings.max_cost_usd`).
+        #[arg(long, value_name = "USD", value_parser = positive_usd)]
+        max_cost: Option<f64>,
     },
     /// Audit every pin once against modelpin.lock. Exit 0 ok, 1 drift, 2 usage or config
     /// error, 3 inconclusive.
@@ -62,6 +65,13 @@ pub enum Command {
         /// the daemon, via the store).
         #[arg(long)]
         notify: bool,
+        /// Stop calling once this many USD are spent (over `settings.max_cost_usd`); the rest is
+        /// inconclusive.
+        #[arg(long, value_name = "USD", value_parser = positive_usd)]
+        max_cost: Option<f64>,
+        /// Write the report in `--format` to FILE; the human table still goes to stdout.
+        #[arg(long, value_name = "FILE")]
+        output: Option<PathBuf>,
     },
     /// Audit every pin on its cron schedule, keep history in the store, serve /metrics and
     /// /healthz. SIGTERM/SIGINT stop it cleanly; SIGHUP reloads pins.toml.
@@ -85,8 +95,8 @@ pub enum Command {
         #[arg(long)]
         data: bool,
         /// Output format on stdout.
-        #[arg(long, value_enum, default_value_t = Format::Human)]
-        format: Format,
+        #[arg(long, value_enum, default_value_t = ListFormat::Human)]
+        format: ListFormat,
     },
     /// Show recent audits from the store (works while the daemon runs).
     History {
@@ -97,8 +107,8 @@ pub enum Command {
         #[arg(long, default_value = "7d")]
         since: String,
         /// Output format on stdout.
-        #[arg(long, value_enum, default_value_t = Format::Human)]
-        format: Format,
+        #[arg(long, value_enum, default_value_t = ListFormat::Human)]
+        format: ListFormat,
     },
     /// Run the whole product on a built-in simulated provider: lock, a silent reroute, and the
     /// check that catches it. No network, no keys.
@@ -119,6 +129,24 @@ pub enum Command {
 pub enum Format {
     Human,
     Json,
+    /// JUnit XML: one testsuite per pin, one testcase per check.
+    Junit,
+    /// GitHub Actions workflow commands (annotations), plus a Markdown job summary.
+    Github,
+}
+
+/// Formats of the listing commands (`history`, `deprecations`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListFormat {
+    Human,
+    Json,
+}
+
+fn positive_usd(text: &str) -> Result<f64, String> {
+    match text.trim_start_matches('$').parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("`{text}` is not a positive amount of USD")),
+    }
 }
 
 #[derive(Debug, Subcommand)]

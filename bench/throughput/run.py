@@ -29,8 +29,11 @@ What it does, in one run:
 7. Prints Markdown tables; raw numbers go to bench/throughput/out/ (gitignored).
 
 Environment: RUNS (default 3), STARTUP_RUNS (default 20), SKIP_PROMPTFOO=1 to measure modelpin
-only, PROMPTFOO_PREFIX to install promptfoo elsewhere. All traffic stays on 127.0.0.1.
+only, DIAGNOSTICS=0 to skip the wall-time breakdown, PROMPTFOO_PREFIX to install promptfoo
+elsewhere, MODELPIN_BIN to measure an already built binary instead of building the work tree
+(MODELPIN_REV labels it in the table). All traffic stays on 127.0.0.1.
 """
+import asyncio
 import datetime
 import json
 import math
@@ -48,7 +51,7 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-BIN = os.path.join(ROOT, "target", "release", "modelpin")
+BIN = os.environ.get("MODELPIN_BIN") or os.path.join(ROOT, "target", "release", "modelpin")
 
 PROMPTFOO_VERSION = "0.121.20"  # newest release whose `engines` still admits node 20
 PROMPTFOO_PREFIX = os.environ.get("PROMPTFOO_PREFIX", os.path.join(HERE, ".promptfoo"))
@@ -84,6 +87,8 @@ CALLS = PINS * len(PROBES) * SAMPLES
 IDEAL_S = math.ceil(CALLS / CONCURRENCY) * LATENCY_MS / 1000
 
 SENTINEL = "count-sentinel"
+BLACKHOLE = "http://127.0.0.1:9"  # discard port, nothing listens: connection refused
+DIAGNOSTICS = os.environ.get("DIAGNOSTICS", "1") != "0"
 
 
 def log(msg):
@@ -266,9 +271,15 @@ def write_promptfoo(path, base_url, models, tests=None):
 
 def promptfoo_env(work):
     env = dict(os.environ)
-    for k in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
+    for k in ("ALL_PROXY", "all_proxy"):
         env.pop(k, None)
     env.update({
+        # promptfoo 0.121 still POSTs a "telemetry disabled" event to its own host when
+        # PROMPTFOO_DISABLE_TELEMETRY=1 (telemetry.ts: recordTelemetryDisabled -> sendEvent), and
+        # no variable turns that off. Its fetch honours the proxy variables, so everything but
+        # loopback goes to a closed loopback port (connection refused; no DNS lookup either).
+        "HTTP_PROXY": BLACKHOLE, "HTTPS_PROXY": BLACKHOLE,
+        "http_proxy": BLACKHOLE, "https_proxy": BLACKHOLE,
         "PROMPTFOO_DISABLE_TELEMETRY": "1",
         "PROMPTFOO_DISABLE_UPDATE": "1",
         "PROMPTFOO_DISABLE_SHARING": "1",
@@ -351,19 +362,124 @@ def promptfoo_summary(path):
     with open(path) as f:
         text = f.read()
     nums = {}
-    for key in ("Successes", "Failures", "Errors"):
-        m = re.search(rf"{key}:\s*([\d,]+)", text)
+    for key in ("passed", "failed", "errors"):
+        m = re.search(rf"([\d,]+) {key}", text)
         if m:
-            nums[key.lower()] = int(m.group(1).replace(",", ""))
+            nums[key] = int(m.group(1).replace(",", ""))
     return nums
 
+
+# ---------------------------------------------------------------- diagnostics
+
+async def _ref_worker(host, port, bodies, lat):
+    reader, writer = await asyncio.open_connection(host, port)
+    for body in bodies:
+        t = time.perf_counter()
+        writer.write(b"POST /compat/v1/chat/completions HTTP/1.1\r\nhost: sim\r\n"
+                     b"content-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(body) + body)
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(int(l.split(b":")[1]) for l in head.split(b"\r\n")
+                      if l.lower().startswith(b"content-length:"))
+        await reader.readexactly(length)
+        lat.append(time.perf_counter() - t)
+    writer.close()
+
+
+def reference_client(addr, calls, conc, model_of):
+    """A minimal client: raw HTTP/1.1 over `conc` keep-alive connections, nothing parsed but
+    Content-Length. What this host and simulator allow at best."""
+    host, port = addr.rsplit(":", 1)
+    bodies = [json.dumps({"model": model_of(i), "max_tokens": MAX_TOKENS, "temperature": 1.0,
+                          "messages": [{"role": "user", "content": PROBES[i % len(PROBES)]["prompt"]}]}).encode()
+              for i in range(calls)]
+    lat = []
+
+    async def go():
+        await asyncio.gather(*[_ref_worker(host, int(port), bodies[k::conc], lat) for k in range(conc)])
+
+    t0 = time.perf_counter()
+    asyncio.run(go())
+    wall = time.perf_counter() - t0
+    lat.sort()
+    return {"wall_s": wall, "p50_s": lat[len(lat) // 2], "p99_s": lat[int(len(lat) * 0.99)], "calls": len(lat)}
+
+
+def timeline(addr, cmd, cwd):
+    """Polls the simulator's counter every 10 ms while cmd runs: when calls start arriving, the
+    steady arrival rate, and how long the process lives after the last call arrived."""
+    base, k = served(addr), 1
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    samples = []
+    while proc.poll() is None:
+        samples.append((time.perf_counter() - t0, served(addr) - base - k))
+        k += 1
+        time.sleep(0.01)
+    end = time.perf_counter() - t0
+    total = samples[-1][1] if samples else 0
+    first = next((t for t, n in samples if n > 0), float("nan"))
+    last = next((t for t, n in samples if n >= total), float("nan"))
+    mid = [(t, n) for t, n in samples if 0.2 * total < n < 0.8 * total]
+    rate = (mid[-1][1] - mid[0][1]) / (mid[-1][0] - mid[0][0]) if len(mid) > 1 else float("nan")
+    return {"first_call_s": first, "all_arrived_s": last, "exit_s": end, "calls": total,
+            "steady_rate": rate}
+
+
+def network_check(cmd, cwd, env=None):
+    """Runs cmd under strace and returns every non-loopback address it tried to reach."""
+    if not shutil.which("strace"):
+        return None
+    trace = os.path.join(cwd, "strace.txt")
+    subprocess.run(["strace", "-f", "-e", "trace=connect,sendto,sendmsg,sendmmsg", "-o", trace] + cmd,
+                   cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seen = set()
+    with open(trace) as f:
+        for line in f:
+            for a in re.findall(r'inet_addr\("([^"]+)"\)|inet_pton\(AF_INET6, "([^"]+)"', line):
+                seen.add(a[0] or a[1])
+    return sorted(a for a in seen if not (a.startswith("127.") or a == "::1"))
+
+
+def diagnostics(work, addr, base):
+    log("diagnostics")
+    d = {}
+    seq = reference_client(addr, 100, 1, lambda i: "model-000")
+    d["sequential_latency_s"] = seq["p50_s"]
+    d["effective_ideal_s"] = math.ceil(CALLS / CONCURRENCY) * seq["p50_s"]
+    d["reference"] = [reference_client(addr, CALLS, CONCURRENCY, lambda i: f"model-{i % PINS:03}")
+                      for _ in range(RUNS)]
+    d["timeline"] = [timeline(addr, [BIN, "check", "-q", "--format", "json"], f"{work}/main")
+                     for _ in range(RUNS)]
+    fast = f"{work}/latency0"
+    write_modelpin(fast, base, PINS, SAMPLES, model=lambda i: "noop-model")
+    subprocess.run([BIN, "lock", "-q"], cwd=fast, check=True)
+    d["latency0"] = [counted(addr, lambda: measure([BIN, "check", "-q", "--format", "json"], fast,
+                                                   stdout=f"{fast}/report.json")) for _ in range(RUNS)]
+    small = f"{work}/samples1"
+    write_modelpin(small, base, CALLS // len(PROBES), 1, model=lambda i: f"model-{i % PINS:03}")
+    subprocess.run([BIN, "lock", "-q"], cwd=small, check=True)
+    d["samples1"] = [counted(addr, lambda: measure([BIN, "check", "-q", "--format", "json"], small,
+                                                   stdout=f"{small}/report.json")) for _ in range(RUNS)]
+    d["scaling"] = {}
+    for n in (250, 1000, 2000, 4000):
+        sd = f"{work}/scale-{n}"
+        write_modelpin(sd, base, n, 1, model=lambda i: "noop-model")
+        with open(f"{sd}/pins.toml") as f:
+            text = f.read()
+        with open(f"{sd}/pins.toml", "w") as f:
+            f.write(re.sub(r"probes = \[.*\]", 'probes = ["probes/arith.toml"]', text))
+        d["scaling"][n] = timeline(addr, [BIN, "lock", "-q"], sd)
+    return d
 
 # ---------------------------------------------------------------- main
 
 def main():
     os.makedirs(OUT, exist_ok=True)
-    log("cargo build --release")
-    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    if os.environ.get("MODELPIN_BIN"):
+        log(f"using MODELPIN_BIN={BIN} (no build)")
+    else:
+        log("cargo build --release")
+        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     pf_error = None
     if not SKIP_PROMPTFOO:
         pf_error = install_promptfoo()
@@ -387,8 +503,8 @@ def main():
         "date": datetime.date.today().isoformat(),
         "host": f"{platform.machine()}, {os.cpu_count()} cores",
         "modelpin": subprocess.run([BIN, "--version"], capture_output=True, text=True).stdout.strip(),
-        "git": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True).stdout.strip(),
+        "git": os.environ.get("MODELPIN_REV") or subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
         "node": subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip(),
         "promptfoo": None if (SKIP_PROMPTFOO or pf_error) else PROMPTFOO_VERSION,
         "promptfoo_error": pf_error,
@@ -465,7 +581,13 @@ def run_all(work, addr, base, pf_error, sim_pid):
         pf_runs = max(3, STARTUP_RUNS // 4)
         start["promptfoo eval --help"] = startup([promptfoo_bin(), "eval", "--help"], work, pf_runs, env=pf_env)
         start["promptfoo eval, no-op"] = startup(promptfoo_cmd(f"{work}/noop.json"), work, pf_runs, env=pf_env)
-    return {"rows": rows, "startup": start}
+    net = {"modelpin check": network_check([BIN, "check", "-q", "--format", "json"], noop_dir)}
+    if use_pf:
+        net["promptfoo eval"] = network_check(promptfoo_cmd(f"{work}/noop.json"), work, env=pf_env)
+    res = {"rows": rows, "startup": start, "network": net}
+    if DIAGNOSTICS:
+        res["diagnostics"] = diagnostics(work, addr, base)
+    return res
 
 
 def render(res):
@@ -508,6 +630,15 @@ def render(res):
     lines += ["", "| start-up | median | min | runs |", "|---|---|---|---|"]
     for name, s in res["startup"].items():
         lines.append(f"| `{name}` | {fmt_s(s['median_s'])} | {fmt_s(s['min_s'])} | {s['runs']} |")
+    for tool, bad in res["network"].items():
+        lines.append("")
+        if bad is None:
+            lines.append(f"Network check for {tool}: skipped (no strace).")
+        else:
+            lines.append(f"Network check (strace of the no-op run): {tool} reached "
+                         + ("loopback only." if not bad else "NON-LOOPBACK ADDRESSES: " + ", ".join(bad)))
+    if "diagnostics" in res:
+        lines += render_diagnostics(res["diagnostics"], rows)
     if meta.get("promptfoo_error"):
         lines += ["", f"promptfoo not measured: {meta['promptfoo_error']}"]
     per_run = ["", "Per run (wall s / CPU s / peak RSS MiB / calls):", ""]
@@ -517,6 +648,37 @@ def render(res):
                            f"{x['peak_tree_rss_kib'] / 1024:.1f} / {x['sim_calls']}"
                            + (f" (exit {x['exit']})" if x["exit"] else ""))
     return "\n".join(lines + per_run) + "\n"
+
+
+def render_diagnostics(d, rows):
+    check_wall = med(rows["check"], "wall_s")
+    ref_wall = med(d["reference"], "wall_s")
+    tl = d["timeline"]
+    lines = ["", "Where modelpin's wall time goes (medians of the same number of runs):", "",
+             "| diagnostic | value |", "|---|---|",
+             f"| one call at a time to the 50 ms model (median of 100) | {d['sequential_latency_s'] * 1000:.2f} ms |",
+             f"| effective ideal: ceil({CALLS:,} / {CONCURRENCY}) x that | {d['effective_ideal_s']:.2f} s |",
+             f"| reference client (raw HTTP/1.1, {CONCURRENCY} keep-alive connections, Python asyncio), "
+             f"{CALLS:,} calls | {ref_wall:.2f} s; per call p50 {med(d['reference'], 'p50_s') * 1000:.1f} ms, "
+             f"p99 {med(d['reference'], 'p99_s') * 1000:.1f} ms |",
+             f"| `modelpin check` / effective ideal | {check_wall / d['effective_ideal_s']:.3f} |",
+             f"| `modelpin check` / reference client | {check_wall / ref_wall:.3f} |",
+             f"| check timeline: first call reaches the simulator after | ≤ {med(tl, 'first_call_s') * 1000:.0f} ms |",
+             f"| check timeline: steady arrival rate (20-80% of calls) | {med(tl, 'steady_rate'):.0f} calls/s "
+             f"(nominal {CONCURRENCY / LATENCY_MS * 1000:.0f}/s = one call per slot every "
+             f"{CONCURRENCY / med(tl, 'steady_rate') * 1000:.1f} ms) |",
+             f"| check timeline: last call arrives → process exits | "
+             f"{(med(tl, 'exit_s') - med(tl, 'all_arrived_s')) * 1000:.0f} ms (includes the call's own {LATENCY_MS} ms) |",
+             f"| `modelpin check`, same {CALLS:,} calls at 0 ms latency | wall {med(d['latency0'], 'wall_s'):.2f} s, "
+             f"CPU {med(d['latency0'], 'cpu_s'):.2f} s |",
+             f"| `modelpin check`, {CALLS // len(PROBES):,} pins x {len(PROBES)} probes x 1 sample (same calls) | "
+             f"wall {med(d['samples1'], 'wall_s'):.2f} s = {med(d['samples1'], 'wall_s') / IDEAL_S:.3f} x ideal, "
+             f"CPU {med(d['samples1'], 'cpu_s'):.2f} s |",
+             ]
+    for n, t in d["scaling"].items():
+        lines.append(f"| `modelpin lock`, {n} pins x 1 probe x 1 sample at 0 ms: first call after / exit | "
+                     f"{t['first_call_s'] * 1000:.0f} ms / {t['exit_s'] * 1000:.0f} ms |")
+    return lines
 
 
 if __name__ == "__main__":

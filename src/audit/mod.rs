@@ -79,6 +79,42 @@ pub struct Plan<'a> {
     pub retry: RetryPolicy,
     /// Cancelled on Ctrl-C / SIGTERM: in-flight calls are dropped and recorded as cancelled.
     pub cancel: CancellationToken,
+    /// What the audit has spent, against its cap.
+    pub spend: Arc<Spend>,
+    /// Calls finished so far, for a progress bar.
+    pub progress: Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// Spend of one audit against `settings.max_cost_usd` / `--max-cost`. Calls already in flight when
+/// the cap is reached still land, so the total can pass the cap by at most the calls in flight.
+#[derive(Debug, Default)]
+pub struct Spend {
+    cap: Option<f64>,
+    spent: std::sync::Mutex<f64>,
+}
+
+impl Spend {
+    #[must_use]
+    pub fn new(cap: Option<f64>) -> Spend {
+        Spend {
+            cap,
+            spent: std::sync::Mutex::new(0.0),
+        }
+    }
+
+    fn add(&self, usd: f64) {
+        *self.spent.lock().expect("spend lock") += usd;
+    }
+
+    /// USD spent so far on calls whose cost is known.
+    #[must_use]
+    pub fn spent(&self) -> f64 {
+        *self.spent.lock().expect("spend lock")
+    }
+
+    fn reached(&self) -> Option<f64> {
+        self.cap.filter(|cap| self.spent() >= *cap)
+    }
 }
 
 impl Plan<'_> {
@@ -214,6 +250,12 @@ impl Attempt {
 
 impl PinRun<'_> {
     async fn call(&self, probe: &Probe, sample: u32) -> CallRecord {
+        let record = self.call_inner(probe, sample).await;
+        self.plan.progress.fetch_add(1, Ordering::Relaxed);
+        record
+    }
+
+    async fn call_inner(&self, probe: &Probe, sample: u32) -> CallRecord {
         let started = Instant::now();
         let mut record = CallRecord {
             probe: probe.id.clone(),
@@ -230,6 +272,13 @@ impl PinRun<'_> {
         }
         if self.plan.cancel.is_cancelled() || Instant::now() >= self.until {
             record.result = CallResult::Cancelled(self.cancel_reason());
+            return record;
+        }
+        if let Some(cap) = self.plan.spend.reached() {
+            record.result = CallResult::Cancelled(format!(
+                "the audit's spend cap (${cap:.2}) was reached (${:.4} spent)",
+                self.plan.spend.spent()
+            ));
             return record;
         }
         let request = self.request(probe);
@@ -267,6 +316,13 @@ impl PinRun<'_> {
             other => other,
         };
         self.stop_on_terminal(&record.result);
+        if let CallResult::Reply(reply) = &record.result {
+            let price = self.pin.price;
+            let cost = reply
+                .reported_cost_usd
+                .or_else(|| judge::expected_cost(reply, price.as_ref()?));
+            self.plan.spend.add(cost.unwrap_or(0.0));
+        }
         record
     }
 

@@ -8,14 +8,17 @@ use tokio_util::sync::CancellationToken;
 use crate::app::AppError;
 use crate::audit::judge::{Case, judge};
 use crate::audit::lifecycle::{Facts, ProviderSignals, load_facts, provider_signals};
-use crate::audit::{Observation, Plan, observe};
+use std::sync::Arc;
+
+use crate::audit::{Observation, Plan, Spend, observe};
 use crate::cli::Format;
+use crate::cmd::progress::{Progress, planned};
 use crate::cmd::{Output, now_rfc3339, plan_line, probes_of, select_pins, transport_for};
 use crate::config::{Config, Pin};
 use crate::lifecycle::signals::from_hint;
 use crate::lifecycle::{Fact, Lifecycle, PinRef, resolve};
 use crate::lock::LoadedLock;
-use crate::report::{PinReport, Report, human, to_json};
+use crate::report::{PinReport, Report, github, human, junit, to_json};
 use crate::transport::Transport;
 
 pub struct Options {
@@ -25,6 +28,10 @@ pub struct Options {
     pub no_probes: bool,
     /// Send notifications for the report (`--notify`).
     pub notify: bool,
+    /// Spend cap for this audit (`--max-cost`), over `settings.max_cost_usd`.
+    pub max_cost: Option<f64>,
+    /// Also write the report in `format` here; the human table still goes to stdout.
+    pub output: Option<std::path::PathBuf>,
 }
 
 /// What an audit runs with besides the config and the lock.
@@ -51,15 +58,64 @@ pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<u
         facts: &facts,
     };
     let report = audit(&config, lock.as_ref(), options, &env).await?;
-    let text = match options.format {
-        Format::Human => human::render(&report),
-        Format::Json => to_json(&report),
-    };
-    crate::cmd::emit(&text);
+    let text = render(&config, &report, options.format);
+    match &options.output {
+        Some(path) => {
+            std::fs::write(path, &text)
+                .map_err(|e| AppError::Io(format!("cannot write {}: {e}", path.display())))?;
+            crate::cmd::emit(&human::render(&report));
+        }
+        None => crate::cmd::emit(&text),
+    }
+    if options.format == Format::Github {
+        append_step_summary(&report, out);
+    }
     if options.notify {
         crate::cmd::alerts::notify(&config, &report, out).await?;
     }
     Ok(report.exit_code)
+}
+
+fn render(config: &Config, report: &Report, format: Format) -> String {
+    match format {
+        Format::Human => human::render(report),
+        Format::Json => to_json(report),
+        Format::Junit => junit::render(report),
+        Format::Github => {
+            let text = std::fs::read_to_string(&config.path).unwrap_or_default();
+            let line = |pin: &str| pin_line(&text, pin);
+            github::render(report, &config.path.to_string_lossy(), &line)
+        }
+    }
+}
+
+/// The line of `id = "<pin>"` in pins.toml, for annotations that point at the pin.
+fn pin_line(text: &str, pin: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| {
+            let l = l.trim();
+            l.starts_with("id")
+                && l.split_once('=')
+                    .is_some_and(|(k, v)| k.trim() == "id" && v.trim().trim_matches('"') == pin)
+        })
+        .map(|i| i + 1)
+}
+
+/// Appends the Markdown summary to `$GITHUB_STEP_SUMMARY` when the runner sets it.
+fn append_step_summary(report: &Report, out: Output) {
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") else {
+        return;
+    };
+    let appended = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, github::summary(report).as_bytes()));
+    if let Err(e) = appended {
+        out.progress(&format!(
+            "warning: cannot append to $GITHUB_STEP_SUMMARY: {e}"
+        ));
+    }
 }
 
 /// Runs the audit and judges it: the report `check` prints.
@@ -79,6 +135,7 @@ pub async fn audit(
     let samples = options.no_probes.then_some(1);
     env.out
         .progress(&format!("check: {}", plan_line(config, &pins, samples)));
+    let progress = Progress::start(env.out, "check", planned(config, &pins, samples));
     let started_at = now_rfc3339();
     let plan = Plan {
         config,
@@ -89,11 +146,16 @@ pub async fn audit(
             ..crate::retry::RetryPolicy::default()
         },
         cancel: env.cancel.clone(),
+        spend: Arc::new(Spend::new(
+            options.max_cost.or(config.settings.max_cost_usd),
+        )),
+        progress: progress.counter(),
     };
     let (observations, mut signals) = tokio::join!(
         observe(&plan, env.transport),
         provider_signals(config, &pins, env.transport)
     );
+    progress.finish();
     let finished_at = now_rfc3339();
     let reports = pins
         .iter()

@@ -50,7 +50,7 @@ pub async fn run(out: Output) -> Result<u8, AppError> {
     crate::cmd::emit(&format!(
         "1. Lock the baseline: what each pinned ID serves today. `{PINNED}` retires on {ahead}.\n"
     ));
-    crate::cmd::lock::lock_pins(&config, &[], None, out).await?;
+    crate::cmd::lock::lock_pins(&config, &crate::cmd::lock::LockOptions::default(), out).await?;
     let lock = crate::lock::read(&config.settings.lockfile)?;
     let clean = check::audit(&config, lock.as_ref(), &OPTIONS, &env).await?;
     crate::cmd::emit(&human::render(&clean));
@@ -93,6 +93,8 @@ const OPTIONS: Options = Options {
     strict: false,
     no_probes: false,
     notify: false,
+    max_cost: None,
+    output: None,
 };
 
 /// Writes the demo project with the pinned model retiring on `retires_on`, and loads it.

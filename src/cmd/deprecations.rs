@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::app::AppError;
 use crate::audit::lifecycle::load_facts;
-use crate::cli::Format;
+use crate::cli::ListFormat as Format;
 use crate::cmd::{Output, emit, transport_for};
 use crate::lifecycle::{Fact, Lifecycle, PinRef, Stage, builtin, resolve};
 

@@ -9,7 +9,7 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 
 use crate::app::AppError;
-use crate::cli::Format;
+use crate::cli::ListFormat as Format;
 use crate::store::{AuditRecord, Store, StoreError};
 
 pub async fn run(

@@ -6,7 +6,10 @@ use std::path::Path;
 use crate::app::AppError;
 use crate::audit::baseline::record;
 use crate::audit::judge::{Case, judge, served_counts};
-use crate::audit::{Observation, Plan, observe};
+use std::sync::Arc;
+
+use crate::audit::{CallResult, Observation, Plan, Spend, observe};
+use crate::cmd::progress::{Progress, planned};
 use crate::cmd::{Output, plan_line, probes_of, select_pins, transport_for};
 use crate::config::{Config, Pin};
 use crate::finding::Code;
@@ -15,26 +18,33 @@ use crate::provider::normalize_model_id;
 
 /// Exit 0 when every selected pin was recorded, 1 when a pinned model does not exist, 3 when a
 /// pin could not be measured (its previous baseline, if any, is kept).
-pub async fn run(
-    config_path: &Path,
-    pin_ids: &[String],
-    samples: Option<u32>,
-    out: Output,
-) -> Result<u8, AppError> {
+pub async fn run(config_path: &Path, options: &LockOptions, out: Output) -> Result<u8, AppError> {
     let config = crate::config::load_from_env(config_path)?;
-    lock_pins(&config, pin_ids, samples, out).await
+    lock_pins(&config, options, out).await
+}
+
+/// What `modelpin lock` was asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct LockOptions {
+    /// Only these pins; all when empty.
+    pub pins: Vec<String>,
+    /// Samples per probe, over each pin's `samples`.
+    pub samples: Option<u32>,
+    /// Spend cap (`--max-cost`), over `settings.max_cost_usd`.
+    pub max_cost: Option<f64>,
 }
 
 /// Locks the selected pins of an already loaded config.
 pub async fn lock_pins(
     config: &Config,
-    pin_ids: &[String],
-    samples: Option<u32>,
+    options: &LockOptions,
     out: Output,
 ) -> Result<u8, AppError> {
+    let samples = options.samples;
     let previous = crate::lock::read(&config.settings.lockfile)?;
-    let pins = select_pins(config, pin_ids)?;
+    let pins = select_pins(config, &options.pins)?;
     out.progress(&format!("lock: {}", plan_line(config, &pins, samples)));
+    let progress = Progress::start(out, "lock", planned(config, &pins, samples));
     let transport = transport_for(config)?;
     let plan = Plan {
         config,
@@ -45,8 +55,13 @@ pub async fn lock_pins(
             ..crate::retry::RetryPolicy::default()
         },
         cancel: crate::cmd::interrupt_token(out),
+        spend: Arc::new(Spend::new(
+            options.max_cost.or(config.settings.max_cost_usd),
+        )),
+        progress: progress.counter(),
     };
     let observations = observe(&plan, &transport).await;
+    progress.finish();
     let mut lock = previous.map_or_else(|| empty_lock(config), |l| l.lock);
     lock.config_digest.clone_from(&config.digest);
     env!("CARGO_PKG_VERSION").clone_into(&mut lock.modelpin_version);
@@ -62,7 +77,7 @@ pub async fn lock_pins(
     Ok(match worst {
         Locked::Recorded => 0,
         Locked::NotFound => 1,
-        Locked::Unmeasured => 3,
+        Locked::Partial | Locked::Unmeasured => 3,
     })
 }
 
@@ -70,6 +85,8 @@ pub async fn lock_pins(
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Locked {
     Recorded,
+    /// Recorded from fewer calls than planned (spend cap, budget, interrupt).
+    Partial,
     Unmeasured,
     NotFound,
 }
@@ -92,6 +109,20 @@ fn lock_one(config: &Config, pin: &Pin, obs: &Observation, lock: &mut Lock, out:
         out.progress(&format!("locked {}: served {}", pin.id, list.join(", ")));
         warn_alias(pin, &served.keys().cloned().collect::<Vec<_>>(), out);
         lock.pins.insert(pin.id.clone(), locked);
+        let missing = obs
+            .calls
+            .iter()
+            .filter(|c| !matches!(c.result, CallResult::Reply(_)))
+            .count();
+        if missing > 0 {
+            out.progress(&format!(
+                "warning: {}: the baseline holds {} of {} planned calls ({missing} not answered); lock again to complete it",
+                pin.id,
+                obs.calls.len() - missing,
+                obs.calls.len()
+            ));
+            return Locked::Partial;
+        }
         return Locked::Recorded;
     }
     let findings = judge(&Case::new(pin, probes, obs, None));

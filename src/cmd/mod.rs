@@ -7,14 +7,12 @@ pub mod deprecations;
 pub mod history;
 pub mod init;
 pub mod lock;
+pub mod progress;
 pub mod sim;
-
-use std::collections::BTreeMap;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::app::AppError;
-use crate::audit::Observation;
 use crate::config::{Config, Pin, Probe};
 use crate::transport::{DEFAULT_BODY_CAP, Transport, TransportLimits};
 
@@ -81,33 +79,36 @@ pub fn transport_for(config: &Config) -> Result<Transport, AppError> {
 /// "N calls planned (about T tokens)": what an audit will spend, said before it starts.
 #[must_use]
 pub fn plan_line(config: &Config, pins: &[&Pin], samples: Option<u32>) -> String {
-    let mut calls = 0u64;
-    let mut tokens = 0u64;
+    let (mut calls, mut tokens, mut usd, mut unpriced) = (0u64, 0u64, 0.0, 0usize);
     for pin in pins {
         let n = u64::from(samples.unwrap_or(pin.samples));
         for probe in probes_of(config, pin) {
             let prompt_chars = probe.prompt.chars().count()
                 + probe.system.as_ref().map_or(0, |s| s.chars().count());
             // About four characters per token for English text, plus the chat template.
-            let per_call = (prompt_chars as u64).div_ceil(4) + 8 + u64::from(probe.max_tokens);
+            let input = (prompt_chars as u64).div_ceil(4) + 8;
+            let output = u64::from(probe.max_tokens);
             calls += n;
-            tokens += n * per_call;
+            tokens += n * (input + output);
+            if let Some(p) = pin.price {
+                usd += n as f64 * (input as f64 * p.input + output as f64 * p.output) / 1e6;
+            }
         }
+        unpriced += usize::from(pin.price.is_none());
     }
+    let cost = match unpriced {
+        0 => format!(", at most about ${usd:.4}"),
+        n if n == pins.len() => String::new(),
+        n => format!(
+            ", at most about ${usd:.4} for the {} priced pins",
+            pins.len() - n
+        ),
+    };
     format!(
-        "{} pin{}: {calls} calls planned (at most about {tokens} tokens)",
+        "{} pin{}: {calls} calls planned (at most about {tokens} tokens{cost})",
         pins.len(),
         if pins.len() == 1 { "" } else { "s" }
     )
-}
-
-/// Observations keyed by pin id.
-#[must_use]
-pub fn by_pin(observations: Vec<Observation>) -> BTreeMap<String, Observation> {
-    observations
-        .into_iter()
-        .map(|o| (o.pin.clone(), o))
-        .collect()
 }
 
 /// A token cancelled by Ctrl-C or SIGTERM: the audit drops in-flight calls and reports them as

@@ -188,6 +188,8 @@ pub struct Settings {
     pub max_attempts: u32,
     /// Audit history older than this is pruned by the daemon.
     pub retention: Duration,
+    /// Spend cap per audit, USD: probing stops when it is reached.
+    pub max_cost_usd: Option<f64>,
     pub alpha: f64,
     pub warn_before: Vec<Duration>,
     pub deprecation_feeds: Vec<String>,

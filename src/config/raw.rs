@@ -40,6 +40,7 @@ pub(crate) struct RawSettings {
     pub concurrency: Option<Spanned<usize>>,
     pub max_attempts: Option<Spanned<usize>>,
     pub retention: Option<Str>,
+    pub max_cost_usd: Option<Spanned<f64>>,
     pub alpha: Option<Spanned<f64>>,
     pub warn_before: Option<Vec<Str>>,
     pub deprecation_feeds: Option<Vec<Str>>,

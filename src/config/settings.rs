@@ -57,6 +57,7 @@ pub(crate) fn settings(check: &mut Check, raw: Option<RawSettings>, base: &Path)
             .map_or(DEFAULT_MAX_ATTEMPTS, |n| {
                 u32::try_from(n.min(100)).unwrap_or(100)
             }),
+        max_cost_usd: raw.max_cost_usd.and_then(|c| positive_cost(check, &c)),
         retention: duration_or(
             check,
             raw.retention.as_ref(),
@@ -162,5 +163,19 @@ fn metrics(check: &mut Check, value: &Spanned<String>) -> Option<SocketAddr> {
             format!("invalid `metrics` address `{}`", value.get_ref()),
         )
         .help("use an IP address and port, like `127.0.0.1:9464`");
+    None
+}
+
+fn positive_cost(check: &mut Check, value: &Spanned<f64>) -> Option<f64> {
+    let cost = *value.get_ref();
+    if cost.is_finite() && cost > 0.0 {
+        return Some(cost);
+    }
+    check
+        .error(
+            value.span(),
+            format!("`max_cost_usd` must be a positive amount of USD, not {cost}"),
+        )
+        .help("remove it to audit without a spend cap");
     None
 }

@@ -463,6 +463,8 @@ async fn audit_pin(daemon: &Daemon, pin: &str, out: Output) {
         strict: false,
         no_probes: false,
         notify: false,
+        max_cost: None,
+        output: None,
     };
     let _ = out;
     let started = Utc::now();

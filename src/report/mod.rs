@@ -4,7 +4,9 @@
 //! renderer. The JSON form is the contract CI scripts read (`modelpin.report/v1`): pins in
 //! config order, maps sorted, so the same inputs give the same bytes apart from the two times.
 
+pub mod github;
 pub mod human;
+pub mod junit;
 
 use std::collections::BTreeMap;
 

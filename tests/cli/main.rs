@@ -6,6 +6,7 @@ mod world;
 
 mod alerts;
 mod check;
+mod ci;
 mod config_errors;
 mod daemon;
 mod docs;

@@ -1,0 +1,211 @@
+//! GitHub Actions output: workflow-command annotations on stdout, and a Markdown summary for
+//! `$GITHUB_STEP_SUMMARY`.
+//!
+//! GitHub shows at most 10 annotations of each kind per step, so when there are more the first
+//! nine are kept and a tenth says how many more the job summary lists. Messages are escaped as
+//! the runner's toolkit does: `%`, CR and LF in the message; also `:` and `,` in properties.
+
+use std::fmt::Write as _;
+
+use crate::finding::{Code, Finding, Severity};
+use crate::report::Report;
+
+/// Annotations GitHub shows per kind per step.
+pub const LIMIT: usize = 10;
+
+/// Escapes an annotation's message.
+#[must_use]
+pub fn escape_data(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// Escapes an annotation property value (`title`, `file`).
+#[must_use]
+pub fn escape_property(text: &str) -> String {
+    escape_data(text).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// The annotations. `file` is pins.toml as the workflow sees it; `line` finds a pin's line.
+#[must_use]
+pub fn render(report: &Report, file: &str, line: &dyn Fn(&str) -> Option<usize>) -> String {
+    let mut out = String::new();
+    let lock = report.lock_digest.as_deref().unwrap_or("none");
+    let _ = writeln!(
+        out,
+        "::notice title={}::{}",
+        escape_property("modelpin"),
+        escape_data(&format!(
+            "checked config {} against lock {}: {} ({} pins)",
+            report.config_digest,
+            lock,
+            report.status.as_str(),
+            report.pins.len()
+        ))
+    );
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    for pin in &report.pins {
+        for f in &pin.findings {
+            let annotation = annotation(&pin.id, f, file, line(&pin.id));
+            match (f.severity, f.code) {
+                (Some(Severity::Error), _) => errors.push(annotation),
+                (Some(Severity::Warning), _) | (None, Code::Inconclusive) => {
+                    warnings.push(annotation);
+                }
+                _ => {}
+            }
+        }
+    }
+    push_limited(&mut out, "error", errors);
+    push_limited(&mut out, "warning", warnings);
+    out
+}
+
+fn annotation(pin: &str, f: &Finding, file: &str, line: Option<usize>) -> String {
+    let mut props = format!("file={}", escape_property(file));
+    if let Some(line) = line {
+        let _ = write!(props, ",line={line}");
+    }
+    let _ = write!(
+        props,
+        ",title={}",
+        escape_property(&format!("modelpin {pin}: {}", f.code))
+    );
+    format!("{props}::{}", escape_data(&f.message))
+}
+
+fn push_limited(out: &mut String, kind: &str, items: Vec<String>) {
+    let total = items.len();
+    let shown = if total > LIMIT { LIMIT - 1 } else { total };
+    for item in items.into_iter().take(shown) {
+        let _ = writeln!(out, "::{kind} {item}");
+    }
+    if total > shown {
+        let _ = writeln!(
+            out,
+            "::{kind} title=modelpin::{}",
+            escape_data(&format!(
+                "{} more {kind} findings; the job summary lists them all",
+                total - shown
+            ))
+        );
+    }
+}
+
+/// The job summary in Markdown.
+#[must_use]
+pub fn summary(report: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "## modelpin: {}\n", report.status.as_str());
+    let _ = writeln!(
+        out,
+        "Config `{}`, lock `{}`.\n",
+        report.config_digest,
+        report.lock_digest.as_deref().unwrap_or("none")
+    );
+    out.push_str("| pin | provider | model | status | served | calls | tokens | cost |\n|---|---|---|---|---|---|---|---|\n");
+    for p in &report.pins {
+        let served: Vec<String> = p
+            .served_models
+            .iter()
+            .map(|(m, n)| format!("`{m}` ×{n}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "| {} | {} | `{}` | {} | {} | {}/{} | {} | {} |",
+            cell(&p.id),
+            cell(&p.provider),
+            cell(&p.model),
+            p.status.as_str(),
+            served.join(", "),
+            p.calls.ok,
+            p.calls.sent,
+            p.tokens.input + p.tokens.output,
+            p.cost_usd.map_or("-".to_owned(), |c| format!("${c:.4}"))
+        );
+    }
+    let findings: Vec<(&str, &Finding)> = report
+        .pins
+        .iter()
+        .flat_map(|p| p.findings.iter().map(move |f| (p.id.as_str(), f)))
+        .collect();
+    if !findings.is_empty() {
+        out.push_str("\n### Findings\n\n");
+        for (pin, f) in findings {
+            let _ = writeln!(
+                out,
+                "- **{}** `{}` ({}): {}",
+                cell(pin),
+                f.code,
+                f.severity.map_or("-", Severity::as_str),
+                cell(&f.message)
+            );
+        }
+    }
+    let s = &report.summary;
+    let _ = writeln!(
+        out,
+        "\n{} calls, {} tokens, ${:.4}; exit {}.",
+        s.calls.sent,
+        s.tokens.input + s.tokens.output,
+        s.cost_usd,
+        report.exit_code
+    );
+    out
+}
+
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_follows_the_runner_toolkit() {
+        let cases = [
+            ("plain", "plain", "plain"),
+            ("50% off", "50%25 off", "50%25 off"),
+            ("a\nb\r\nc", "a%0Ab%0D%0Ac", "a%0Ab%0D%0Ac"),
+            ("x: y, z", "x: y, z", "x%3A y%2C z"),
+            ("%0A literal", "%250A literal", "%250A literal"),
+            (
+                "::error::injected",
+                "::error::injected",
+                "%3A%3Aerror%3A%3Ainjected",
+            ),
+        ];
+        for (raw, data, property) in cases {
+            assert_eq!(escape_data(raw), data, "{raw:?}");
+            assert_eq!(escape_property(raw), property, "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn more_than_ten_of_a_kind_are_summarised_in_the_tenth() {
+        let mut out = String::new();
+        push_limited(
+            &mut out,
+            "error",
+            (0..14).map(|i| format!("title=t::m{i}")).collect(),
+        );
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), LIMIT);
+        assert!(lines[8].ends_with("m8"));
+        assert!(lines[9].contains("5 more error findings"), "{}", lines[9]);
+        let mut exact = String::new();
+        push_limited(
+            &mut exact,
+            "warning",
+            (0..10).map(|i| format!("title=t::m{i}")).collect(),
+        );
+        assert_eq!(
+            exact.lines().count(),
+            10,
+            "exactly ten need no summary line"
+        );
+    }
+}
