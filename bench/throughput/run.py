@@ -474,6 +474,7 @@ def diagnostics(work, addr, base):
 # ---------------------------------------------------------------- main
 
 def main():
+    global BIN
     os.makedirs(OUT, exist_ok=True)
     if os.environ.get("MODELPIN_BIN"):
         log(f"using MODELPIN_BIN={BIN} (no build)")
@@ -487,6 +488,9 @@ def main():
             log(pf_error)
 
     work = tempfile.mkdtemp(prefix="modelpin-throughput-")
+    # Measure a private copy: other work in the tree may rebuild target/release mid-run.
+    shutil.copy2(BIN, f"{work}/modelpin")
+    BIN = f"{work}/modelpin"
     with open(f"{work}/scenario.json", "w") as f:
         json.dump(scenario(), f)
     sim = subprocess.Popen([BIN, "sim", "--scenario", f"{work}/scenario.json", "--listen", "127.0.0.1:0"],
@@ -504,7 +508,7 @@ def main():
         "host": f"{platform.machine()}, {os.cpu_count()} cores",
         "modelpin": subprocess.run([BIN, "--version"], capture_output=True, text=True).stdout.strip(),
         "git": os.environ.get("MODELPIN_REV") or subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
+            ["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
         "node": subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip(),
         "promptfoo": None if (SKIP_PROMPTFOO or pf_error) else PROMPTFOO_VERSION,
         "promptfoo_error": pf_error,

@@ -117,7 +117,31 @@ impl Spend {
     }
 }
 
-impl Plan<'_> {
+impl<'a> Plan<'a> {
+    /// A plan with the config's retry policy, and `max_cost` (a CLI flag) over the config's cap.
+    #[must_use]
+    pub fn new(
+        config: &'a Config,
+        pins: Vec<&'a Pin>,
+        samples: Option<u32>,
+        max_cost: Option<f64>,
+        cancel: CancellationToken,
+        progress: Arc<std::sync::atomic::AtomicU64>,
+    ) -> Plan<'a> {
+        Plan {
+            config,
+            pins,
+            samples,
+            retry: RetryPolicy {
+                max_attempts: config.settings.max_attempts,
+                ..RetryPolicy::default()
+            },
+            cancel,
+            spend: Arc::new(Spend::new(max_cost.or(config.settings.max_cost_usd))),
+            progress,
+        }
+    }
+
     /// Calls the audit will make at most (retries not counted).
     #[must_use]
     pub fn planned_calls(&self) -> u64 {

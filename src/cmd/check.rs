@@ -8,9 +8,8 @@ use tokio_util::sync::CancellationToken;
 use crate::app::AppError;
 use crate::audit::judge::{Case, judge};
 use crate::audit::lifecycle::{Facts, ProviderSignals, load_facts, provider_signals};
-use std::sync::Arc;
 
-use crate::audit::{Observation, Plan, Spend, observe};
+use crate::audit::{Observation, Plan, observe};
 use crate::cli::Format;
 use crate::cmd::progress::{Progress, planned};
 use crate::cmd::{Output, now_rfc3339, plan_line, probes_of, select_pins, transport_for};
@@ -137,20 +136,14 @@ pub async fn audit(
         .progress(&format!("check: {}", plan_line(config, &pins, samples)));
     let progress = Progress::start(env.out, "check", planned(config, &pins, samples));
     let started_at = now_rfc3339();
-    let plan = Plan {
+    let plan = Plan::new(
         config,
-        pins: pins.clone(),
+        pins.clone(),
         samples,
-        retry: crate::retry::RetryPolicy {
-            max_attempts: config.settings.max_attempts,
-            ..crate::retry::RetryPolicy::default()
-        },
-        cancel: env.cancel.clone(),
-        spend: Arc::new(Spend::new(
-            options.max_cost.or(config.settings.max_cost_usd),
-        )),
-        progress: progress.counter(),
-    };
+        options.max_cost,
+        env.cancel.clone(),
+        progress.counter(),
+    );
     let (observations, mut signals) = tokio::join!(
         observe(&plan, env.transport),
         provider_signals(config, &pins, env.transport)

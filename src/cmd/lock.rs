@@ -6,9 +6,8 @@ use std::path::Path;
 use crate::app::AppError;
 use crate::audit::baseline::record;
 use crate::audit::judge::{Case, judge, served_counts};
-use std::sync::Arc;
 
-use crate::audit::{CallResult, Observation, Plan, Spend, observe};
+use crate::audit::{CallResult, Observation, Plan, observe};
 use crate::cmd::progress::{Progress, planned};
 use crate::cmd::{Output, plan_line, probes_of, select_pins, transport_for};
 use crate::config::{Config, Pin};
@@ -46,20 +45,14 @@ pub async fn lock_pins(
     out.progress(&format!("lock: {}", plan_line(config, &pins, samples)));
     let progress = Progress::start(out, "lock", planned(config, &pins, samples));
     let transport = transport_for(config)?;
-    let plan = Plan {
+    let plan = Plan::new(
         config,
-        pins: pins.clone(),
+        pins.clone(),
         samples,
-        retry: crate::retry::RetryPolicy {
-            max_attempts: config.settings.max_attempts,
-            ..crate::retry::RetryPolicy::default()
-        },
-        cancel: crate::cmd::interrupt_token(out),
-        spend: Arc::new(Spend::new(
-            options.max_cost.or(config.settings.max_cost_usd),
-        )),
-        progress: progress.counter(),
-    };
+        options.max_cost,
+        crate::cmd::interrupt_token(out),
+        progress.counter(),
+    );
     let observations = observe(&plan, &transport).await;
     progress.finish();
     let mut lock = previous.map_or_else(|| empty_lock(config), |l| l.lock);
