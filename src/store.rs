@@ -289,6 +289,7 @@ mod tests {
                 tokens: Tokens::default(),
                 cost_usd: None,
                 lifecycle: None,
+                behaviour: Vec::new(),
                 findings: Vec::new(),
             },
         }

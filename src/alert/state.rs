@@ -257,6 +257,7 @@ mod tests {
                 tokens: Tokens::default(),
                 cost_usd: None,
                 lifecycle: None,
+                behaviour: Vec::new(),
                 findings: codes
                     .iter()
                     .map(|c| Finding::new(*c, c.as_str(), json!({})))

@@ -18,6 +18,7 @@ use crate::lifecycle::{Lifecycle, Signal};
 use crate::lock::{LockedPin, LockedPrice};
 use crate::provider::{ErrorClass, Reply, normalize_model_id};
 use crate::retry::StopClass;
+use crate::stats::drift::{DriftVerdict, ProbeSamples, Samples, compare_pin};
 
 /// How a pin came out of one audit.
 #[derive(
@@ -74,6 +75,8 @@ pub struct Case<'a> {
     pub lifecycle: Option<Lifecycle>,
     /// What the provider's models endpoint said about this model during the audit.
     pub provider_signals: Vec<Signal>,
+    /// Family-wise false-alarm rate for the behaviour tests (`settings.alpha`).
+    pub alpha: f64,
 }
 
 impl<'a> Case<'a> {
@@ -92,7 +95,14 @@ impl<'a> Case<'a> {
             baseline: locked.filter(|l| l.model == pin.model),
             lifecycle: None,
             provider_signals: Vec::new(),
+            alpha: 0.001,
         }
+    }
+
+    #[must_use]
+    pub fn with_alpha(mut self, alpha: f64) -> Case<'a> {
+        self.alpha = alpha;
+        self
     }
 
     #[must_use]
@@ -110,6 +120,12 @@ impl<'a> Case<'a> {
 /// All findings for one pin, in a fixed order.
 #[must_use]
 pub fn judge(case: &Case<'_>) -> Vec<Finding> {
+    judge_with_statistics(case).0
+}
+
+/// The findings and the behaviour statistics they were drawn from (for metrics and reports).
+#[must_use]
+pub fn judge_with_statistics(case: &Case<'_>) -> (Vec<Finding>, Option<DriftVerdict>) {
     let mut findings = Vec::new();
     findings.extend(model_not_found(case.observation));
     if case.observation.replies().next().is_none() {
@@ -117,7 +133,7 @@ pub fn judge(case: &Case<'_>) -> Vec<Finding> {
             findings.push(nothing_measured(case.observation));
         }
         retirement::after_refusals(case, &mut findings);
-        return findings;
+        return (findings, None);
     }
     findings.extend(baseline_notice(case));
     findings.extend(served_identity(case));
@@ -125,9 +141,11 @@ pub fn judge(case: &Case<'_>) -> Vec<Finding> {
     findings.extend(tokenizer(case));
     findings.extend(cost(case));
     findings.extend(fingerprint(case));
+    let verdict = behaviour_verdict(case);
+    findings.extend(verdict.as_ref().and_then(behaviour));
     findings.extend(unmeasured_probes(case));
     retirement::after_answers(case, &mut findings);
-    findings
+    (findings, verdict)
 }
 
 fn model_not_found(obs: &Observation) -> Option<Finding> {
@@ -560,4 +578,96 @@ fn quoted_list(items: &BTreeSet<String>) -> String {
         .map(|i| format!("`{i}`"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The behaviour statistics over every comparable probe: the baseline's outputs and completion
+/// lengths against this audit's, Holm-corrected across all of the pin's tests at `alpha`.
+#[must_use]
+pub fn behaviour_verdict(case: &Case<'_>) -> Option<DriftVerdict> {
+    let base = case.baseline?;
+    let probes: Vec<ProbeSamples> = case
+        .probes
+        .iter()
+        .filter_map(|probe| {
+            let locked = base
+                .probes
+                .get(&probe.id)
+                .filter(|l| l.digest == probe.digest)?;
+            let replies: Vec<&Reply> = case
+                .observation
+                .replies()
+                .filter(|(c, _)| c.probe == probe.id)
+                .map(|(_, r)| r)
+                .collect();
+            if replies.is_empty() {
+                return None;
+            }
+            Some(ProbeSamples {
+                probe_id: probe.id.clone(),
+                compare: probe.compare,
+                expect: probe.expect.clone(),
+                normalize: probe.normalize.clone(),
+                baseline: Samples {
+                    outputs: locked.outputs.clone(),
+                    lengths: locked.completion_tokens.clone(),
+                },
+                current: Samples {
+                    outputs: replies.iter().map(|r| r.text.clone()).collect(),
+                    lengths: replies.iter().filter_map(|r| r.usage.output).collect(),
+                },
+            })
+        })
+        .collect();
+    if probes.is_empty() {
+        return None;
+    }
+    Some(compare_pin(&probes, case.alpha, behaviour_seed(case)))
+}
+
+/// A seed derived from the pin and what this audit saw: the same inputs give the same
+/// permutations (and the same report), and the seed is in the evidence to replay it.
+fn behaviour_seed(case: &Case<'_>) -> u64 {
+    let mut text = case.pin.id.clone();
+    for (_, reply) in case.observation.replies() {
+        text.push('\0');
+        text.push_str(&reply.text);
+    }
+    let digest = crate::lock::digest(text.as_bytes());
+    u64::from_str_radix(&digest["sha256:".len().."sha256:".len() + 16], 16).unwrap_or(0)
+}
+
+fn behaviour(verdict: &DriftVerdict) -> Option<Finding> {
+    if !verdict.drift {
+        return None;
+    }
+    let rejected: Vec<&crate::stats::drift::DriftTest> =
+        verdict.tests.iter().filter(|t| t.rejected).collect();
+    let first = rejected.first()?;
+    let message = format!(
+        "the answers changed: {} on probe{} {} (p = {:.2e} after Holm, alpha {})",
+        test_name(first.result.test),
+        if first.probes.len() == 1 { "" } else { "s" },
+        first
+            .probes
+            .iter()
+            .map(|p| format!("`{p}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        first.adjusted_p.unwrap_or(first.result.p_value),
+        verdict.alpha
+    );
+    Some(Finding::new(
+        Code::BehaviorDrift,
+        message,
+        serde_json::to_value(verdict).unwrap_or(Value::Null),
+    ))
+}
+
+fn test_name(kind: crate::stats::TestKind) -> &'static str {
+    match kind {
+        crate::stats::TestKind::PassRate => "the pass rate dropped",
+        crate::stats::TestKind::Answers => "the distribution of answers shifted",
+        crate::stats::TestKind::Length => "completion lengths shifted",
+        crate::stats::TestKind::Mmd => "the answer texts differ",
+    }
 }

@@ -6,7 +6,7 @@ use chrono::Utc;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::AppError;
-use crate::audit::judge::{Case, judge};
+use crate::audit::judge::{Case, judge_with_statistics};
 use crate::audit::lifecycle::{Facts, ProviderSignals, load_facts, provider_signals};
 
 use crate::audit::{Observation, Plan, observe};
@@ -158,8 +158,12 @@ pub async fn audit(
             let seen = signals.remove(&pin.id).unwrap_or_default();
             let life = lifecycle_of(config, pin, obs, &seen, env.facts);
             let case = Case::new(pin, probes_of(config, pin), obs, locked)
-                .with_lifecycle(life.clone(), seen.signals);
-            PinReport::new(pin, obs, locked, judge(&case)).with_lifecycle(&life)
+                .with_lifecycle(life.clone(), seen.signals)
+                .with_alpha(config.settings.alpha);
+            let (findings, verdict) = judge_with_statistics(&case);
+            PinReport::new(pin, obs, locked, findings)
+                .with_lifecycle(&life)
+                .with_behaviour(verdict.as_ref())
         })
         .collect();
     Ok(Report::new(

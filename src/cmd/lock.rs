@@ -14,6 +14,7 @@ use crate::config::{Config, Pin};
 use crate::finding::Code;
 use crate::lock::{LOCK_VERSION, Lock};
 use crate::provider::normalize_model_id;
+use crate::stats::{PlannedProbe, minimum_detectable};
 
 /// Exit 0 when every selected pin was recorded, 1 when a pinned model does not exist, 3 when a
 /// pin could not be measured (its previous baseline, if any, is kept).
@@ -101,6 +102,7 @@ fn lock_one(config: &Config, pin: &Pin, obs: &Observation, lock: &mut Lock, out:
         let list: Vec<String> = served.iter().map(|(id, n)| format!("{id} ×{n}")).collect();
         out.progress(&format!("locked {}: served {}", pin.id, list.join(", ")));
         warn_alias(pin, &served.keys().cloned().collect::<Vec<_>>(), out);
+        warn_small_baseline(config, pin, &locked, out);
         lock.pins.insert(pin.id.clone(), locked);
         let missing = obs
             .calls
@@ -150,6 +152,52 @@ fn warn_alias(pin: &Pin, served: &[String], out: Output) {
             pin.id,
             pin.model,
             others.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+        ));
+    }
+}
+
+/// Flags a baseline too small for any behaviour test to ever reject at `alpha` (or for some
+/// tests to), with the size that would do, so a user does not trust a check that cannot fire.
+fn warn_small_baseline(config: &Config, pin: &Pin, locked: &crate::lock::LockedPin, out: Output) {
+    let planned: Vec<PlannedProbe> = probes_of(config, pin)
+        .iter()
+        .filter_map(|probe| {
+            let recorded = locked.probes.get(&probe.id)?;
+            Some(PlannedProbe {
+                probe_id: probe.id.clone(),
+                compare: probe.compare,
+                has_expect: probe.expect.is_some(),
+                baseline_n: recorded.outputs.len() as u64,
+                current_n: u64::from(pin.samples),
+            })
+        })
+        .collect();
+    if planned.is_empty() {
+        return;
+    }
+    let reach = minimum_detectable(&planned, config.settings.alpha);
+    let needed = reach.tests.iter().filter_map(|t| t.baseline_needed).max();
+    let advice = needed.map_or_else(
+        || "more samples per audit (`samples`) are needed too".to_owned(),
+        |n| format!("lock with `--samples {n}` or more"),
+    );
+    if !reach.any_reachable {
+        out.progress(&format!(
+            "warning: {}: with this baseline no behaviour test can reject at alpha {} — behaviour drift would go unseen; {advice} (30 or more per probe is a good start)",
+            pin.id, config.settings.alpha
+        ));
+    } else if !reach.all_reachable {
+        let blind: Vec<String> = reach
+            .tests
+            .iter()
+            .filter(|t| !t.reachable)
+            .map(|t| format!("{:?} on {}", t.test, t.probes.join(",")))
+            .collect();
+        out.progress(&format!(
+            "note: {}: some behaviour tests cannot reject at alpha {} with this baseline ({}); {advice}",
+            pin.id,
+            config.settings.alpha,
+            blind.join("; ")
         ));
     }
 }

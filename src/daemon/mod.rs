@@ -621,6 +621,20 @@ fn record_metrics(m: &Metrics, record: &AuditRecord) {
         &[("provider", &p.provider)],
         p.calls.retried as f64,
     );
+    m.clear("modelpin_probe_p_value", "pin", &p.id);
+    for t in &p.behaviour {
+        let probes = t.probes.join(",");
+        let labels = [
+            ("pin", p.id.as_str()),
+            ("probes", probes.as_str()),
+            ("test", t.test.as_str()),
+        ];
+        m.set(
+            "modelpin_probe_p_value",
+            &labels,
+            t.adjusted_p.unwrap_or(t.p_value),
+        );
+    }
     match p.lifecycle.as_ref().and_then(|l| l.days_left) {
         Some(days) => m.set(
             "modelpin_days_to_retirement",

@@ -49,7 +49,20 @@ pub struct PinReport {
     pub cost_usd: Option<f64>,
     /// The pinned model's retirement, when any source lists one.
     pub lifecycle: Option<LifecycleSummary>,
+    /// Every behaviour test run in this audit (also when nothing drifted).
+    pub behaviour: Vec<BehaviourTest>,
     pub findings: Vec<Finding>,
+}
+
+/// One behaviour test, for dashboards: the full evidence is in `behavior_drift`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BehaviourTest {
+    pub test: String,
+    pub probes: Vec<String>,
+    pub p_value: f64,
+    /// After Holm; `None` for tests outside the family (too small to ever reject).
+    pub adjusted_p: Option<f64>,
+    pub rejected: bool,
 }
 
 /// Where the pinned model stands; the sources are in the lifecycle findings' evidence.
@@ -135,8 +148,34 @@ impl PinReport {
             tokens,
             cost_usd: pin_cost(pin, obs, locked),
             lifecycle: None,
+            behaviour: Vec::new(),
             findings,
         }
+    }
+
+    #[must_use]
+    pub fn with_behaviour(
+        mut self,
+        verdict: Option<&crate::stats::drift::DriftVerdict>,
+    ) -> PinReport {
+        self.behaviour = verdict
+            .map(|v| {
+                v.tests
+                    .iter()
+                    .map(|t| BehaviourTest {
+                        test: serde_json::to_value(t.result.test)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_owned))
+                            .unwrap_or_default(),
+                        probes: t.probes.clone(),
+                        p_value: t.result.p_value,
+                        adjusted_p: t.adjusted_p,
+                        rejected: t.rejected,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        self
     }
 
     #[must_use]

@@ -5,6 +5,7 @@ mod schema;
 mod world;
 
 mod alerts;
+mod behaviour;
 mod check;
 mod ci;
 mod config_errors;

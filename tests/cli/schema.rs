@@ -35,7 +35,18 @@ pub struct Pin {
     pub tokens: Tokens,
     pub cost_usd: Option<f64>,
     pub lifecycle: Option<Lifecycle>,
+    pub behaviour: Vec<BehaviourTest>,
     pub findings: Vec<Finding>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BehaviourTest {
+    pub test: String,
+    pub probes: Vec<String>,
+    pub p_value: f64,
+    pub adjusted_p: Option<f64>,
+    pub rejected: bool,
 }
 
 #[derive(Debug, Deserialize)]

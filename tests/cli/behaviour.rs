@@ -1,0 +1,146 @@
+//! Behaviour statistics at the CLI: a masked swap that only the answers give away, the
+//! false-alarm rate of an unchanged model over many audits, and the small-baseline warning.
+
+use modelpin::provider::ProviderKind;
+use modelpin::sim::scenario::{AnswerRule, Reported};
+
+use crate::harness::{Sim, Test, one_pin_with};
+use crate::world::{model, reroute, single};
+
+const ID: &str = "acme-chat-2026-03-01";
+
+/// The pinned model: right on arithmetic, a spread of city names.
+fn honest() -> modelpin::sim::scenario::SimModel {
+    let mut m = model(ID, 4.0, (1.0, 2.0));
+    m.answers = vec![
+        AnswerRule {
+            prompt_contains: "17 * 23".into(),
+            answers: vec![("391".into(), 0.97), ("391.".into(), 0.03)],
+        },
+        AnswerRule {
+            prompt_contains: "Australia".into(),
+            answers: vec![
+                ("Sydney".into(), 0.6),
+                ("Melbourne".into(), 0.3),
+                ("Brisbane".into(), 0.1),
+            ],
+        },
+    ];
+    m
+}
+
+fn project(sim: &Sim) -> Test {
+    let pins = one_pin_with(
+        "timeout = \"3s\"\nbudget = \"20s\"",
+        ProviderKind::OpenAi,
+        &sim.url(ProviderKind::OpenAi),
+        ID,
+        "samples = 10",
+    );
+    Test::new().pins(&pins).probes()
+}
+
+#[test]
+fn a_masked_swap_with_the_same_id_and_tokenizer_is_caught_by_behaviour() {
+    let sim = Sim::start(single(ID, honest()));
+    let test = project(&sim);
+    test.run(&["lock", "--samples", "30"]).code(0);
+    test.run(&["check"]).code(0);
+    // Another model behind the same ID, same tokenizer and price: only its answers differ.
+    let mut impostor = honest();
+    impostor.id = "acme-chat-small".into();
+    impostor.answers = vec![
+        AnswerRule {
+            prompt_contains: "17 * 23".into(),
+            answers: vec![("391".into(), 0.4), ("The answer is 391".into(), 0.6)],
+        },
+        AnswerRule {
+            prompt_contains: "Australia".into(),
+            answers: vec![("Sydney".into(), 0.95), ("Perth".into(), 0.05)],
+        },
+    ];
+    sim.set(reroute(
+        sim.sim.scenario(),
+        ID,
+        impostor,
+        Reported::Requested,
+    ));
+    let run = test.run(&["check", "--format", "json"]);
+    run.code(1);
+    let report = run.json();
+    let pin = report.pin("pin");
+    assert_eq!(
+        pin.codes(),
+        vec!["behavior_drift"],
+        "nothing but the answers changed"
+    );
+    let evidence = &pin.finding("behavior_drift").evidence;
+    assert!(evidence["seed"].is_u64(), "the seed is in the evidence");
+    assert!(
+        evidence["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["rejected"] == true)
+    );
+    assert!(
+        pin.behaviour
+            .iter()
+            .any(|t| t.rejected && t.adjusted_p.is_some_and(|p| p < 0.001))
+    );
+}
+
+#[test]
+fn an_unchanged_model_gives_no_more_false_drift_verdicts_than_alpha_predicts() {
+    const RUNS: usize = 200;
+    let sim = Sim::start(single(ID, honest()));
+    let test = project(&sim);
+    test.run(&["lock", "--samples", "30"]).code(0);
+    let drifts: usize = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..4)
+            .map(|_| {
+                scope.spawn(|| {
+                    (0..RUNS / 4)
+                        .filter(|_| test.run(&["check", "-q"]).code == 1)
+                        .count()
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).sum()
+    });
+    // alpha = 0.001 per pin per audit: 0.2 false alarms expected in 200 audits, and
+    // P(3 or more) = 0.001 under Binomial(200, 0.001).
+    assert!(
+        drifts <= 2,
+        "{drifts} false drift verdicts in {RUNS} unchanged audits"
+    );
+}
+
+#[test]
+fn locking_a_baseline_too_small_to_ever_reject_says_so() {
+    let sim = Sim::start(single(ID, honest()));
+    let pins = one_pin_with(
+        "timeout = \"3s\"",
+        ProviderKind::OpenAi,
+        &sim.url(ProviderKind::OpenAi),
+        ID,
+        "samples = 2",
+    );
+    let test = Test::new().pins(&pins).probes();
+    let run = test.run(&["lock", "--samples", "1"]);
+    run.code(0);
+    assert!(
+        run.stderr
+            .contains("no behaviour test can reject at alpha 0.001"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("--samples"), "{}", run.stderr);
+    // A baseline of 30 answers per probe is enough for every test.
+    let run = Test::new()
+        .pins(&pins.replace("samples = 2", "samples = 10"))
+        .probes()
+        .run(&["lock", "--samples", "30"]);
+    run.code(0);
+    assert!(!run.stderr.contains("cannot reject"), "{}", run.stderr);
+}
