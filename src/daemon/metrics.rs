@@ -9,6 +9,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
+use crate::audit::judge::PinStatus;
+use crate::finding::{Code, Severity};
+use crate::report::PinReport;
+use crate::store::AuditRecord;
+
 /// The exact content type Prometheus expects for the text format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -231,6 +236,141 @@ fn render_value(value: f64) -> String {
         }
     } else {
         format!("{value}")
+    }
+}
+
+/// Updates every series one stored audit touches.
+pub fn record(m: &Metrics, record: &AuditRecord) {
+    let p = &record.pin;
+    status_and_identity(m, p);
+    findings(m, p);
+    spend_and_calls(m, p);
+    statistics_and_lifecycle(m, p);
+    m.set(
+        "modelpin_last_audit_timestamp_seconds",
+        &[("pin", &p.id)],
+        record.finished_at.timestamp() as f64,
+    );
+    let took = (record.finished_at - record.started_at).num_milliseconds() as f64 / 1000.0;
+    m.set("modelpin_audit_duration_seconds", &[("pin", &p.id)], took);
+}
+
+fn status_and_identity(m: &Metrics, p: &PinReport) {
+    let base = [
+        ("pin", p.id.as_str()),
+        ("provider", p.provider.as_str()),
+        ("model", p.model.as_str()),
+    ];
+    for status in [
+        PinStatus::Ok,
+        PinStatus::Warning,
+        PinStatus::Drift,
+        PinStatus::Inconclusive,
+    ] {
+        let mut labels = base.to_vec();
+        labels.push(("status", status.as_str()));
+        m.set(
+            "modelpin_pin_status",
+            &labels,
+            if status == p.status { 1.0 } else { 0.0 },
+        );
+    }
+    m.clear("modelpin_served_model_info", "pin", &p.id);
+    for served in p.served_models.keys() {
+        let mut labels = base.to_vec();
+        labels.push(("served", served.as_str()));
+        m.set("modelpin_served_model_info", &labels, 1.0);
+    }
+    let mismatch = p
+        .findings
+        .iter()
+        .any(|f| f.code == Code::ServedModelMismatch);
+    m.set(
+        "modelpin_served_model_mismatch",
+        &[("pin", &p.id)],
+        if mismatch { 1.0 } else { 0.0 },
+    );
+}
+
+fn findings(m: &Metrics, p: &PinReport) {
+    m.clear("modelpin_findings", "pin", &p.id);
+    let mut counts: BTreeMap<(&str, &str), f64> = BTreeMap::new();
+    for f in &p.findings {
+        let severity = f.severity.map_or("none", Severity::as_str);
+        *counts.entry((f.code.as_str(), severity)).or_insert(0.0) += 1.0;
+    }
+    for ((code, severity), n) in counts {
+        m.set(
+            "modelpin_findings",
+            &[("pin", &p.id), ("code", code), ("severity", severity)],
+            n,
+        );
+    }
+}
+
+fn spend_and_calls(m: &Metrics, p: &PinReport) {
+    if let (Some(cost), true) = (p.cost_usd, p.calls.ok > 0) {
+        m.set(
+            "modelpin_cost_per_request_usd",
+            &[("pin", &p.id)],
+            cost / p.calls.ok as f64,
+        );
+        m.add("modelpin_cost_usd_total", &[("pin", &p.id)], cost);
+    }
+    m.add(
+        "modelpin_tokens_spent_total",
+        &[("pin", &p.id), ("direction", "input")],
+        p.tokens.input as f64,
+    );
+    m.add(
+        "modelpin_tokens_spent_total",
+        &[("pin", &p.id), ("direction", "output")],
+        p.tokens.output as f64,
+    );
+    m.add(
+        "modelpin_audits_total",
+        &[("pin", &p.id), ("result", p.status.as_str())],
+        1.0,
+    );
+    m.add(
+        "modelpin_calls_total",
+        &[("provider", &p.provider), ("outcome", "ok")],
+        p.calls.ok as f64,
+    );
+    m.add(
+        "modelpin_calls_total",
+        &[("provider", &p.provider), ("outcome", "failed")],
+        p.calls.failed as f64,
+    );
+    m.add(
+        "modelpin_retries_total",
+        &[("provider", &p.provider)],
+        p.calls.retried as f64,
+    );
+}
+
+fn statistics_and_lifecycle(m: &Metrics, p: &PinReport) {
+    m.clear("modelpin_probe_p_value", "pin", &p.id);
+    for t in &p.behaviour {
+        let probes = t.probes.join(",");
+        let labels = [
+            ("pin", p.id.as_str()),
+            ("probes", probes.as_str()),
+            ("test", t.test.as_str()),
+        ];
+        m.set(
+            "modelpin_probe_p_value",
+            &labels,
+            t.adjusted_p.unwrap_or(t.p_value),
+        );
+    }
+    match p.lifecycle.as_ref().and_then(|l| l.days_left) {
+        Some(days) => m.set(
+            "modelpin_days_to_retirement",
+            &[("pin", &p.id), ("model", &p.model)],
+            days as f64,
+        ),
+        None => m.clear("modelpin_days_to_retirement", "pin", &p.id),
     }
 }
 

@@ -26,7 +26,6 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::app::AppError;
-use crate::audit::judge::PinStatus;
 use crate::audit::lifecycle::{Facts, load_facts};
 use crate::cli::Format;
 use crate::cmd::Output;
@@ -34,7 +33,6 @@ use crate::cmd::check::{Env, Options, audit};
 use crate::config::Config;
 use crate::daemon::metrics::Metrics;
 use crate::daemon::schedule::Schedule;
-use crate::finding::Code;
 use crate::lock::LoadedLock;
 use crate::store::{AuditRecord, Store};
 use crate::transport::Transport;
@@ -515,7 +513,7 @@ async fn audit_pin(daemon: &Daemon, pin: &str, out: Output) {
         .lock()
         .expect("last audit lock")
         .insert(pin.to_owned(), finished);
-    record_metrics(&daemon.metrics, &record);
+    metrics::record(&daemon.metrics, &record);
     match crate::alert::process(&daemon.store, &config, &record).await {
         Ok(0) => {}
         Ok(queued) => {
@@ -535,121 +533,6 @@ fn audit_id(at: DateTime<Utc>) -> String {
         at.timestamp_millis(),
         &Uuid::new_v4().simple().to_string()[..8]
     )
-}
-
-fn record_metrics(m: &Metrics, record: &AuditRecord) {
-    let p = &record.pin;
-    let base = [
-        ("pin", p.id.as_str()),
-        ("provider", p.provider.as_str()),
-        ("model", p.model.as_str()),
-    ];
-    for status in [
-        PinStatus::Ok,
-        PinStatus::Warning,
-        PinStatus::Drift,
-        PinStatus::Inconclusive,
-    ] {
-        let value = if status == p.status { 1.0 } else { 0.0 };
-        let mut labels = base.to_vec();
-        labels.push(("status", status.as_str()));
-        m.set("modelpin_pin_status", &labels, value);
-    }
-    m.clear("modelpin_served_model_info", "pin", &p.id);
-    for served in p.served_models.keys() {
-        let mut labels = base.to_vec();
-        labels.push(("served", served.as_str()));
-        m.set("modelpin_served_model_info", &labels, 1.0);
-    }
-    let mismatch = p
-        .findings
-        .iter()
-        .any(|f| f.code == Code::ServedModelMismatch);
-    m.set(
-        "modelpin_served_model_mismatch",
-        &[("pin", &p.id)],
-        if mismatch { 1.0 } else { 0.0 },
-    );
-    m.clear("modelpin_findings", "pin", &p.id);
-    let mut counts: BTreeMap<(&str, &str), f64> = BTreeMap::new();
-    for f in &p.findings {
-        let severity = f.severity.map_or("none", crate::finding::Severity::as_str);
-        *counts.entry((f.code.as_str(), severity)).or_insert(0.0) += 1.0;
-    }
-    for ((code, severity), n) in counts {
-        m.set(
-            "modelpin_findings",
-            &[("pin", &p.id), ("code", code), ("severity", severity)],
-            n,
-        );
-    }
-    if let (Some(cost), true) = (p.cost_usd, p.calls.ok > 0) {
-        m.set(
-            "modelpin_cost_per_request_usd",
-            &[("pin", &p.id)],
-            cost / p.calls.ok as f64,
-        );
-        m.add("modelpin_cost_usd_total", &[("pin", &p.id)], cost);
-    }
-    m.add(
-        "modelpin_tokens_spent_total",
-        &[("pin", &p.id), ("direction", "input")],
-        p.tokens.input as f64,
-    );
-    m.add(
-        "modelpin_tokens_spent_total",
-        &[("pin", &p.id), ("direction", "output")],
-        p.tokens.output as f64,
-    );
-    m.add(
-        "modelpin_audits_total",
-        &[("pin", &p.id), ("result", p.status.as_str())],
-        1.0,
-    );
-    m.add(
-        "modelpin_calls_total",
-        &[("provider", &p.provider), ("outcome", "ok")],
-        p.calls.ok as f64,
-    );
-    m.add(
-        "modelpin_calls_total",
-        &[("provider", &p.provider), ("outcome", "failed")],
-        p.calls.failed as f64,
-    );
-    m.add(
-        "modelpin_retries_total",
-        &[("provider", &p.provider)],
-        p.calls.retried as f64,
-    );
-    m.clear("modelpin_probe_p_value", "pin", &p.id);
-    for t in &p.behaviour {
-        let probes = t.probes.join(",");
-        let labels = [
-            ("pin", p.id.as_str()),
-            ("probes", probes.as_str()),
-            ("test", t.test.as_str()),
-        ];
-        m.set(
-            "modelpin_probe_p_value",
-            &labels,
-            t.adjusted_p.unwrap_or(t.p_value),
-        );
-    }
-    match p.lifecycle.as_ref().and_then(|l| l.days_left) {
-        Some(days) => m.set(
-            "modelpin_days_to_retirement",
-            &[("pin", &p.id), ("model", &p.model)],
-            days as f64,
-        ),
-        None => m.clear("modelpin_days_to_retirement", "pin", &p.id),
-    }
-    m.set(
-        "modelpin_last_audit_timestamp_seconds",
-        &[("pin", &p.id)],
-        record.finished_at.timestamp() as f64,
-    );
-    let took = (record.finished_at - record.started_at).num_milliseconds() as f64 / 1000.0;
-    m.set("modelpin_audit_duration_seconds", &[("pin", &p.id)], took);
 }
 
 enum SignalKind {

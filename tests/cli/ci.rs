@@ -214,11 +214,12 @@ fn the_spend_cap_stops_probing_and_says_why() {
         (0.10..0.20).contains(&spent),
         "stops at the cap, not long after: ${spent}"
     );
-    let reasons: String = pin
+    let reasons = pin
         .findings
         .iter()
-        .map(|f| format!("{} {}\n", f.message, f.evidence))
-        .collect();
+        .map(|f| format!("{} {}", f.message, f.evidence))
+        .collect::<Vec<_>>()
+        .join("\n");
     assert!(
         reasons.contains("spend cap ($0.10) was reached"),
         "{reasons}"
