@@ -160,8 +160,11 @@ pub async fn observe(plan: &Plan<'_>, transport: &Transport) -> Vec<Observation>
     for pin in &plan.pins {
         pins.push(observe_pin(plan, pin, transport));
     }
+    // More pins than call slots: each pin's first call goes alone, so with few calls per pin
+    // `concurrency` pins in flight would leave slots idle. The transport's semaphores still cap
+    // calls at `concurrency`.
     futures::stream::iter(pins)
-        .buffered(plan.config.settings.concurrency.max(1))
+        .buffered(plan.config.settings.concurrency.max(1) * 4)
         .collect()
         .await
 }

@@ -29,17 +29,20 @@ pub(crate) fn pins(
     refs: &Refs,
     probes: &mut Probes,
 ) -> Vec<Pin> {
-    let mut seen: HashMap<String, String> = HashMap::new();
+    // Spans, not formatted locations: turning a span into line:column scans the file, which made
+    // loading quadratic in the number of pins; only a duplicate needs it.
+    let mut seen: HashMap<String, std::ops::Range<usize>> = HashMap::new();
     let mut out = Vec::new();
     for pin in raw {
         let pin = pin.into_inner();
         let id = &pin.id;
         if let Some(first) = seen.get(id.get_ref()) {
+            let first = check.src.location(first.clone());
             check
                 .error(id.span(), format!("duplicate pin id `{}`", id.get_ref()))
                 .note(format!("first defined at {first}"));
         } else {
-            seen.insert(id.get_ref().clone(), check.src.location(id.span()));
+            seen.insert(id.get_ref().clone(), id.span());
         }
         out.extend(one(check, &pin, refs, probes));
     }
