@@ -66,26 +66,14 @@ fn lower_tail(baseline: Rate, current: Rate) -> f64 {
     let lowest = draws.saturating_sub(total - passes);
     let ln_all = ln_binomial(total, draws);
     let p: f64 = (lowest..=current.passes)
-        .map(|x| {
-            (ln_binomial(passes, x) + ln_binomial(total - passes, draws - x) - ln_all).exp()
-        })
+        .map(|x| (ln_binomial(passes, x) + ln_binomial(total - passes, draws - x) - ln_all).exp())
         .sum();
     p.min(1.0)
 }
 
-/// The smallest p-value the test can produce with these sample sizes: every baseline call
-/// passed and every current call failed, p = 1 / C(n0 + n, n).
-#[must_use]
-pub fn smallest_p(baseline_n: u64, current_n: u64) -> f64 {
-    if baseline_n == 0 || current_n == 0 {
-        return 1.0;
-    }
-    (-ln_binomial(baseline_n + current_n, current_n)).exp()
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{Rate, fisher_pass_rate, smallest_p};
+    use super::{Rate, fisher_pass_rate};
     use crate::stats::Calibration;
 
     fn close(got: f64, want: f64, rel: f64) -> bool {
@@ -141,11 +129,9 @@ mod tests {
     }
 
     #[test]
-    fn smallest_p_is_the_all_fail_table() {
-        // 1 / C(6, 3): three baseline calls can never give p < 0.05.
-        assert!(close(smallest_p(3, 3), 0.05, 1e-12));
+    fn the_all_fail_table_is_the_floor_detectability_assumes() {
+        // Every baseline call passed, every current call failed: p = 1/C(40, 10) = 1/847660528.
         let extreme = fisher_pass_rate(Rate::new(30, 30), Rate::new(0, 10)).p_value;
-        assert!(close(extreme, smallest_p(30, 10), 1e-9));
-        assert!((smallest_p(0, 10) - 1.0).abs() < f64::EPSILON);
+        assert!(close(extreme, 1.0 / 847_660_528.0, 1e-9), "{extreme}");
     }
 }

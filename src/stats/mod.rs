@@ -4,10 +4,13 @@
 //! A silently swapped model keeps the ID but not the behaviour. Tier-0 signals (served ID,
 //! `prompt_tokens`) catch cross-family swaps deterministically; this module covers the noisy rest
 //! with tests whose false-alarm rate is controlled exactly: Fisher's exact test on pass rates, a
-//! homogeneity test on categorical answers, Mann–Whitney on completion lengths and a kernel MMD
-//! on free text, combined per pin with Holm (`drift::compare_pin`). Everything here is pure and
-//! deterministic given a seed, so every alert can be recomputed from its evidence. The formulas
-//! and the reasons for each choice are in `shared/research/detection-science.md` §4.
+//! homogeneity test on categorical answers, Mann–Whitney on completion lengths and a
+//! probe-stratified kernel MMD on the answers as strings, combined per pin with Holm
+//! (`drift::compare_pin`). `minimum_detectable` tells at lock time whether a baseline is large
+//! enough for any of them to ever reject. Everything here is pure and deterministic given a seed,
+//! so every alert can be recomputed from its evidence. The formulas and the reasons for each
+//! choice are in `shared/research/detection-science.md` §4; the detection benchmark
+//! (`bench/detection`, results in BENCHMARKS.md) scores them against the Neyman–Pearson oracle.
 
 mod categorical;
 mod detectability;
@@ -23,13 +26,15 @@ pub mod rng;
 use serde::Serialize;
 
 pub use categorical::{AnswerShare, answers_homogeneity};
-pub use detectability::{Detectability, PlannedProbe, TestReach, minimum_detectable};
-pub use drift::{DriftTest, DriftVerdict, ProbeSamples, compare_pin};
+pub use detectability::{
+    Detectability, PlannedProbe, TestReach, family, floor, minimum_detectable, required_baseline,
+};
+pub use drift::{DriftTest, DriftVerdict, ProbeSamples, Samples, Skipped, compare_pin};
 pub use expect::{Expectation, normalized, passes};
 pub use fisher::{Rate, fisher_pass_rate};
 pub use holm::holm;
-pub use mann_whitney::mann_whitney;
-pub use mmd::{Kernel, Stratum, StratumDistance, text_mmd};
+pub use mann_whitney::{mann_whitney, median};
+pub use mmd::{Kernel, Similarity, Stratum, StratumDistance, text_mmd};
 pub use permutation::PermutationBudget;
 
 /// Which question a test answers.
@@ -42,8 +47,9 @@ pub enum TestKind {
     Answers,
     /// Mann–Whitney U, two-sided: did completion lengths shift?
     Length,
-    /// Kernel MMD², prompt-stratified permutation null: did free text change?
-    Text,
+    /// Kernel MMD² over the answers of every probe, stratified by probe: did the answers, as
+    /// strings, change anywhere?
+    Mmd,
 }
 
 /// How a p-value was obtained, so a reader can judge (and recompute) it.
@@ -70,7 +76,7 @@ pub enum Calibration {
 
 /// What moved, in the units a person reads: rates, shares, medians, similarities.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "effect", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Effect {
     PassRate {
         baseline: Rate,
@@ -101,7 +107,7 @@ pub enum Effect {
 pub struct TestResult {
     pub test: TestKind,
     /// The test's own statistic: current passes (Fisher), Pearson X², U of the current sample,
-    /// MMD² of the kernel.
+    /// the sum over probes of standardised MMD² (MMD).
     pub statistic: f64,
     /// Raw p-value, in (0, 1].
     pub p_value: f64,
