@@ -9,7 +9,7 @@ use crate::app::AppError;
 use crate::cmd::Output;
 
 /// The example files, by path relative to the config's directory.
-pub const EXAMPLE: [(&str, &str); 5] = [
+pub const EXAMPLE: [(&str, &str); 7] = [
     ("pins.toml", include_str!("../../pins.toml")),
     ("probes/arith.toml", include_str!("../../probes/arith.toml")),
     (
@@ -18,6 +18,14 @@ pub const EXAMPLE: [(&str, &str); 5] = [
     ),
     ("probes/json.toml", include_str!("../../probes/json.toml")),
     ("probes/haiku.toml", include_str!("../../probes/haiku.toml")),
+    (
+        "probes/prime-91.toml",
+        include_str!("../../probes/prime-91.toml"),
+    ),
+    (
+        "probes/prime-97.toml",
+        include_str!("../../probes/prime-97.toml"),
+    ),
 ];
 
 pub fn run(config_path: &Path, force: bool, out: Output) -> Result<u8, AppError> {

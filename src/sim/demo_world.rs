@@ -89,6 +89,9 @@ fn models() -> BTreeMap<String, SimModel> {
                 ],
             ),
             rule("autumn", &[("Autumn leaves fall softly.", 1.0)]),
+            // A smaller model leaning towards "yes": the label-balanced pair shows it.
+            rule("Is 91", &[("yes", 0.6), ("no", 0.4)]),
+            rule("Is 97", &[("yes", 1.0)]),
         ],
     );
     let mut control = model(
@@ -106,6 +109,8 @@ fn models() -> BTreeMap<String, SimModel> {
             rule("Australia", &[("Sydney", 0.7), ("Melbourne", 0.3)]),
             rule("JSON", &[("{\"a\": 1, \"b\": 2}", 1.0)]),
             rule("autumn", &[("Cold rain on red leaves.", 1.0)]),
+            rule("Is 91", &[("no", 1.0)]),
+            rule("Is 97", &[("yes", 1.0)]),
         ],
     );
     control.upstream = None;

@@ -27,6 +27,8 @@ fn init_writes_the_example_which_loads() {
         "probes/capital.toml",
         "probes/json.toml",
         "probes/haiku.toml",
+        "probes/prime-91.toml",
+        "probes/prime-97.toml",
     ] {
         assert!(test.path(name).exists(), "{name} written");
     }
