@@ -207,10 +207,11 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
 /// then a hint in the message text. A date in the past means "now"; garbage means no ask.
 #[must_use]
 pub fn server_wait(signal: &Signal<'_>, now: SystemTime) -> Option<Duration> {
-    if let Some(ms) = header(signal.headers, "retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
-        if ms.is_finite() && ms >= 0.0 {
-            return Some(Duration::from_secs_f64((ms / 1000.0).min(1e9)));
-        }
+    if let Some(ms) = header(signal.headers, "retry-after-ms").and_then(|v| v.parse::<f64>().ok())
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64((ms / 1000.0).min(1e9)));
     }
     if let Some(value) = header(signal.headers, "retry-after") {
         return parse_retry_after(value, now);

@@ -171,10 +171,10 @@ impl Store {
             if pin.is_some_and(|p| !key.starts_with(&pin_prefix(p))) {
                 continue;
             }
-            if let Some(bytes) = self.audits.get(&key).map_err(|e| self.unusable(&e))? {
-                if let Ok(record) = serde_json::from_slice::<AuditRecord>(&bytes) {
-                    records.push(record);
-                }
+            if let Some(bytes) = self.audits.get(&key).map_err(|e| self.unusable(&e))?
+                && let Ok(record) = serde_json::from_slice::<AuditRecord>(&bytes)
+            {
+                records.push(record);
             }
         }
         Ok(records)

@@ -205,10 +205,10 @@ fn failure_reasons<'a>(calls: impl Iterator<Item = &'a CallRecord>) -> BTreeMap<
             CallResult::Skipped(why) => format!("skipped: {why}"),
             CallResult::Cancelled(why) => format!("cancelled: {why}"),
         };
-        if let Some(stopped) = &call.stopped {
-            if !matches!(stopped.class, StopClass::Terminal) || call.attempts > 1 {
-                reason = format!("{reason} — {}", stopped.reason);
-            }
+        if let Some(stopped) = &call.stopped
+            && (!matches!(stopped.class, StopClass::Terminal) || call.attempts > 1)
+        {
+            reason = format!("{reason} — {}", stopped.reason);
         }
         *reasons.entry(reason).or_insert(0) += 1;
     }

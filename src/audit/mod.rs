@@ -415,17 +415,17 @@ impl PinRun<'_> {
     }
 
     fn stop_on_terminal(&self, result: &CallResult) {
-        if let CallResult::Rejected(r) = result {
-            if matches!(
+        if let CallResult::Rejected(r) = result
+            && matches!(
                 r.class,
                 ErrorClass::NotFound | ErrorClass::Auth | ErrorClass::Quota
-            ) {
-                self.stop.raise(format!(
-                    "not sent: an earlier call was refused ({}: {})",
-                    r.class.as_str(),
-                    r.message
-                ));
-            }
+            )
+        {
+            self.stop.raise(format!(
+                "not sent: an earlier call was refused ({}: {})",
+                r.class.as_str(),
+                r.message
+            ));
         }
     }
 }

@@ -25,14 +25,14 @@ pub async fn test(
 ) -> Result<u8, AppError> {
     // Provider keys are not needed to test alert channels.
     let config = crate::config::load_without_keys(config_path)?;
-    if let Some(name) = only {
-        if !config.alerts.iter().any(|c| c.name == name) {
-            let known: Vec<&str> = config.alerts.iter().map(|c| c.name.as_str()).collect();
-            return Err(AppError::Usage(format!(
-                "no alert channel `{name}`; channels are: {}",
-                known.join(", ")
-            )));
-        }
+    if let Some(name) = only
+        && !config.alerts.iter().any(|c| c.name == name)
+    {
+        let known: Vec<&str> = config.alerts.iter().map(|c| c.name.as_str()).collect();
+        return Err(AppError::Usage(format!(
+            "no alert channel `{name}`; channels are: {}",
+            known.join(", ")
+        )));
     }
     let deliverer = deliverer(&config)?;
     let mut failed = 0;

@@ -48,13 +48,11 @@ pub fn run(config_path: &Path, force: bool, out: Output) -> Result<u8, AppError>
             (path, *text)
         })
         .collect();
-    if !force {
-        if let Some((existing, _)) = targets.iter().find(|(p, _)| p.exists()) {
-            return Err(AppError::Usage(format!(
-                "{} already exists; nothing written (use --force to overwrite)",
-                existing.display()
-            )));
-        }
+    if !force && let Some((existing, _)) = targets.iter().find(|(p, _)| p.exists()) {
+        return Err(AppError::Usage(format!(
+            "{} already exists; nothing written (use --force to overwrite)",
+            existing.display()
+        )));
     }
     for (path, text) in &targets {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {

@@ -204,18 +204,16 @@ impl Table<'_> {
             .required(check, "url", self.raw.url.as_ref())
             .and_then(|u| check.http_url(u, "url"));
         let secret_env = Self::optional_env(check, self.raw.secret_env.as_ref()).ok()?;
-        if let (Some(name), Some(var)) = (&secret_env, &self.raw.secret_env) {
-            if env(name).is_some_and(|v| !v.starts_with("whsec_")) {
-                check
-                    .error(
-                        var.span(),
-                        format!(
-                            "environment variable `{name}` does not hold a webhook signing secret"
-                        ),
-                    )
-                    .help("Standard Webhooks secrets start with `whsec_`");
-                return None;
-            }
+        if let (Some(name), Some(var)) = (&secret_env, &self.raw.secret_env)
+            && env(name).is_some_and(|v| !v.starts_with("whsec_"))
+        {
+            check
+                .error(
+                    var.span(),
+                    format!("environment variable `{name}` does not hold a webhook signing secret"),
+                )
+                .help("Standard Webhooks secrets start with `whsec_`");
+            return None;
         }
         Some(AlertKind::Webhook {
             url: url?,

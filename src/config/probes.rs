@@ -96,15 +96,15 @@ impl Probes {
         let id_span = raw.id.span();
         let mut file_check = Check::new(&src);
         let accepted = probe(&mut file_check, &src, raw);
-        if let Some(probe) = &accepted {
-            if let Some(first) = self.by_id.get(&probe.id) {
-                file_check
-                    .error(
-                        id_span.clone(),
-                        format!("duplicate probe id `{}`", probe.id),
-                    )
-                    .note(format!("first defined at {}", first.at));
-            }
+        if let Some(probe) = &accepted
+            && let Some(first) = self.by_id.get(&probe.id)
+        {
+            file_check
+                .error(
+                    id_span.clone(),
+                    format!("duplicate probe id `{}`", probe.id),
+                )
+                .note(format!("first defined at {}", first.at));
         }
         check.errors.extend(file_check.finish());
         let probe = accepted.filter(|p| !self.by_id.contains_key(&p.id))?;

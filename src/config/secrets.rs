@@ -73,17 +73,17 @@ pub(crate) fn scan(src: &Source) -> Vec<Diagnostic> {
 fn walk_table(table: &dyn TableLike, section: &str, found: &mut Vec<Found>) {
     for (key, item) in table.iter() {
         let section = if section.is_empty() { key } else { section };
-        if is_secret_key(key) {
-            if let Some(span) = item.span() {
-                found.push(Found {
-                    span,
-                    visible: String::new(),
-                    section: section.to_string(),
-                    key: key.to_string(),
-                    why: None,
-                });
-                continue;
-            }
+        if is_secret_key(key)
+            && let Some(span) = item.span()
+        {
+            found.push(Found {
+                span,
+                visible: String::new(),
+                section: section.to_string(),
+                key: key.to_string(),
+                why: None,
+            });
+            continue;
         }
         walk_item(item, section, key, found);
     }

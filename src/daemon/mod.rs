@@ -100,10 +100,11 @@ impl Daemon {
         let stamp: LockStamp =
             std::fs::metadata(path).map_or((None, 0), |m| (m.modified().ok(), m.len()));
         let mut cache = self.lock_cache.lock().expect("lock cache");
-        if let Some((cached, lock)) = cache.as_ref() {
-            if *cached == stamp && stamp.0.is_some() {
-                return Ok(lock.clone());
-            }
+        if let Some((cached, lock)) = cache.as_ref()
+            && *cached == stamp
+            && stamp.0.is_some()
+        {
+            return Ok(lock.clone());
         }
         let lock = Arc::new(crate::lock::read(path)?);
         *cache = Some((stamp, lock.clone()));

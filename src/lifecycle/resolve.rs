@@ -80,7 +80,7 @@ impl std::fmt::Display for WarnWindow {
         let secs = self.0.as_secs();
         let unit = [(86_400, "d"), (3_600, "h"), (60, "m")]
             .into_iter()
-            .find(|(size, _)| secs > 0 && secs % size == 0);
+            .find(|(size, _)| secs > 0 && secs.is_multiple_of(*size));
         match unit {
             Some((size, name)) => write!(f, "{}{name}", secs / size),
             None if self.0.subsec_nanos() == 0 => write!(f, "{secs}s"),

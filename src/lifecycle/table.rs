@@ -84,12 +84,12 @@ fn fact(row: RawFact, origin: Origin) -> Result<Fact, String> {
     }
     let announced = optional_date(row.announced.as_ref(), "announced")?;
     let retirement = retirement(row.retires.as_ref(), row.status)?;
-    if let (Some(announced), Some(retires)) = (announced, retirement.date()) {
-        if retires < announced {
-            return Err(format!(
-                "retires {retires} before it was announced {announced}"
-            ));
-        }
+    if let (Some(announced), Some(retires)) = (announced, retirement.date())
+        && retires < announced
+    {
+        return Err(format!(
+            "retires {retires} before it was announced {announced}"
+        ));
     }
     Ok(Fact {
         id: row.id,
