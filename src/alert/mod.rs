@@ -188,19 +188,19 @@ pub fn channels_for<'a>(
         .collect()
 }
 
-/// Runs one stored audit through the state machine and commits state and notifications to the
-/// outbox (flushed); returns how many notifications were queued.
+/// Runs one audit through the state machine and commits state and notifications to the
+/// outbox (flushed); returns the ids of the notifications queued.
 pub async fn process(
     store: &crate::store::Store,
     config: &crate::config::Config,
     record: &crate::store::AuditRecord,
-) -> Result<usize, crate::store::StoreError> {
+) -> Result<Vec<String>, crate::store::StoreError> {
     let channels = channels_for(config, &record.pin.id);
     let before = outbox::load(store, &record.pin.id)?;
     let step = state::step(&before, record, &channels, chrono::Utc::now());
     if step.state == before && step.notifications.is_empty() {
-        return Ok(0);
+        return Ok(Vec::new());
     }
     outbox::commit(store, &record.pin.id, &step.state, &step.notifications).await?;
-    Ok(step.notifications.len())
+    Ok(step.notifications.into_iter().map(|n| n.id).collect())
 }

@@ -147,11 +147,7 @@ pub async fn notify(config: &Config, report: &Report, out: Output) -> Result<(),
             lock_digest: report.lock_digest.clone(),
             pin: pin.clone(),
         };
-        let channels = crate::alert::channels_for(config, &pin.id);
-        let before = outbox::load(&store, &pin.id)?;
-        let step = crate::alert::state::step(&before, &record, &channels, now);
-        outbox::commit(&store, &pin.id, &step.state, &step.notifications).await?;
-        queued.extend(step.notifications.into_iter().map(|n| n.id));
+        queued.extend(crate::alert::process(&store, config, &record).await?);
     }
     let deliverer = deliverer(config)?;
     let deadline = tokio::time::Instant::now() + WAIT;

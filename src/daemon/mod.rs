@@ -516,9 +516,9 @@ async fn audit_pin(daemon: &Daemon, pin: &str, out: Output) {
         .insert(pin.to_owned(), finished);
     metrics::record(&daemon.metrics, &record);
     match crate::alert::process(&daemon.store, &config, &record).await {
-        Ok(0) => {}
+        Ok(queued) if queued.is_empty() => {}
         Ok(queued) => {
-            tracing::info!(pin, audit_id = %record.audit_id, queued, "notifications queued");
+            tracing::info!(pin, audit_id = %record.audit_id, queued = queued.len(), "notifications queued");
             daemon.outbox_wake.notify_one();
         }
         Err(e) => {
