@@ -390,10 +390,12 @@ fn tokenizer(case: &Case<'_>) -> Option<Finding> {
     ))
 }
 
-/// The per-token price to judge against: the pin's list price, else the lock's effective price.
-fn reference_price(case: &Case<'_>) -> Option<Price> {
-    case.pin.price.or_else(|| {
-        case.baseline?
+/// The per-token price to judge and count cost against: the pin's list price, else the price
+/// recorded in its lock entry.
+#[must_use]
+pub fn reference_price(pin: &Pin, locked: Option<&LockedPin>) -> Option<Price> {
+    pin.price.or_else(|| {
+        locked?
             .effective_price
             .map(|LockedPrice { input, output, .. }| Price {
                 input,
@@ -416,7 +418,7 @@ pub fn expected_cost(reply: &Reply, price: &Price) -> Option<f64> {
 }
 
 fn cost(case: &Case<'_>) -> Option<Finding> {
-    let price = reference_price(case)?;
+    let price = reference_price(case.pin, case.baseline)?;
     let tolerance = case.pin.cost_tolerance;
     let mut evidence = serde_json::Map::new();
     let (reported, expected) = case

@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::audit::judge::{PinStatus, expected_cost, served_counts, upstream_counts};
+use crate::audit::judge::{
+    PinStatus, expected_cost, reference_price, served_counts, upstream_counts,
+};
 use crate::audit::{CallResult, Observation};
 use crate::config::Pin;
 use crate::finding::{Code, Finding};
@@ -198,14 +200,7 @@ impl PinReport {
 }
 
 fn pin_cost(pin: &Pin, obs: &Observation, locked: Option<&LockedPin>) -> Option<f64> {
-    let price = pin.price.or_else(|| {
-        let p = locked?.effective_price?;
-        Some(crate::config::Price {
-            input: p.input,
-            output: p.output,
-            cached_input: p.input,
-        })
-    });
+    let price = reference_price(pin, locked);
     let mut total = 0.0;
     let mut known = false;
     for (_, reply) in obs.replies() {
