@@ -14,7 +14,7 @@ pub mod lifecycle;
 pub mod retirement;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
@@ -227,24 +227,22 @@ async fn observe_pin(plan: &Plan<'_>, pin: &Pin, transport: &Transport) -> Obser
     }
 }
 
-/// Set once a pin got an answer that further calls would only repeat.
+/// Set once a pin got an answer that further calls would only repeat; the first reason wins.
 #[derive(Default)]
 struct StopFlag {
-    stopped: AtomicBool,
-    reason: std::sync::Mutex<String>,
+    reason: std::sync::Mutex<Option<String>>,
 }
 
 impl StopFlag {
     fn raise(&self, reason: String) {
-        if !self.stopped.swap(true, Ordering::SeqCst) {
-            *self.reason.lock().expect("stop reason lock") = reason;
-        }
+        self.reason
+            .lock()
+            .expect("stop reason lock")
+            .get_or_insert(reason);
     }
 
     fn reason(&self) -> Option<String> {
-        self.stopped
-            .load(Ordering::SeqCst)
-            .then(|| self.reason.lock().expect("stop reason lock").clone())
+        self.reason.lock().expect("stop reason lock").clone()
     }
 }
 

@@ -46,7 +46,8 @@ impl SeenRequest {
 }
 
 struct Shared {
-    scenario: RwLock<Scenario>,
+    /// Requests take a cheap `Arc` clone; `set_scenario` swaps the whole thing.
+    scenario: RwLock<Arc<Scenario>>,
     served: AtomicU64,
     per_route: Mutex<HashMap<String, u32>>,
     seen: Mutex<Vec<SeenRequest>>,
@@ -69,7 +70,7 @@ impl Simulator {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
-            scenario: RwLock::new(scenario),
+            scenario: RwLock::new(Arc::new(scenario)),
             served: AtomicU64::new(0),
             per_route: Mutex::new(HashMap::new()),
             seen: Mutex::new(Vec::new()),
@@ -111,13 +112,13 @@ impl Simulator {
 
     /// Replaces the scenario; the route counters (for `first: N` faults) start again.
     pub fn set_scenario(&self, scenario: Scenario) {
-        *self.shared.scenario.write().expect("scenario lock") = scenario;
+        *self.shared.scenario.write().expect("scenario lock") = Arc::new(scenario);
         self.shared.per_route.lock().expect("route lock").clear();
     }
 
     #[must_use]
     pub fn scenario(&self) -> Scenario {
-        self.shared.scenario.read().expect("scenario lock").clone()
+        Scenario::clone(&self.shared.scenario.read().expect("scenario lock"))
     }
 
     /// Generation calls seen, in arrival order.
