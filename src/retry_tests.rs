@@ -7,6 +7,7 @@ use super::*;
 use crate::provider::{Parsed, ProviderKind, RawResponse, parse_reply};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/real");
+use crate::provider::fixture_table::COVERED;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Want {
@@ -23,38 +24,9 @@ fn kind_of(decision: &Decision) -> Want {
     }
 }
 
-/// A recorded response: status and headers from `<name>.headers.txt` when it exists.
+/// A recorded response, loaded as the adapters' fixture table loads it.
 fn recorded(file: &str, status: u16) -> RawResponse {
-    let path = format!("{FIXTURES}/{file}");
-    let mut body = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    if file.ends_with(".inner.json") {
-        body = format!("{{\"error\": {}}}", String::from_utf8_lossy(&body)).into_bytes();
-    }
-    let stem = file
-        .trim_end_matches(".json")
-        .trim_end_matches(".txt")
-        .trim_end_matches(".inner");
-    let mut headers = Vec::new();
-    let mut status = status;
-    if let Ok(text) = std::fs::read_to_string(format!("{FIXTURES}/{stem}.headers.txt")) {
-        let mut lines = text.lines();
-        if let Some(code) = lines
-            .next()
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|c| c.parse().ok())
-        {
-            status = code;
-        }
-        headers = lines
-            .filter_map(|l| l.split_once(':'))
-            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-            .collect();
-    }
-    RawResponse {
-        status,
-        headers,
-        body,
-    }
+    crate::provider::fixture_table::load(file, Some(status))
 }
 
 fn decide_recorded(file: &str, kind: ProviderKind, status: u16) -> Decision {
@@ -244,20 +216,7 @@ fn every_recorded_error_is_classified() {
         assert_eq!(kind_of(&decision), *want, "{file}: {decision:?}");
     }
     // Every error file of the covered providers is in the table.
-    for dir in [
-        "openai-chat",
-        "openai-responses",
-        "anthropic",
-        "gemini",
-        "vertex",
-        "azure-openai",
-        "openrouter",
-        "mistral",
-        "groq",
-        "deepseek",
-        "ollama",
-        "together",
-    ] {
+    for dir in COVERED {
         for entry in std::fs::read_dir(format!("{FIXTURES}/{dir}")).unwrap() {
             let name = entry.unwrap().file_name().into_string().unwrap();
             if name.starts_with("error-") && !name.ends_with(".headers.txt") {

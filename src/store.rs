@@ -352,11 +352,10 @@ mod tests {
     }
 
     #[test]
-    fn a_second_open_is_refused_as_in_use() {
+    /// A second process on the same store is refused; that needs two processes and is tested at
+    /// the CLI (`a_second_daemon_on_the_same_store_is_refused`). Here: an unreadable store.
+    fn a_corrupt_store_says_how_to_recover() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("store");
-        let _first = Store::open(&path).unwrap();
-        // Within one process sled shares the handle; another process is refused (tested at the CLI).
         let garbage = dir.path().join("garbage");
         std::fs::create_dir(&garbage).unwrap();
         std::fs::write(garbage.join("conf"), b"\x00\x01 not a sled config").unwrap();

@@ -15,7 +15,7 @@ use crate::provider::{ErrorClass, Parsed, ProviderKind, RawResponse, Usage, pars
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/real");
 
 /// Folders whose every file is accounted for here (Bedrock is out of scope: no such kind).
-const COVERED: [&str; 12] = [
+pub(crate) const COVERED: [&str; 12] = [
     "openai-chat",
     "openai-responses",
     "anthropic",
@@ -728,20 +728,25 @@ fn covered_files() -> Vec<String> {
 
 /// The response as recorded: body from the file, status line and headers from `.headers.txt`.
 fn recorded(row: &Row) -> RawResponse {
-    let path = Path::new(FIXTURES).join(row.file);
+    load(row.file, row.status)
+}
+
+/// A fixture (`folder/file`, relative to `shared/fixtures/real`) as a response; `status` is what
+/// SOURCES.md says when there is no headers file, and must agree with one when there is.
+pub(crate) fn load(file: &str, status: Option<u16>) -> RawResponse {
+    let path = Path::new(FIXTURES).join(file);
     let bytes = fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let (status, headers) = match fs::read_to_string(headers_path(&path)) {
-        Ok(text) => parse_headers(&text, row),
+        Ok(text) => parse_headers(&text, file, status),
         Err(_) => (
-            row.status
-                .unwrap_or_else(|| panic!("{}: no headers file and no status", row.file)),
+            status.unwrap_or_else(|| panic!("{file}: no headers file and no status")),
             Vec::new(),
         ),
     };
     RawResponse {
         status,
         headers,
-        body: wrap_inner(row.file, bytes),
+        body: wrap_inner(file, bytes),
     }
 }
 
@@ -760,19 +765,18 @@ fn body_stem(name: &str) -> &str {
 }
 
 /// `HTTP/1.1 529 ` then `name: value` lines; names lower-cased as the transport delivers them.
-fn parse_headers(text: &str, row: &Row) -> (u16, Vec<(String, String)>) {
+fn parse_headers(text: &str, file: &str, said: Option<u16>) -> (u16, Vec<(String, String)>) {
     let mut lines = text.lines();
     let status_line = lines.next().unwrap_or_default();
     let status: u16 = status_line
         .split_whitespace()
         .nth(1)
         .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("{}: bad status line {status_line:?}", row.file));
-    if let Some(said) = row.status {
+        .unwrap_or_else(|| panic!("{file}: bad status line {status_line:?}"));
+    if let Some(said) = said {
         assert_eq!(
             said, status,
-            "{}: row status disagrees with the headers file",
-            row.file
+            "{file}: row status disagrees with the headers file"
         );
     }
     let headers = lines

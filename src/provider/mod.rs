@@ -11,7 +11,7 @@
 mod anthropic;
 mod envelope;
 #[cfg(test)]
-mod fixture_table;
+pub(crate) mod fixture_table;
 mod gemini;
 mod headers;
 mod json;

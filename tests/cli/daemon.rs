@@ -50,15 +50,10 @@ pub struct Daemon {
 
 impl Daemon {
     pub fn start(test: &Test) -> Daemon {
-        let log = test.path(&format!(
-            "daemon-{}.log",
-            Instant::now().elapsed().as_nanos()
-        ));
-        let log = if log.exists() {
-            test.path("daemon-2.log")
-        } else {
-            log
-        };
+        // Each daemon of a test gets its own log, so a restart never overwrites the first's.
+        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let log = test.path(&format!("daemon-{n}.log"));
         let child = Command::new(assert_cmd::cargo::cargo_bin("modelpin"))
             .current_dir(test.dir.path())
             .arg("daemon")
