@@ -12,6 +12,8 @@ pub mod cmd;
 pub mod config;
 pub mod daemon;
 pub mod finding;
+#[cfg(test)]
+pub(crate) mod fixtures;
 pub mod lifecycle;
 pub mod lock;
 pub mod provider;

@@ -1,12 +1,12 @@
 //! The classifier as a table, including every error response recorded under
-//! `shared/fixtures/real/` (parsed by the real adapters), and the retry loop under tokio's paused clock.
+//! `tests/fixtures/real/` (parsed by the real adapters), and the retry loop under tokio's paused clock.
 
 use std::time::{Duration, SystemTime};
 
 use super::*;
 use crate::provider::{Parsed, ProviderKind, RawResponse, parse_reply};
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/real");
+use crate::fixtures::ROOT as FIXTURES;
 use crate::provider::fixture_table::COVERED;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

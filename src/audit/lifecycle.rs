@@ -215,9 +215,8 @@ mod tests {
         let path = cache_path(&lock, "https://example.com/feed.json");
         assert!(path.starts_with(dir.path().join(".modelpin-feeds")));
         assert_ne!(path, cache_path(&lock, "https://example.com/other.json"));
-        let body = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../shared/fixtures/real/deprecation-sources/litellm-model-prices-sample.json"
+        let body = String::from_utf8(crate::fixtures::read(
+            "deprecation-sources/litellm-model-prices-sample.json",
         ))
         .unwrap();
         let at = DateTime::from_timestamp(1_700_000_000, 0).unwrap();

@@ -169,12 +169,8 @@ pub fn canonical_provider(raw: &str) -> String {
     name.to_owned()
 }
 
-/// A file under `shared/fixtures/real/`, for tests on real recordings.
 #[cfg(test)]
-pub(crate) fn fixture(path: &str) -> Vec<u8> {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/real/");
-    std::fs::read(format!("{root}{path}")).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
+pub(crate) use crate::fixtures::read as fixture;
 
 #[cfg(test)]
 mod tests;

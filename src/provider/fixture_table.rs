@@ -1,4 +1,4 @@
-//! The adapters against every real recorded response in `shared/fixtures/real/`.
+//! The adapters against every real recorded response in `tests/fixtures/real/`.
 //!
 //! Each row states, from `SOURCES.md` and the file itself, what `parse_reply` must conclude. The
 //! walk at the end makes the table exhaustive: a fixture added to a covered folder fails the test
@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::provider::{ErrorClass, Parsed, ProviderKind, RawResponse, Usage, parse_reply};
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/real");
+use crate::fixtures::ROOT as FIXTURES;
 
 /// Folders whose every file is accounted for here (Bedrock is out of scope: no such kind).
 pub(crate) const COVERED: [&str; 12] = [
@@ -731,7 +731,7 @@ fn recorded(row: &Row) -> RawResponse {
     load(row.file, row.status)
 }
 
-/// A fixture (`folder/file`, relative to `shared/fixtures/real`) as a response; `status` is what
+/// A fixture (`folder/file`, relative to `tests/fixtures/real`) as a response; `status` is what
 /// SOURCES.md says when there is no headers file, and must agree with one when there is.
 pub(crate) fn load(file: &str, status: Option<u16>) -> RawResponse {
     let path = Path::new(FIXTURES).join(file);

@@ -2,7 +2,7 @@
 //!
 //! An adapter knows how to phrase one probe call for its provider (`build_request`) and how to
 //! read whatever came back (`parse_reply`). Neither does I/O, so both are tested directly on the
-//! real recorded responses under `shared/fixtures/real/`. The transport sends what `build_request`
+//! real recorded responses under `tests/fixtures/real/`. The transport sends what `build_request`
 //! returns; the auditor judges what `parse_reply` returns.
 
 // Provider names (OpenAI, OpenRouter, DeepSeek) appear in these docs as prose, not as code; a

@@ -1,5 +1,5 @@
 //! The simulator's side of each wire format: read a request, write a success or an error body
-//! shaped like the real provider's (the shapes follow `shared/fixtures/real/`).
+//! shaped like the real provider's (the shapes follow `tests/fixtures/real/`).
 
 use serde_json::{Value, json};
 

@@ -8,9 +8,9 @@
 //! probe-stratified kernel MMD on the answers as strings, combined per pin with Holm
 //! (`drift::compare_pin`). `minimum_detectable` tells at lock time whether a baseline is large
 //! enough for any of them to ever reject. Everything here is pure and deterministic given a seed,
-//! so every alert can be recomputed from its evidence. The formulas and the reasons for each
-//! choice are in `shared/research/detection-science.md` §4; the detection benchmark
-//! (`bench/detection`, results in BENCHMARKS.md) scores them against the Neyman–Pearson oracle.
+//! so every alert can be recomputed from its evidence. Each test cites its reference values in its
+//! own tests; the detection benchmark (`bench/detection`, results in BENCHMARKS.md) scores them
+//! against the Neyman–Pearson oracle.
 
 mod categorical;
 mod detectability;
