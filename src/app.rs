@@ -7,6 +7,7 @@ use tracing_subscriber::util::SubscriberInitExt as _;
 
 use crate::cli::{Cli, Command};
 use crate::cmd;
+use crate::exit::Exit;
 
 /// The tool itself failed (as opposed to a model drifting, which is a finding).
 #[derive(Debug, thiserror::Error)]
@@ -20,15 +21,16 @@ pub enum AppError {
     #[error("error: {0}")]
     Usage(String),
     #[error("error: {0}")]
+    Audit(#[from] crate::audit::plan::AuditError),
+    #[error("{0}")]
+    Daemon(#[from] crate::daemon::DaemonError),
+    #[error("error: {0}")]
     Io(String),
 }
 
-/// Exit code for tool failures, shared with config errors (DESIGN.md: 2 = usage or config).
-pub const EXIT_TOOL_ERROR: u8 = 2;
-
-/// Runs the command and returns the process exit code.
+/// Runs the command and returns the process's exit code.
 #[must_use]
-pub fn run(cli: &Cli) -> u8 {
+pub fn run(cli: &Cli) -> Exit {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -36,7 +38,7 @@ pub fn run(cli: &Cli) -> u8 {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
-            return EXIT_TOOL_ERROR;
+            return Exit::Error;
         }
     };
     let outcome = runtime.block_on(dispatch(cli));
@@ -45,12 +47,12 @@ pub fn run(cli: &Cli) -> u8 {
         Err(error) => {
             let mut stderr = std::io::stderr().lock();
             let _ = writeln!(stderr, "{error}");
-            EXIT_TOOL_ERROR
+            Exit::Error
         }
     }
 }
 
-async fn dispatch(cli: &Cli) -> Result<u8, AppError> {
+async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
     let out = cmd::Output { quiet: cli.quiet };
     match &cli.command {
         Command::Init { force } => cmd::init::run(&cli.config, *force, out),
@@ -88,7 +90,7 @@ async fn dispatch(cli: &Cli) -> Result<u8, AppError> {
         }
         Command::Daemon { reset_store } => {
             init_logging(cli.quiet);
-            crate::daemon::run(&cli.config, *reset_store, out).await
+            Ok(crate::daemon::run(&cli.config, *reset_store).await?)
         }
         Command::History { pin, since, format } => {
             cmd::history::run(&cli.config, pin.as_deref(), since, *format).await

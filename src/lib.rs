@@ -11,6 +11,7 @@ pub mod cli;
 pub mod cmd;
 pub mod config;
 pub mod daemon;
+pub mod exit;
 pub mod finding;
 #[cfg(test)]
 pub(crate) mod fixtures;

@@ -6,5 +6,5 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = modelpin::cli::Cli::parse();
-    ExitCode::from(modelpin::app::run(&cli))
+    modelpin::app::run(&cli).into()
 }

@@ -267,7 +267,7 @@ pub fn reset(path: &Path) -> std::io::Result<Option<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::judge::PinStatus;
+    use crate::finding::PinStatus;
     use crate::report::{Calls, Tokens};
 
     fn record(pin: &str, at: i64, id: &str) -> AuditRecord {

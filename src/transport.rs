@@ -106,6 +106,22 @@ impl Transport {
         })
     }
 
+    /// The transport a config asks for: its timeout, overall and per-provider concurrency.
+    pub fn for_config(config: &crate::config::Config) -> Result<Transport, TransportFailure> {
+        let limits = TransportLimits {
+            timeout: config.settings.timeout,
+            connect_timeout: config.settings.timeout.min(Duration::from_secs(10)),
+            body_cap: DEFAULT_BODY_CAP,
+            concurrency: config.settings.concurrency,
+        };
+        let providers: Vec<(String, usize)> = config
+            .providers
+            .iter()
+            .map(|p| (p.name.clone(), p.concurrency))
+            .collect();
+        Transport::new(limits, &providers)
+    }
+
     #[must_use]
     pub fn limits(&self) -> TransportLimits {
         self.limits

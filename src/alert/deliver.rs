@@ -15,7 +15,6 @@ use crate::alert::email::{self, EmailChannel, SmtpOutcome};
 use crate::alert::outbox::{self, DeliveryState};
 use crate::alert::{AlertStatus, Notification, sign};
 use crate::config::{AlertChannel, AlertKind};
-use crate::daemon::metrics::Metrics;
 use crate::retry::{self, Decision, Operation, RetryPolicy, Signal};
 use crate::store::Store;
 use crate::transport::Transport;
@@ -242,56 +241,88 @@ pub fn alertmanager_payload(n: &Notification) -> Value {
     Value::Array(alerts)
 }
 
-/// Tries every due notification once; returns how many were delivered.
-pub async fn run_due(store: &Store, deliverer: &Deliverer, metrics: Option<&Metrics>) -> usize {
+/// One delivery attempt's result, for whoever counts them (the daemon's metrics).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub channel: String,
+    pub result: DeliveryResult,
+}
+
+/// How one attempt left a notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DeliveryResult {
+    Delivered,
+    /// Refused for good (a permanent error): not tried again.
+    Failed,
+    /// Not delivered yet; will be tried again later.
+    Retried,
+    /// Given up after `MAX_AGE`.
+    Expired,
+}
+
+impl DeliveryResult {
+    pub const ALL: [DeliveryResult; 4] = [
+        DeliveryResult::Delivered,
+        DeliveryResult::Failed,
+        DeliveryResult::Retried,
+        DeliveryResult::Expired,
+    ];
+
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryResult::Delivered => "delivered",
+            DeliveryResult::Failed => "failed",
+            DeliveryResult::Retried => "retried",
+            DeliveryResult::Expired => "expired",
+        }
+    }
+}
+
+/// Tries every due notification once; returns each attempt's outcome.
+pub async fn run_due(store: &Store, deliverer: &Deliverer) -> Vec<Outcome> {
     let now = Utc::now();
     let Ok(due) = outbox::due(store, now) else {
-        return 0;
+        return Vec::new();
     };
-    let mut sent = 0;
+    let mut outcomes = Vec::with_capacity(due.len());
     for (key, mut entry) in due {
         let outcome = deliverer.attempt(&entry.notification).await;
         let result = record(&mut entry.delivery, &outcome, entry.notification.created_at);
-        if result == "delivered" {
-            sent += 1;
-        }
         log(&entry, &outcome);
-        if let Some(m) = metrics {
-            m.add(
-                "modelpin_notifications_total",
-                &[("channel", &entry.notification.channel), ("result", result)],
-                1.0,
-            );
-        }
+        outcomes.push(Outcome {
+            channel: entry.notification.channel.clone(),
+            result,
+        });
         if let Err(e) = outbox::update(store, &key, &entry).await {
             tracing::error!(error = %e, notification = %entry.notification.id, "outbox update failed");
         }
     }
-    sent
+    outcomes
 }
 
-/// Applies an attempt's outcome to the delivery record; returns the metric's `result` label.
-fn record(d: &mut outbox::Delivery, outcome: &Attempted, created: DateTime<Utc>) -> &'static str {
+/// Applies an attempt's outcome to the delivery record.
+fn record(d: &mut outbox::Delivery, outcome: &Attempted, created: DateTime<Utc>) -> DeliveryResult {
     let now = Utc::now();
     d.attempts += 1;
     match outcome {
         Attempted::Delivered => {
             d.state = DeliveryState::Delivered;
             d.finished_at = Some(now);
-            "delivered"
+            DeliveryResult::Delivered
         }
         Attempted::Failed(why) => {
             d.state = DeliveryState::Failed;
             d.last_error = Some(why.clone());
             d.finished_at = Some(now);
-            "failed"
+            DeliveryResult::Failed
         }
         Attempted::Retry { min_wait, reason } => {
             d.last_error = Some(reason.clone());
             if (now - created).to_std().unwrap_or_default() >= MAX_AGE {
                 d.state = DeliveryState::Expired;
                 d.finished_at = Some(now);
-                return "expired";
+                return DeliveryResult::Expired;
             }
             let policy = RetryPolicy {
                 max_attempts: u32::MAX,
@@ -301,7 +332,7 @@ fn record(d: &mut outbox::Delivery, outcome: &Attempted, created: DateTime<Utc>)
                 .backoff(d.attempts, retry::jitter_source()())
                 .max(min_wait.unwrap_or_default());
             d.next_attempt_at = now + chrono::Duration::from_std(wait).unwrap_or_default();
-            "retried"
+            DeliveryResult::Retried
         }
     }
 }

@@ -14,11 +14,12 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::alert::{AlertItem, AlertStatus, Notification};
 use crate::config::{AlertChannel, AlertKind};
-use crate::finding::{Code, Finding, Severity};
+use crate::finding::evidence::Unmeasured;
+use crate::finding::{Code, Evidence, Finding, Severity};
 use crate::store::AuditRecord;
 
 /// Consecutive inconclusive audits before `inconclusive` fires.
@@ -71,7 +72,7 @@ pub fn step(
     now: DateTime<Utc>,
 ) -> Step {
     let pin = &record.pin;
-    let streak = if pin.status == crate::audit::judge::PinStatus::Inconclusive {
+    let streak = if pin.status == crate::finding::PinStatus::Inconclusive {
         before.inconclusive_streak + 1
     } else {
         0
@@ -152,13 +153,12 @@ fn alerting_findings(findings: &[Finding], streak: u32) -> BTreeMap<String, Find
     }
     if streak >= INCONCLUSIVE_STREAK {
         let first = findings.iter().find(|f| f.code == Code::Inconclusive);
-        let message = format!(
-            "no measurement for {streak} consecutive audits: {}",
-            first.map_or("calls failed", |f| f.message.as_str())
-        );
-        let evidence = json!({ "consecutive": streak, "latest": first.map(|f| &f.evidence) });
-        let mut finding = Finding::new(Code::Inconclusive, message, evidence);
-        finding.severity = Some(Severity::Warning);
+        let streak = Unmeasured::Streak {
+            consecutive: streak,
+            latest: first.map(|f| f.evidence.clone()),
+            latest_message: first.map(|f| f.message.clone()),
+        };
+        let finding = Finding::from(Evidence::Inconclusive(streak));
         out.insert(Code::Inconclusive.as_str().to_owned(), finding);
     }
     out
@@ -218,8 +218,9 @@ fn notification(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::judge::PinStatus;
+    use crate::finding::PinStatus;
     use crate::report::{Calls, PinReport, Tokens};
+    use serde_json::json;
 
     fn channel(name: &str, repeat_secs: u64, min: Severity, kind: AlertKind) -> AlertChannel {
         AlertChannel {
@@ -260,7 +261,12 @@ mod tests {
                 behaviour: Vec::new(),
                 findings: codes
                     .iter()
-                    .map(|c| Finding::new(*c, c.as_str(), json!({})))
+                    .map(|c| Finding {
+                        code: *c,
+                        severity: c.severity(),
+                        message: c.as_str().to_owned(),
+                        evidence: json!({}),
+                    })
                     .collect(),
             },
         }

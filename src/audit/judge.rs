@@ -6,60 +6,22 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::{Value, json};
-
 use std::time::Duration;
 
 use crate::audit::retirement;
 use crate::audit::{CallRecord, CallResult, Observation};
 use crate::config::{Pin, Price, Probe};
-use crate::finding::{Code, Finding, Severity};
+use crate::finding::evidence::{
+    BilledVsPrice, ChangedProbe, CostChanged, FingerprintChanged, InputCostPerCall, NoBaseline,
+    NotFound, PricePerMtok, ProbeChanged, Retries, ServedMismatch, TokenCounts, TokenizerChanged,
+    Unmeasured, UpstreamMismatch,
+};
+use crate::finding::{Evidence, Finding};
 use crate::lifecycle::{Lifecycle, Signal};
 use crate::lock::{LockedPin, LockedPrice};
 use crate::provider::{ErrorClass, Reply, normalize_model_id};
 use crate::retry::StopClass;
 use crate::stats::drift::{DriftVerdict, ProbeSamples, Samples, compare_pin};
-
-/// How a pin came out of one audit.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum PinStatus {
-    Ok,
-    Warning,
-    Inconclusive,
-    Drift,
-}
-
-impl PinStatus {
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PinStatus::Ok => "ok",
-            PinStatus::Warning => "warning",
-            PinStatus::Inconclusive => "inconclusive",
-            PinStatus::Drift => "drift",
-        }
-    }
-
-    /// Drift outranks inconclusive, which outranks warnings.
-    #[must_use]
-    pub fn of(findings: &[Finding]) -> PinStatus {
-        if findings.iter().any(Finding::is_error) {
-            PinStatus::Drift
-        } else if findings.iter().any(|f| f.code == Code::Inconclusive) {
-            PinStatus::Inconclusive
-        } else if findings
-            .iter()
-            .any(|f| f.severity == Some(Severity::Warning))
-        {
-            PinStatus::Warning
-        } else {
-            PinStatus::Ok
-        }
-    }
-}
 
 /// Everything the judge needs about one pin.
 pub struct Case<'a> {
@@ -126,29 +88,37 @@ pub fn judge(case: &Case<'_>) -> Vec<Finding> {
 /// The findings and the behaviour statistics they were drawn from (for metrics and reports).
 #[must_use]
 pub fn judge_with_statistics(case: &Case<'_>) -> (Vec<Finding>, Option<DriftVerdict>) {
-    let mut findings = Vec::new();
-    findings.extend(model_not_found(case.observation));
-    if case.observation.replies().next().is_none() {
-        if findings.is_empty() {
-            findings.push(nothing_measured(case.observation));
-        }
-        retirement::after_refusals(case, &mut findings);
-        return (findings, None);
-    }
-    findings.extend(baseline_notice(case));
-    findings.extend(served_identity(case));
-    findings.extend(upstream(case));
-    findings.extend(tokenizer(case));
-    findings.extend(cost(case));
-    findings.extend(fingerprint(case));
-    let verdict = behaviour_verdict(case);
-    findings.extend(verdict.as_ref().and_then(behaviour));
-    findings.extend(unmeasured_probes(case));
-    retirement::after_answers(case, &mut findings);
-    (findings, verdict)
+    let (evidence, verdict) = evidence(case);
+    (evidence.into_iter().map(Finding::from).collect(), verdict)
 }
 
-fn model_not_found(obs: &Observation) -> Option<Finding> {
+/// What each check found, in the report's fixed order.
+fn evidence(case: &Case<'_>) -> (Vec<Evidence>, Option<DriftVerdict>) {
+    let mut found = Vec::new();
+    found.extend(model_not_found(case.observation).map(Evidence::ModelNotFound));
+    if case.observation.replies().next().is_none() {
+        if found.is_empty() {
+            found.push(Evidence::Inconclusive(nothing_measured(case.observation)));
+        }
+        retirement::after_refusals(case, &mut found);
+        return (found, None);
+    }
+    found.extend(baseline_notice(case).map(Evidence::NoBaseline));
+    found.extend(served_identity(case).map(Evidence::ServedModelMismatch));
+    found.extend(upstream(case).map(Evidence::UpstreamMismatch));
+    found.extend(tokenizer(case).map(Evidence::TokenizerChanged));
+    found.extend(cost(case).map(Evidence::CostChanged));
+    found.extend(fingerprint(case).map(Evidence::FingerprintChanged));
+    let verdict = behaviour_verdict(case);
+    if let Some(v) = verdict.as_ref().filter(|v| v.drift) {
+        found.push(Evidence::BehaviorDrift(Box::new(v.clone())));
+    }
+    found.extend(unmeasured_probes(case));
+    retirement::after_answers(case, &mut found);
+    (found, verdict)
+}
+
+fn model_not_found(obs: &Observation) -> Option<NotFound> {
     let refused: Vec<_> = obs
         .calls
         .iter()
@@ -158,37 +128,24 @@ fn model_not_found(obs: &Observation) -> Option<Finding> {
         })
         .collect();
     let first = refused.first()?;
-    Some(Finding::new(
-        Code::ModelNotFound,
-        format!(
-            "the provider says the model does not exist or is gone: {}",
-            first.message
-        ),
-        json!({
-            "status": first.status,
-            "code": first.code,
-            "type": first.error_type,
-            "provider_message": first.message,
-            "request_id": first.request_id,
-            "calls_refused": refused.len(),
-        }),
-    ))
+    Some(NotFound {
+        status: first.status,
+        code: first.code.clone(),
+        error_type: first.error_type.clone(),
+        provider_message: first.message.clone(),
+        request_id: first.request_id.clone(),
+        calls_refused: refused.len(),
+        lifecycle: None,
+    })
 }
 
 /// Why no call produced an answer, counted by reason.
-fn nothing_measured(obs: &Observation) -> Finding {
-    let reasons = failure_reasons(obs.calls.iter());
-    let first = reasons
-        .keys()
-        .find(|r| !r.starts_with("skipped"))
-        .or_else(|| reasons.keys().next())
-        .cloned()
-        .unwrap_or_else(|| "no calls were made".to_owned());
-    Finding::new(
-        Code::Inconclusive,
-        format!("no call succeeded: {first}"),
-        json!({ "reasons": reasons, "retries": retry_evidence(obs.calls.iter()) }),
-    )
+fn nothing_measured(obs: &Observation) -> Unmeasured {
+    Unmeasured::NothingAnswered {
+        reasons: failure_reasons(obs.calls.iter()),
+        retries: retry_evidence(obs.calls.iter()),
+        lifecycle: None,
+    }
 }
 
 /// Each failed call's final outcome, in the provider's own words, counted.
@@ -216,7 +173,7 @@ fn failure_reasons<'a>(calls: impl Iterator<Item = &'a CallRecord>) -> BTreeMap<
 }
 
 /// Attempts and waits behind the failures: what the retry layer did before giving up.
-fn retry_evidence<'a>(calls: impl Iterator<Item = &'a CallRecord>) -> Value {
+fn retry_evidence<'a>(calls: impl Iterator<Item = &'a CallRecord>) -> Retries {
     let (mut attempts, mut retried, mut waited) = (0u64, 0u64, Duration::ZERO);
     let mut stops: BTreeMap<String, u64> = BTreeMap::new();
     for call in calls {
@@ -224,38 +181,31 @@ fn retry_evidence<'a>(calls: impl Iterator<Item = &'a CallRecord>) -> Value {
         retried += u64::from(call.attempts.saturating_sub(1));
         waited += call.waits.iter().sum::<Duration>();
         if let Some(stopped) = &call.stopped {
-            let class = serde_json::to_value(stopped.class).unwrap_or(Value::Null);
-            *stops
-                .entry(class.as_str().unwrap_or("unknown").to_owned())
-                .or_insert(0) += 1;
+            let class = serde_json::to_value(stopped.class).ok();
+            let name = class.as_ref().and_then(|c| c.as_str()).unwrap_or("unknown");
+            *stops.entry(name.to_owned()).or_insert(0) += 1;
         }
     }
-    json!({ "attempts": attempts, "retries": retried, "waited_ms": waited.as_millis() as u64, "stopped": stops })
+    Retries {
+        attempts,
+        retries: retried,
+        waited_ms: waited.as_millis() as u64,
+        stopped: stops,
+    }
 }
 
-fn baseline_notice(case: &Case<'_>) -> Option<Finding> {
+fn baseline_notice(case: &Case<'_>) -> Option<NoBaseline> {
     if case.baseline.is_some() {
         return None;
     }
-    let locked = case.locked;
-    let message = match locked {
-        Some(old) => format!(
-            "modelpin.lock was recorded for model `{}`, the pin now asks for `{}`: run `modelpin lock --pin {}`",
-            old.model, case.pin.model, case.pin.id
-        ),
-        None => format!(
-            "no baseline in modelpin.lock for this pin: tokenizer, price and behaviour checks skipped; run `modelpin lock --pin {}`",
-            case.pin.id
-        ),
-    };
-    Some(Finding::new(
-        Code::NoBaseline,
-        message,
-        json!({ "locked_model": locked.map(|l| &l.model) }),
-    ))
+    Some(NoBaseline {
+        locked_model: case.locked.map(|l| l.model.clone()),
+        pin: case.pin.id.clone(),
+        model: case.pin.model.clone(),
+    })
 }
 
-fn served_identity(case: &Case<'_>) -> Option<Finding> {
+fn served_identity(case: &Case<'_>) -> Option<ServedMismatch> {
     let mut accepted: BTreeSet<String> = case
         .pin
         .accept
@@ -275,22 +225,16 @@ fn served_identity(case: &Case<'_>) -> Option<Finding> {
     for (id, n) in &fallbacks {
         *unexpected.entry(id.clone()).or_insert(0) += n;
     }
-    let (worst, count) = unexpected.iter().max_by_key(|(_, n)| **n)?;
-    let total: u64 = served.values().sum();
-    Some(Finding::new(
-        Code::ServedModelMismatch,
-        format!(
-            "served `{worst}` ({count} of {total} calls) where the pin accepts {}",
-            quoted_list(&accepted)
-        ),
-        json!({
-            "requested": case.pin.model,
-            "accepted": accepted,
-            "served": served,
-            "unexpected": unexpected,
-            "fallback_models": fallbacks,
-        }),
-    ))
+    if unexpected.is_empty() {
+        return None;
+    }
+    Some(ServedMismatch {
+        requested: case.pin.model.clone(),
+        accepted,
+        served,
+        unexpected,
+        fallback_models: fallbacks,
+    })
 }
 
 /// Served IDs, normalised, with counts; replies that named no model are not counted.
@@ -322,7 +266,7 @@ fn count(items: impl Iterator<Item = String>) -> BTreeMap<String, u64> {
     counts
 }
 
-fn upstream(case: &Case<'_>) -> Option<Finding> {
+fn upstream(case: &Case<'_>) -> Option<UpstreamMismatch> {
     let accepted: BTreeSet<String> = if case.pin.upstream.is_empty() {
         case.baseline?.upstreams.keys().cloned().collect()
     } else {
@@ -332,20 +276,19 @@ fn upstream(case: &Case<'_>) -> Option<Finding> {
         return None;
     }
     let seen = upstream_counts(case.observation);
-    let unexpected: BTreeMap<&String, &u64> = seen
+    let unexpected: BTreeMap<String, u64> = seen
         .iter()
         .filter(|(u, _)| !accepted.contains(*u))
+        .map(|(u, n)| (u.clone(), *n))
         .collect();
-    let (worst, count) = unexpected.iter().max_by_key(|(_, n)| **n)?;
-    Some(Finding::new(
-        Code::UpstreamMismatch,
-        format!(
-            "served by upstream `{worst}` ({count} of {} calls) where the pin accepts {}",
-            seen.values().sum::<u64>(),
-            quoted_list(&accepted)
-        ),
-        json!({ "accepted": accepted, "served": seen, "unexpected": unexpected }),
-    ))
+    if unexpected.is_empty() {
+        return None;
+    }
+    Some(UpstreamMismatch {
+        accepted,
+        served: seen,
+        unexpected,
+    })
 }
 
 /// Prompt token counts per probe seen now, for probes whose baseline is comparable.
@@ -371,23 +314,13 @@ fn comparable_prompt_tokens(case: &Case<'_>) -> Vec<(String, Vec<u64>, BTreeSet<
         .collect()
 }
 
-fn tokenizer(case: &Case<'_>) -> Option<Finding> {
-    let changed: Vec<Value> = comparable_prompt_tokens(case)
+fn tokenizer(case: &Case<'_>) -> Option<TokenizerChanged> {
+    let probes: Vec<TokenCounts> = comparable_prompt_tokens(case)
         .into_iter()
         .filter(|(_, then, now)| now.iter().any(|n| !then.contains(n)))
-        .map(|(probe, then, now)| json!({ "probe": probe, "locked": then, "now": now }))
+        .map(|(probe, locked, now)| TokenCounts { probe, locked, now })
         .collect();
-    let first = changed.first()?;
-    Some(Finding::new(
-        Code::TokenizerChanged,
-        format!(
-            "prompt token count of unchanged probe `{}` went from {} to {}: a different tokenizer or chat template answers",
-            first["probe"].as_str().unwrap_or_default(),
-            first["locked"],
-            first["now"]
-        ),
-        json!({ "probes": changed }),
-    ))
+    (!probes.is_empty()).then_some(TokenizerChanged { probes })
 }
 
 /// The per-token price to judge and count cost against: the pin's list price, else the price
@@ -417,26 +350,24 @@ pub fn expected_cost(reply: &Reply, price: &Price) -> Option<f64> {
     )
 }
 
-fn cost(case: &Case<'_>) -> Option<Finding> {
+fn cost(case: &Case<'_>) -> Option<CostChanged> {
     let price = reference_price(case.pin, case.baseline)?;
     let tolerance = case.pin.cost_tolerance;
-    let mut evidence = serde_json::Map::new();
     let (reported, expected) = case
         .observation
         .replies()
         .filter_map(|(_, r)| Some((r.reported_cost_usd?, expected_cost(r, &price)?)))
         .fold((0.0, 0.0), |(a, b), (r, e)| (a + r, b + e));
-    if expected > 0.0 && (reported / expected - 1.0).abs() > tolerance {
-        evidence.insert(
-            "billed_vs_price".into(),
-            json!({
-                "reported_usd": round6(reported),
-                "expected_usd": round6(expected),
-                "ratio": round4(reported / expected),
-                "price_per_mtok": { "input": price.input, "output": price.output },
-            }),
-        );
-    }
+    let billed_vs_price =
+        (expected > 0.0 && (reported / expected - 1.0).abs() > tolerance).then(|| BilledVsPrice {
+            reported_usd: round6(reported),
+            expected_usd: round6(expected),
+            ratio: round4(reported / expected),
+            price_per_mtok: PricePerMtok {
+                input: price.input,
+                output: price.output,
+            },
+        });
     let (then, now) = comparable_prompt_tokens(case)
         .iter()
         .filter_map(|(_, then, now)| {
@@ -446,45 +377,20 @@ fn cost(case: &Case<'_>) -> Option<Finding> {
             ))
         })
         .fold((0.0, 0.0), |(a, b), (t, n)| (a + t, b + n));
-    if then > 0.0 && (now / then - 1.0).abs() > tolerance {
-        evidence.insert(
-            "input_cost_per_call".into(),
-            json!({
-                "locked_usd": round6(then * price.input / 1e6),
-                "now_usd": round6(now * price.input / 1e6),
-                "change": round4(now / then - 1.0),
-            }),
-        );
-    }
-    if evidence.is_empty() {
+    let input_cost_per_call =
+        (then > 0.0 && (now / then - 1.0).abs() > tolerance).then(|| InputCostPerCall {
+            locked_usd: round6(then * price.input / 1e6),
+            now_usd: round6(now * price.input / 1e6),
+            change: round4(now / then - 1.0),
+        });
+    if billed_vs_price.is_none() && input_cost_per_call.is_none() {
         return None;
     }
-    let message = cost_message(&evidence);
-    evidence.insert("tolerance".into(), json!(tolerance));
-    Some(Finding::new(
-        Code::CostChanged,
-        message,
-        Value::Object(evidence),
-    ))
-}
-
-fn cost_message(evidence: &serde_json::Map<String, Value>) -> String {
-    let mut parts = Vec::new();
-    if let Some(b) = evidence.get("billed_vs_price") {
-        parts.push(format!(
-            "the provider billed {:.2}x what the price predicts",
-            b["ratio"].as_f64().unwrap_or_default()
-        ));
-    }
-    if let Some(i) = evidence.get("input_cost_per_call") {
-        parts.push(format!(
-            "prompt tokens per call changed by {:+.1}%: at the pinned input price, ${} → ${} per call",
-            i["change"].as_f64().unwrap_or_default() * 100.0,
-            i["locked_usd"],
-            i["now_usd"]
-        ));
-    }
-    parts.join("; ")
+    Some(CostChanged {
+        billed_vs_price,
+        input_cost_per_call,
+        tolerance,
+    })
 }
 
 fn median(values: &[u64]) -> Option<f64> {
@@ -506,80 +412,58 @@ fn round4(x: f64) -> f64 {
     (x * 1e4).round() / 1e4
 }
 
-fn fingerprint(case: &Case<'_>) -> Option<Finding> {
+fn fingerprint(case: &Case<'_>) -> Option<FingerprintChanged> {
     let base = case.baseline?;
     if base.system_fingerprints.is_empty() {
         return None;
     }
-    let new: BTreeSet<&str> = case
+    let new: BTreeSet<String> = case
         .observation
         .replies()
-        .filter_map(|(_, r)| r.system_fingerprint.as_deref())
-        .filter(|fp| !base.system_fingerprints.iter().any(|b| b == fp))
+        .filter_map(|(_, r)| r.system_fingerprint.clone())
+        .filter(|fp| !base.system_fingerprints.contains(fp))
         .collect();
-    let first = new.iter().next()?;
-    Some(Finding::new(
-        Code::FingerprintChanged,
-        format!("system_fingerprint `{first}` was not seen when the baseline was locked"),
-        json!({ "locked": base.system_fingerprints, "new": new }),
-    ))
+    if new.is_empty() {
+        return None;
+    }
+    Some(FingerprintChanged {
+        locked: base.system_fingerprints.clone(),
+        new,
+    })
 }
 
-fn unmeasured_probes(case: &Case<'_>) -> Vec<Finding> {
-    let mut findings = Vec::new();
+fn unmeasured_probes(case: &Case<'_>) -> Vec<Evidence> {
+    let mut found = Vec::new();
     let mut changed = Vec::new();
     for probe in &case.probes {
-        let results: Vec<&CallResult> = case
-            .observation
-            .calls
-            .iter()
-            .filter(|c| c.probe == probe.id)
-            .map(|c| &c.result)
-            .collect();
-        if !results.iter().any(|r| matches!(r, CallResult::Reply(_))) {
-            let calls = || {
-                case.observation
-                    .calls
-                    .iter()
-                    .filter(|c| c.probe == probe.id)
-            };
-            findings.push(Finding::new(
-                Code::Inconclusive,
-                format!("probe `{}`: no call succeeded", probe.id),
-                json!({ "probe": probe.id, "reasons": failure_reasons(calls()), "retries": retry_evidence(calls()) }),
-            ));
+        let calls = || {
+            case.observation
+                .calls
+                .iter()
+                .filter(|c| c.probe == probe.id)
+        };
+        if !calls().any(|c| matches!(c.result, CallResult::Reply(_))) {
+            found.push(Evidence::Inconclusive(Unmeasured::Probe {
+                probe: probe.id.clone(),
+                reasons: failure_reasons(calls()),
+                retries: retry_evidence(calls()),
+            }));
         }
         if let Some(base) = case.baseline {
-            match base.probes.get(&probe.id) {
-                Some(l) if l.digest == probe.digest => {}
-                Some(l) => changed.push(
-                    json!({ "probe": probe.id, "locked_digest": l.digest, "digest": probe.digest }),
-                ),
-                None => changed.push(
-                    json!({ "probe": probe.id, "locked_digest": null, "digest": probe.digest }),
-                ),
+            let locked_digest = base.probes.get(&probe.id).map(|l| &l.digest);
+            if locked_digest != Some(&probe.digest) {
+                changed.push(ChangedProbe {
+                    probe: probe.id.clone(),
+                    locked_digest: locked_digest.cloned(),
+                    digest: probe.digest.clone(),
+                });
             }
         }
     }
-    if let Some(first) = changed.first() {
-        findings.push(Finding::new(
-            Code::ProbeChanged,
-            format!(
-                "probe `{}` is not in the baseline as it is now: not comparable until `modelpin lock` records it",
-                first["probe"].as_str().unwrap_or_default()
-            ),
-            json!({ "probes": changed }),
-        ));
+    if !changed.is_empty() {
+        found.push(Evidence::ProbeChanged(ProbeChanged { probes: changed }));
     }
-    findings
-}
-
-fn quoted_list(items: &BTreeSet<String>) -> String {
-    items
-        .iter()
-        .map(|i| format!("`{i}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    found
 }
 
 /// The behaviour statistics over every comparable probe: the baseline's outputs and completion
@@ -638,38 +522,6 @@ fn behaviour_seed(case: &Case<'_>) -> u64 {
     u64::from_str_radix(&digest["sha256:".len().."sha256:".len() + 16], 16).unwrap_or(0)
 }
 
-fn behaviour(verdict: &DriftVerdict) -> Option<Finding> {
-    if !verdict.drift {
-        return None;
-    }
-    let rejected: Vec<&crate::stats::drift::DriftTest> =
-        verdict.tests.iter().filter(|t| t.rejected).collect();
-    let first = rejected.first()?;
-    let message = format!(
-        "the answers changed: {} on probe{} {} (p = {:.2e} after Holm, alpha {})",
-        test_name(first.result.test),
-        if first.probes.len() == 1 { "" } else { "s" },
-        first
-            .probes
-            .iter()
-            .map(|p| format!("`{p}`"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        first.adjusted_p.unwrap_or(first.result.p_value),
-        verdict.alpha
-    );
-    Some(Finding::new(
-        Code::BehaviorDrift,
-        message,
-        serde_json::to_value(verdict).unwrap_or(Value::Null),
-    ))
-}
-
-fn test_name(kind: crate::stats::TestKind) -> &'static str {
-    match kind {
-        crate::stats::TestKind::PassRate => "the pass rate dropped",
-        crate::stats::TestKind::Answers => "the distribution of answers shifted",
-        crate::stats::TestKind::Length => "completion lengths shifted",
-        crate::stats::TestKind::Mmd => "the answer texts differ",
-    }
-}
+#[cfg(test)]
+#[path = "judge_tests.rs"]
+mod tests;

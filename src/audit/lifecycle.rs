@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use crate::config::{Config, Pin};
 use crate::lifecycle::signals::{mistral_models, openai_models, openrouter_models};
 use crate::lifecycle::{Fact, Signal, builtin, feeds};
-use crate::provider::{ModelsEndpoint, models_request};
+use crate::provider::{ModelsEndpoint, ModelsRequest, models_request};
 use crate::transport::Transport;
 
 /// Facts from the built-in table and every feed, with a warning per feed that failed.
@@ -34,18 +34,25 @@ struct CachedFeed {
     body: String,
 }
 
-/// The built-in table plus each feed in `settings.deprecation_feeds`.
+/// The built-in table plus each feed in `settings.deprecation_feeds`, every feed fetched at once.
 pub async fn load_facts(config: &Config, transport: &Transport) -> Facts {
     let mut out = Facts {
         facts: builtin().to_vec(),
         warnings: Vec::new(),
     };
-    for feed in &config.settings.deprecation_feeds {
-        let loaded = if feed.starts_with("https://") || feed.starts_with("http://") {
-            remote_feed(config, transport, feed).await
-        } else {
-            local_feed(feed)
-        };
+    let loads = config
+        .settings
+        .deprecation_feeds
+        .iter()
+        .map(|feed| async move {
+            if feed.starts_with("https://") || feed.starts_with("http://") {
+                remote_feed(config, transport, feed).await
+            } else {
+                local_feed(feed)
+            }
+        });
+    // In feed order, so the facts (and any tie between them) do not depend on timing.
+    for loaded in futures::future::join_all(loads).await {
         match loaded {
             Ok((facts, warning)) => {
                 out.facts.extend(facts);
@@ -147,14 +154,15 @@ pub struct ProviderSignals {
     pub notes: Vec<String>,
 }
 
-/// Queries each applicable models endpoint once (by URL) for all `pins`.
+/// Queries each applicable models endpoint once (by URL) for all `pins`, every URL at once:
+/// the transport's semaphores and deadline bound them like any other call.
 pub async fn provider_signals(
     config: &Config,
     pins: &[&Pin],
     transport: &Transport,
 ) -> BTreeMap<String, ProviderSignals> {
-    let mut by_url: BTreeMap<String, Result<Vec<Signal>, String>> = BTreeMap::new();
-    let mut out = BTreeMap::new();
+    let mut wanted: Vec<(&Pin, String)> = Vec::new();
+    let mut requests: BTreeMap<String, (&str, ModelsRequest)> = BTreeMap::new();
     for pin in pins {
         let Some(provider) = config.providers.iter().find(|p| p.name == pin.provider) else {
             continue;
@@ -162,10 +170,17 @@ pub async fn provider_signals(
         let Some(request) = models_request(&provider.endpoint, &provider.name, &pin.model) else {
             continue;
         };
-        if !by_url.contains_key(&request.url) {
+        wanted.push((pin, request.url.clone()));
+        requests
+            .entry(request.url.clone())
+            .or_insert((provider.name.as_str(), request));
+    }
+    let lookups = requests
+        .into_iter()
+        .map(|(url, (provider, request))| async move {
             let until = Instant::now() + config.settings.timeout;
             let result = match transport
-                .get(&provider.name, &request.url, &request.headers, Some(until))
+                .get(provider, &request.url, &request.headers, Some(until))
                 .await
             {
                 Ok(d) if (200..300).contains(&d.response.status) => {
@@ -174,14 +189,20 @@ pub async fn provider_signals(
                 Ok(d) => Err(format!("HTTP {}", d.response.status)),
                 Err(f) => Err(f.message),
             };
-            by_url.insert(request.url.clone(), result);
-        }
+            (url, result)
+        });
+    let by_url: BTreeMap<String, Result<Vec<Signal>, String>> = futures::future::join_all(lookups)
+        .await
+        .into_iter()
+        .collect();
+    let mut out = BTreeMap::new();
+    for (pin, url) in wanted {
         let entry: &mut ProviderSignals = out.entry(pin.id.clone()).or_default();
-        match &by_url[&request.url] {
+        match &by_url[&url] {
             Ok(signals) => entry
                 .signals
                 .extend(signals.iter().filter(|s| names(s, pin)).cloned()),
-            Err(why) => entry.notes.push(format!("{}: {why}", request.url)),
+            Err(why) => entry.notes.push(format!("{url}: {why}")),
         }
     }
     out

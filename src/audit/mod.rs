@@ -11,7 +11,9 @@
 pub mod baseline;
 pub mod judge;
 pub mod lifecycle;
+pub mod plan;
 pub mod retirement;
+pub mod run;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

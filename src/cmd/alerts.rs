@@ -12,6 +12,7 @@ use crate::alert::{AlertItem, AlertStatus, Notification};
 use crate::app::AppError;
 use crate::cmd::{Output, transport_for};
 use crate::config::Config;
+use crate::exit::Exit;
 use crate::finding::Severity;
 use crate::report::Report;
 use crate::retry::RetryPolicy;
@@ -22,7 +23,7 @@ pub async fn test(
     config_path: &std::path::Path,
     only: Option<&str>,
     out: Output,
-) -> Result<u8, AppError> {
+) -> Result<Exit, AppError> {
     // Provider keys are not needed to test alert channels.
     let config = crate::config::load_without_keys(config_path)?;
     if let Some(name) = only
@@ -57,7 +58,7 @@ pub async fn test(
     if config.alerts.is_empty() {
         out.progress("no [alerts.NAME] channels are configured");
     }
-    Ok(u8::from(failed > 0))
+    Ok(if failed > 0 { Exit::Failed } else { Exit::Ok })
 }
 
 fn deliverer(config: &Config) -> Result<Deliverer, AppError> {
@@ -152,7 +153,7 @@ pub async fn notify(config: &Config, report: &Report, out: Output) -> Result<(),
     let deliverer = deliverer(config)?;
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
-        run_due(&store, &deliverer, None).await;
+        run_due(&store, &deliverer).await;
         let pending = outbox::all(&store)?
             .into_iter()
             .filter(|e| e.delivery.state == DeliveryState::Pending)

@@ -5,17 +5,20 @@
 //! exit code says whether the demo itself worked: 0 only if every expected finding appeared.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use chrono::{NaiveDate, Utc};
 use tokio_util::sync::CancellationToken;
 
 use crate::app::AppError;
 use crate::audit::lifecycle::Facts;
-use crate::cli::Format;
-use crate::cmd::check::{self, Env, Options};
+use crate::audit::run::{Context, Request, audit};
 use crate::cmd::{Output, init};
+use crate::config::Config;
+use crate::exit::Exit;
 use crate::finding::Code;
 use crate::lifecycle::builtin;
+use crate::lock::LoadedLock;
 use crate::provider::ProviderKind;
 use crate::report::{Report, human};
 use crate::sim::Simulator;
@@ -23,7 +26,7 @@ use crate::sim::demo_world::{self, CONTROL, DEMO_KEY, OPENROUTER_SLUG, PINNED};
 
 const KEY_VARIABLE: &str = "MODELPIN_DEMO_KEY";
 
-pub async fn run(out: Output) -> Result<u8, AppError> {
+pub async fn run(out: Output) -> Result<Exit, AppError> {
     let sim = Simulator::start(demo_world::before())
         .await
         .map_err(|e| AppError::Io(format!("cannot start the simulator on loopback: {e}")))?;
@@ -33,15 +36,14 @@ pub async fn run(out: Output) -> Result<u8, AppError> {
     let ahead = today + chrono::Duration::days(30);
     let config = project(dir.path(), &sim, ahead)?;
     let transport = crate::cmd::transport_for(&config)?;
-    let facts = Facts {
-        facts: builtin().to_vec(),
-        warnings: Vec::new(),
-    };
-    let env = Env {
-        out: Output { quiet: true },
-        cancel: CancellationToken::new(),
+    let ctx = Context {
         transport: &transport,
-        facts: &facts,
+        facts: Some(Arc::new(Facts {
+            facts: builtin().to_vec(),
+            warnings: Vec::new(),
+        })),
+        cancel: CancellationToken::new(),
+        progress: Arc::default(),
     };
     crate::cmd::emit(&format!(
         "modelpin demo: a simulated provider on {}\n\n",
@@ -52,7 +54,7 @@ pub async fn run(out: Output) -> Result<u8, AppError> {
     ));
     crate::cmd::lock::lock_pins(&config, &crate::cmd::lock::LockOptions::default(), out).await?;
     let lock = crate::lock::read(&config.settings.lockfile)?;
-    let clean = check::audit(&config, lock.as_ref(), &OPTIONS, &env).await?;
+    let clean = audit_all(&config, lock.as_ref(), &ctx).await;
     crate::cmd::emit(&human::render(&clean));
 
     let passed = today - chrono::Duration::days(1);
@@ -65,7 +67,7 @@ pub async fn run(out: Output) -> Result<u8, AppError> {
     ));
     let config = project(dir.path(), &sim, passed)?;
     sim.set_scenario(demo_world::rerouted());
-    let open = check::audit(&config, lock.as_ref(), &OPTIONS, &env).await?;
+    let open = audit_all(&config, lock.as_ref(), &ctx).await;
     crate::cmd::emit(&human::render(&open));
 
     crate::cmd::emit(&format!(
@@ -73,7 +75,7 @@ pub async fn run(out: Output) -> Result<u8, AppError> {
     ));
     crate::cmd::emit("   Only the tokenizer and the price give the replacement away.\n");
     sim.set_scenario(demo_world::masked());
-    let masked = check::audit(&config, lock.as_ref(), &OPTIONS, &env).await?;
+    let masked = audit_all(&config, lock.as_ref(), &ctx).await;
     crate::cmd::emit(&human::render(&masked));
 
     let verdict = verdict(&clean, &open, &masked);
@@ -84,18 +86,23 @@ pub async fn run(out: Output) -> Result<u8, AppError> {
             |()| "demo: both reroutes caught.".to_owned()
         )
     ));
-    Ok(u8::from(verdict.is_err()))
+    Ok(if verdict.is_err() {
+        Exit::Failed
+    } else {
+        Exit::Ok
+    })
 }
 
-const OPTIONS: Options = Options {
-    pins: Vec::new(),
-    format: Format::Human,
-    strict: false,
-    no_probes: false,
-    notify: false,
-    max_cost: None,
-    output: None,
-};
+/// One audit of every pin of the demo project.
+async fn audit_all(config: &Config, lock: Option<&LoadedLock>, ctx: &Context<'_>) -> Report {
+    let request = Request {
+        pins: config.pins.iter().collect(),
+        samples: None,
+        max_cost: None,
+        strict: false,
+    };
+    audit(config, lock, &request, ctx).await.report
+}
 
 /// Writes the demo project with the pinned model retiring on `retires_on`, and loads it.
 fn project(
@@ -110,10 +117,10 @@ fn project(
 
 /// What the demo promises to show; anything missing fails it.
 fn verdict(clean: &Report, open: &Report, masked: &Report) -> Result<(), String> {
-    if clean.exit_code != 0 {
+    if clean.exit_code != Exit::Ok {
         return Err(format!(
             "the check right after locking exited {}",
-            clean.exit_code
+            clean.exit_code.code()
         ));
     }
     expect(

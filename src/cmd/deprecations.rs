@@ -11,6 +11,7 @@ use crate::app::AppError;
 use crate::audit::lifecycle::load_facts;
 use crate::cli::ListFormat as Format;
 use crate::cmd::{Output, emit, transport_for};
+use crate::exit::Exit;
 use crate::lifecycle::{Fact, Lifecycle, PinRef, Stage, builtin, resolve};
 
 #[derive(Serialize)]
@@ -27,10 +28,10 @@ pub async fn run(
     data: bool,
     format: Format,
     out: Output,
-) -> Result<u8, AppError> {
+) -> Result<Exit, AppError> {
     if data {
         emit(&render_data(builtin(), format));
-        return Ok(0);
+        return Ok(Exit::Ok);
     }
     // Nothing here calls a provider: the keys' variables need not be set.
     let config = crate::config::load_without_keys(config_path)?;
@@ -66,7 +67,7 @@ pub async fn run(
         Format::Human => render(&rows),
     };
     emit(&text);
-    Ok(0)
+    Ok(Exit::Ok)
 }
 
 /// Retired already, or retiring within `window`.

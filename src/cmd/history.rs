@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 
 use crate::app::AppError;
 use crate::cli::ListFormat as Format;
+use crate::exit::Exit;
 use crate::store::{AuditRecord, Store, StoreError};
 
 pub async fn run(
@@ -17,7 +18,7 @@ pub async fn run(
     pin: Option<&str>,
     since: &str,
     format: Format,
-) -> Result<u8, AppError> {
+) -> Result<Exit, AppError> {
     // History calls no provider: the keys' variables need not be set.
     let config = crate::config::load_without_keys(config_path)?;
     let back = crate::config::parse_duration(since)
@@ -42,7 +43,7 @@ pub async fn run(
         Format::Human => render(&records),
     };
     crate::cmd::emit(&text);
-    Ok(0)
+    Ok(Exit::Ok)
 }
 
 async fn from_daemon(

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::app::AppError;
 use crate::cmd::Output;
+use crate::exit::Exit;
 
 /// The example files, by path relative to the config's directory.
 pub const EXAMPLE: [(&str, &str); 7] = [
@@ -28,7 +29,7 @@ pub const EXAMPLE: [(&str, &str); 7] = [
     ),
 ];
 
-pub fn run(config_path: &Path, force: bool, out: Output) -> Result<u8, AppError> {
+pub fn run(config_path: &Path, force: bool, out: Output) -> Result<Exit, AppError> {
     let dir = config_path
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
@@ -64,5 +65,5 @@ pub fn run(config_path: &Path, force: bool, out: Output) -> Result<u8, AppError>
         out.progress(&format!("wrote {}", path.display()));
     }
     out.progress("next: set the key variables named by api_key_env, then run `modelpin lock`");
-    Ok(0)
+    Ok(Exit::Ok)
 }

@@ -6,10 +6,12 @@ use std::path::Path;
 use crate::app::AppError;
 use crate::audit::baseline::record;
 use crate::audit::judge::{Case, judge, served_counts};
+use crate::exit::Exit;
 
+use crate::audit::plan::{Estimate, select_pins};
 use crate::audit::{CallResult, Observation, Plan, observe};
-use crate::cmd::progress::{Progress, planned};
-use crate::cmd::{Output, plan_line, probes_of, select_pins, transport_for};
+use crate::cmd::progress::Progress;
+use crate::cmd::{Output, transport_for};
 use crate::config::{Config, Pin};
 use crate::finding::Code;
 use crate::lock::{LOCK_VERSION, Lock};
@@ -18,7 +20,7 @@ use crate::stats::{PlannedProbe, minimum_detectable};
 
 /// Exit 0 when every selected pin was recorded, 1 when a pinned model does not exist, 3 when a
 /// pin could not be measured (its previous baseline, if any, is kept).
-pub async fn run(config_path: &Path, options: &LockOptions, out: Output) -> Result<u8, AppError> {
+pub async fn run(config_path: &Path, options: &LockOptions, out: Output) -> Result<Exit, AppError> {
     let config = crate::config::load_from_env(config_path)?;
     lock_pins(&config, options, out).await
 }
@@ -39,12 +41,13 @@ pub async fn lock_pins(
     config: &Config,
     options: &LockOptions,
     out: Output,
-) -> Result<u8, AppError> {
+) -> Result<Exit, AppError> {
     let samples = options.samples;
     let previous = crate::lock::read(&config.settings.lockfile)?;
     let pins = select_pins(config, &options.pins)?;
-    out.progress(&format!("lock: {}", plan_line(config, &pins, samples)));
-    let progress = Progress::start(out, "lock", planned(config, &pins, samples));
+    let estimate = Estimate::of(config, &pins, samples);
+    out.progress(&format!("lock: {estimate}"));
+    let progress = Progress::start(out, "lock", estimate.calls);
     let transport = transport_for(config)?;
     let plan = Plan::new(
         config,
@@ -69,9 +72,9 @@ pub async fn lock_pins(
     crate::lock::write(&config.settings.lockfile, &lock)?;
     out.progress(&format!("wrote {}", config.settings.lockfile.display()));
     Ok(match worst {
-        Locked::Recorded => 0,
-        Locked::NotFound => 1,
-        Locked::Partial | Locked::Unmeasured => 3,
+        Locked::Recorded => Exit::Ok,
+        Locked::NotFound => Exit::Failed,
+        Locked::Partial | Locked::Unmeasured => Exit::Inconclusive,
     })
 }
 
@@ -95,7 +98,7 @@ fn empty_lock(config: &Config) -> Lock {
 }
 
 fn lock_one(config: &Config, pin: &Pin, obs: &Observation, lock: &mut Lock, out: Output) -> Locked {
-    let probes = probes_of(config, pin);
+    let probes = config.probes_of(pin);
     let kind = pin.kind.as_str();
     if let Some(locked) = record(pin, kind, &probes, obs) {
         let served = served_counts(obs);
@@ -159,7 +162,8 @@ fn warn_alias(pin: &Pin, served: &[String], out: Output) {
 /// Flags a baseline too small for any behaviour test to ever reject at `alpha` (or for some
 /// tests to), with the size that would do, so a user does not trust a check that cannot fire.
 fn warn_small_baseline(config: &Config, pin: &Pin, locked: &crate::lock::LockedPin, out: Output) {
-    let planned: Vec<PlannedProbe> = probes_of(config, pin)
+    let planned: Vec<PlannedProbe> = config
+        .probes_of(pin)
         .iter()
         .filter_map(|probe| {
             let recorded = locked.probes.get(&probe.id)?;

@@ -8,16 +8,7 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
-use crate::cmd::{Output, probes_of};
-use crate::config::{Config, Pin};
-
-/// Calls an audit of `pins` will make at most.
-#[must_use]
-pub fn planned(config: &Config, pins: &[&Pin], samples: Option<u32>) -> u64 {
-    pins.iter()
-        .map(|p| u64::from(samples.unwrap_or(p.samples)) * probes_of(config, p).len() as u64)
-        .sum()
-}
+use crate::cmd::Output;
 
 pub struct Progress {
     done: Arc<AtomicU64>,

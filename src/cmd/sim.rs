@@ -5,11 +5,12 @@ use std::path::Path;
 
 use crate::app::AppError;
 use crate::cmd::Output;
+use crate::exit::Exit;
 use crate::provider::ProviderKind;
 use crate::sim::Simulator;
 use crate::sim::scenario::Scenario;
 
-pub async fn run(scenario: &Path, listen: SocketAddr, out: Output) -> Result<u8, AppError> {
+pub async fn run(scenario: &Path, listen: SocketAddr, out: Output) -> Result<Exit, AppError> {
     if !listen.ip().is_loopback() {
         return Err(AppError::Usage(format!(
             "the simulator listens on loopback only; {listen} is not a loopback address"
@@ -34,5 +35,5 @@ pub async fn run(scenario: &Path, listen: SocketAddr, out: Output) -> Result<u8,
     tokio::signal::ctrl_c()
         .await
         .map_err(|e| AppError::Io(format!("cannot wait for Ctrl-C: {e}")))?;
-    Ok(0)
+    Ok(Exit::Ok)
 }

@@ -10,6 +10,7 @@ use toml::Spanned;
 
 use super::diagnostic::{Diagnostic, backticked, suggest};
 use super::duration::{DURATION_HELP, parse_duration};
+use super::schedule::{self, Schedule};
 use super::source::Source;
 use super::url::{UrlProblem, check_http_url, is_env_name};
 
@@ -119,18 +120,33 @@ impl<'s> Check<'s> {
         None
     }
 
-    /// A 6-field cron expression (sec min hour dom mon dow); the scheduler parses the fields.
-    pub fn schedule(&mut self, value: &Spanned<String>) -> Option<String> {
-        let fields = value.get_ref().split_whitespace().count();
-        if fields == 6 {
-            return Some(value.get_ref().clone());
+    /// A cron expression: 6 fields (sec min hour dom mon dow), or a 5-field crontab line with
+    /// seconds 0; the caret points at the field that is wrong.
+    pub fn schedule(&mut self, value: &Spanned<String>) -> Option<Schedule> {
+        let text = value.get_ref();
+        let fields = text.split_whitespace().count();
+        if !(5..=6).contains(&fields) {
+            self.error(
+                value.span(),
+                format!("`schedule` needs 6 cron fields (sec min hour dom mon dow) or 5 (a crontab line), found {fields}"),
+            )
+            .help("for example `0 0 * * * *` runs at the top of every hour (UTC)");
+            return None;
         }
-        self.error(
-            value.span(),
-            format!("`schedule` needs 6 cron fields (sec min hour dom mon dow), found {fields}"),
-        )
-        .help("for example `0 0 * * * *` runs at the top of every hour (UTC)");
-        None
+        match schedule::parse_located(text) {
+            Ok(schedule) => Some(schedule),
+            Err(e) => {
+                let span = value.span();
+                // The value's span includes its opening quote; a cron line has no escapes.
+                let at = e.field.map_or(span.clone(), |f| {
+                    span.start + 1 + f.start..span.start + 1 + f.end
+                });
+                self.error(at, e.message).help(
+                    "fields: seconds 0-59, minutes 0-59, hours 0-23, day of month 1-31, month 1-12, day of week 0-6 (UTC)",
+                );
+                None
+            }
+        }
     }
 
     /// A finite number that is not negative.

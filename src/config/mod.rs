@@ -19,13 +19,14 @@ mod probe;
 mod probes;
 mod providers;
 mod raw;
+pub mod schedule;
 mod secrets;
 mod settings;
 mod source;
 mod url;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -35,6 +36,7 @@ use chrono::NaiveDate;
 use toml_edit::{Item, Value};
 
 use crate::provider::{Endpoint, ProviderKind};
+pub use schedule::Schedule;
 
 pub use diagnostic::{ConfigError, Diagnostic};
 pub use duration::parse_duration;
@@ -174,13 +176,24 @@ pub struct Config {
     pub alerts: Vec<AlertChannel>,
 }
 
+impl Config {
+    /// The probes a pin uses, in its order.
+    #[must_use]
+    pub fn probes_of(&self, pin: &Pin) -> Vec<&Probe> {
+        pin.probes
+            .iter()
+            .filter_map(|id| self.probes.iter().find(|p| &p.id == id))
+            .collect()
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// Resolved relative to the directory of pins.toml.
     pub lockfile: PathBuf,
     /// Resolved relative to the directory of pins.toml.
     pub store: PathBuf,
-    pub schedule: String,
+    pub schedule: Schedule,
     pub timeout: Duration,
     pub budget: Duration,
     pub concurrency: usize,
@@ -235,7 +248,7 @@ pub struct Pin {
     /// Accepted upstream hosts (kind `openrouter` only); empty means "not checked".
     pub upstream: Vec<String>,
     pub retires_on: Option<NaiveDate>,
-    pub schedule: Option<String>,
+    pub schedule: Option<Schedule>,
     /// Alert channel names; empty means all.
     pub alerts: Vec<String>,
 }
@@ -319,4 +332,35 @@ pub enum AlertKind {
     Alertmanager {
         url: String,
     },
+}
+
+/// Configs for unit tests elsewhere in the crate, loaded through the real loader.
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::Config;
+
+    /// One OpenAI pin (`support-bot`) with one choice probe and one webhook channel.
+    pub(crate) fn minimal_config() -> Config {
+        config_with(super::tests::BASE, super::tests::PROBE)
+    }
+
+    /// Loads `pins` (probes from `probes/*.toml` unless it says otherwise) with `probe` as
+    /// `probes/probe.toml`; provider keys come from a fixed fake environment.
+    pub(crate) fn config_with(pins: &str, probe: &str) -> Config {
+        let dir = tempfile::tempdir().unwrap();
+        let pins = if pins.contains("probes =") {
+            pins.to_owned()
+        } else {
+            pins.replacen(
+                "model = \"gpt-4o-2024-08-06\"",
+                "model = \"gpt-4o-2024-08-06\"\nprobes = [\"probes/*.toml\"]",
+                1,
+            )
+        };
+        std::fs::create_dir_all(dir.path().join("probes")).unwrap();
+        std::fs::write(dir.path().join("pins.toml"), pins).unwrap();
+        std::fs::write(dir.path().join("probes/probe.toml"), probe).unwrap();
+        let env = |name: &str| name.ends_with("_KEY").then(|| "sk-test".to_owned());
+        super::load(&dir.path().join("pins.toml"), &env).unwrap()
+    }
 }

@@ -10,6 +10,7 @@ use toml::Spanned;
 use super::Settings;
 use super::check::Check;
 use super::raw::RawSettings;
+use super::schedule;
 use super::url::strip_scheme;
 
 pub(crate) const DEFAULT_LOCKFILE: &str = "modelpin.lock";
@@ -44,7 +45,9 @@ pub(crate) fn settings(check: &mut Check, raw: Option<RawSettings>, base: &Path)
         schedule: raw
             .schedule
             .and_then(|s| check.schedule(&s))
-            .unwrap_or_else(|| DEFAULT_SCHEDULE.to_string()),
+            .unwrap_or_else(|| {
+                schedule::parse(DEFAULT_SCHEDULE).expect("the default schedule parses")
+            }),
         timeout: duration_or(check, raw.timeout.as_ref(), "timeout", DEFAULT_TIMEOUT),
         budget: duration_or(check, raw.budget.as_ref(), "budget", DEFAULT_BUDGET),
         concurrency: raw

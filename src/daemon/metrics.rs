@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
-use crate::audit::judge::PinStatus;
-use crate::finding::{Code, Severity};
+use crate::alert::deliver::DeliveryResult;
+use crate::config::Config;
+use crate::finding::{Code, PinStatus, Severity};
 use crate::report::PinReport;
 use crate::store::AuditRecord;
 
@@ -23,171 +24,264 @@ enum Kind {
     Gauge,
 }
 
+/// Every family the daemon exports. A closed set: a series can only be recorded into a family
+/// that exists, and each family's help and type are one `match` away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Family {
+    PinStatus,
+    ServedModelInfo,
+    ServedModelMismatch,
+    Findings,
+    CostPerRequestUsd,
+    TokensSpentTotal,
+    CostUsdTotal,
+    DaysToRetirement,
+    AuditsTotal,
+    AuditsSkippedTotal,
+    CallsTotal,
+    RetriesTotal,
+    LastAuditTimestampSeconds,
+    AuditDurationSeconds,
+    ProbePValue,
+    NotificationsTotal,
+    StoreWriteFailuresTotal,
+}
+
+impl Family {
+    const ALL: [Family; 17] = [
+        Family::PinStatus,
+        Family::ServedModelInfo,
+        Family::ServedModelMismatch,
+        Family::Findings,
+        Family::CostPerRequestUsd,
+        Family::TokensSpentTotal,
+        Family::CostUsdTotal,
+        Family::DaysToRetirement,
+        Family::AuditsTotal,
+        Family::AuditsSkippedTotal,
+        Family::CallsTotal,
+        Family::RetriesTotal,
+        Family::LastAuditTimestampSeconds,
+        Family::AuditDurationSeconds,
+        Family::ProbePValue,
+        Family::NotificationsTotal,
+        Family::StoreWriteFailuresTotal,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Family::PinStatus => "modelpin_pin_status",
+            Family::ServedModelInfo => "modelpin_served_model_info",
+            Family::ServedModelMismatch => "modelpin_served_model_mismatch",
+            Family::Findings => "modelpin_findings",
+            Family::CostPerRequestUsd => "modelpin_cost_per_request_usd",
+            Family::TokensSpentTotal => "modelpin_tokens_spent_total",
+            Family::CostUsdTotal => "modelpin_cost_usd_total",
+            Family::DaysToRetirement => "modelpin_days_to_retirement",
+            Family::AuditsTotal => "modelpin_audits_total",
+            Family::AuditsSkippedTotal => "modelpin_audits_skipped_total",
+            Family::CallsTotal => "modelpin_calls_total",
+            Family::RetriesTotal => "modelpin_retries_total",
+            Family::LastAuditTimestampSeconds => "modelpin_last_audit_timestamp_seconds",
+            Family::AuditDurationSeconds => "modelpin_audit_duration_seconds",
+            Family::ProbePValue => "modelpin_probe_p_value",
+            Family::NotificationsTotal => "modelpin_notifications_total",
+            Family::StoreWriteFailuresTotal => "modelpin_store_write_failures_total",
+        }
+    }
+
+    fn kind(self) -> Kind {
+        match self {
+            Family::TokensSpentTotal
+            | Family::CostUsdTotal
+            | Family::AuditsTotal
+            | Family::AuditsSkippedTotal
+            | Family::CallsTotal
+            | Family::RetriesTotal
+            | Family::NotificationsTotal
+            | Family::StoreWriteFailuresTotal => Kind::Counter,
+            Family::PinStatus
+            | Family::ServedModelInfo
+            | Family::ServedModelMismatch
+            | Family::Findings
+            | Family::CostPerRequestUsd
+            | Family::DaysToRetirement
+            | Family::LastAuditTimestampSeconds
+            | Family::AuditDurationSeconds
+            | Family::ProbePValue => Kind::Gauge,
+        }
+    }
+
+    fn help(self) -> &'static str {
+        match self {
+            Family::PinStatus => {
+                "1 for the pin's status after its last audit (ok, warning, drift, inconclusive)."
+            }
+            Family::ServedModelInfo => "1 for each model ID that served the pin in its last audit.",
+            Family::ServedModelMismatch => {
+                "1 when the last audit served a model the pin does not accept."
+            }
+            Family::Findings => "Findings of the pin's last audit, by code and severity.",
+            Family::CostPerRequestUsd => "Mean cost of one probe call in the last audit, USD.",
+            Family::TokensSpentTotal => "Tokens spent on probe calls, by pin and direction.",
+            Family::CostUsdTotal => "Estimated USD spent on probe calls.",
+            Family::DaysToRetirement => {
+                "Days until the pinned model's known retirement date (negative when past)."
+            }
+            Family::AuditsTotal => "Audits finished, by pin and result.",
+            Family::AuditsSkippedTotal => {
+                "Scheduled audits skipped because the pin's previous audit was still running."
+            }
+            Family::CallsTotal => "Provider calls, by provider and outcome.",
+            Family::RetriesTotal => "Retried provider call attempts, by provider.",
+            Family::LastAuditTimestampSeconds => "Unix time the pin's last audit finished.",
+            Family::AuditDurationSeconds => "Wall time of the pin's last audit.",
+            Family::ProbePValue => {
+                "Adjusted p-value of each behaviour test in the pin's last audit."
+            }
+            Family::NotificationsTotal => "Alert notifications, by channel and result.",
+            Family::StoreWriteFailuresTotal => "Audits that could not be written to the store.",
+        }
+    }
+}
+
 type Labels = Vec<(&'static str, String)>;
 
-struct Family {
-    help: &'static str,
-    kind: Kind,
-    series: BTreeMap<Labels, f64>,
-}
-
-/// All metric families by name, in a stable order.
-#[derive(Default)]
+/// Every series of every family, in a stable order.
 pub struct Metrics {
-    families: Mutex<BTreeMap<&'static str, Family>>,
+    series: Mutex<BTreeMap<Family, BTreeMap<Labels, f64>>>,
 }
 
-/// Every family the daemon exports, so a scrape shows them all from the start.
-const FAMILIES: &[(&str, Kind, &str)] = &[
-    (
-        "modelpin_pin_status",
-        Kind::Gauge,
-        "1 for the pin's status after its last audit (ok, warning, drift, inconclusive).",
-    ),
-    (
-        "modelpin_served_model_info",
-        Kind::Gauge,
-        "1 for each model ID that served the pin in its last audit.",
-    ),
-    (
-        "modelpin_served_model_mismatch",
-        Kind::Gauge,
-        "1 when the last audit served a model the pin does not accept.",
-    ),
-    (
-        "modelpin_findings",
-        Kind::Gauge,
-        "Findings of the pin's last audit, by code and severity.",
-    ),
-    (
-        "modelpin_cost_per_request_usd",
-        Kind::Gauge,
-        "Mean cost of one probe call in the last audit, USD.",
-    ),
-    (
-        "modelpin_tokens_spent_total",
-        Kind::Counter,
-        "Tokens spent on probe calls, by pin and direction.",
-    ),
-    (
-        "modelpin_cost_usd_total",
-        Kind::Counter,
-        "Estimated USD spent on probe calls.",
-    ),
-    (
-        "modelpin_days_to_retirement",
-        Kind::Gauge,
-        "Days until the pinned model's known retirement date (negative when past).",
-    ),
-    (
-        "modelpin_audits_total",
-        Kind::Counter,
-        "Audits finished, by pin and result.",
-    ),
-    (
-        "modelpin_audits_skipped_total",
-        Kind::Counter,
-        "Scheduled audits skipped because the pin's previous audit was still running.",
-    ),
-    (
-        "modelpin_calls_total",
-        Kind::Counter,
-        "Provider calls, by provider and outcome.",
-    ),
-    (
-        "modelpin_retries_total",
-        Kind::Counter,
-        "Retried provider call attempts, by provider.",
-    ),
-    (
-        "modelpin_last_audit_timestamp_seconds",
-        Kind::Gauge,
-        "Unix time the pin's last audit finished.",
-    ),
-    (
-        "modelpin_audit_duration_seconds",
-        Kind::Gauge,
-        "Wall time of the pin's last audit.",
-    ),
-    (
-        "modelpin_probe_p_value",
-        Kind::Gauge,
-        "Adjusted p-value of each behaviour test in the pin's last audit.",
-    ),
-    (
-        "modelpin_notifications_total",
-        Kind::Counter,
-        "Alert notifications, by channel and result.",
-    ),
-    (
-        "modelpin_store_write_failures_total",
-        Kind::Counter,
-        "Audits that could not be written to the store.",
-    ),
-];
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics::new()
+    }
+}
+
+/// Results a call is counted under in `modelpin_calls_total`.
+const CALL_OUTCOMES: [&str; 2] = ["ok", "failed"];
+/// Directions of `modelpin_tokens_spent_total`.
+const DIRECTIONS: [&str; 2] = ["input", "output"];
 
 impl Metrics {
     #[must_use]
     pub fn new() -> Metrics {
-        let families = FAMILIES
+        let series = Family::ALL
             .iter()
-            .map(|(name, kind, help)| {
-                (
-                    *name,
-                    Family {
-                        help,
-                        kind: *kind,
-                        series: BTreeMap::new(),
-                    },
-                )
-            })
+            .map(|family| (*family, BTreeMap::new()))
             .collect();
-        Metrics {
-            families: Mutex::new(families),
+        let metrics = Metrics {
+            series: Mutex::new(series),
+        };
+        metrics.add(Family::StoreWriteFailuresTotal, &[], 0.0);
+        metrics
+    }
+
+    /// Counters at 0 for every label the config makes known (pins, providers, channels), so a
+    /// rate over them works from the first scrape; existing counts are kept.
+    pub fn declare(&self, config: &Config) {
+        for pin in &config.pins {
+            let id = pin.id.as_str();
+            self.add(Family::AuditsSkippedTotal, &[("pin", id)], 0.0);
+            for status in PinStatus::ALL {
+                self.add(
+                    Family::AuditsTotal,
+                    &[("pin", id), ("result", status.as_str())],
+                    0.0,
+                );
+            }
+            for direction in DIRECTIONS {
+                self.add(
+                    Family::TokensSpentTotal,
+                    &[("pin", id), ("direction", direction)],
+                    0.0,
+                );
+            }
+            self.add(Family::CostUsdTotal, &[("pin", id)], 0.0);
+        }
+        for provider in &config.providers {
+            let name = provider.name.as_str();
+            for outcome in CALL_OUTCOMES {
+                self.add(
+                    Family::CallsTotal,
+                    &[("provider", name), ("outcome", outcome)],
+                    0.0,
+                );
+            }
+            self.add(Family::RetriesTotal, &[("provider", name)], 0.0);
+        }
+        for channel in &config.alerts {
+            for result in DeliveryResult::ALL {
+                self.add(
+                    Family::NotificationsTotal,
+                    &[("channel", &channel.name), ("result", result.as_str())],
+                    0.0,
+                );
+            }
         }
     }
 
-    fn with<R>(&self, name: &'static str, f: impl FnOnce(&mut Family) -> R) -> R {
-        let mut families = self.families.lock().expect("metrics lock");
-        let family = families
-            .get_mut(name)
-            .unwrap_or_else(|| panic!("metric {name} is not declared"));
-        f(family)
+    /// A scheduled audit was skipped: the pin's previous one still ran.
+    pub fn audit_skipped(&self, pin: &str) {
+        self.add(Family::AuditsSkippedTotal, &[("pin", pin)], 1.0);
     }
 
-    pub fn set(&self, name: &'static str, labels: &[(&'static str, &str)], value: f64) {
+    /// An audit could not be written to the store.
+    pub fn store_write_failed(&self) {
+        self.add(Family::StoreWriteFailuresTotal, &[], 1.0);
+    }
+
+    /// One delivery attempt of a notification.
+    pub fn notification(&self, channel: &str, result: DeliveryResult) {
+        self.add(
+            Family::NotificationsTotal,
+            &[("channel", channel), ("result", result.as_str())],
+            1.0,
+        );
+    }
+
+    fn with<R>(&self, family: Family, f: impl FnOnce(&mut BTreeMap<Labels, f64>) -> R) -> R {
+        let mut all = self.series.lock().expect("metrics lock");
+        f(all.entry(family).or_default())
+    }
+
+    fn set(&self, family: Family, labels: &[(&'static str, &str)], value: f64) {
         let labels = own(labels);
-        self.with(name, |f| {
-            f.series.insert(labels, value);
+        self.with(family, |series| {
+            series.insert(labels, value);
         });
     }
 
-    pub fn add(&self, name: &'static str, labels: &[(&'static str, &str)], value: f64) {
+    fn add(&self, family: Family, labels: &[(&'static str, &str)], value: f64) {
         let labels = own(labels);
-        self.with(name, |f| *f.series.entry(labels).or_insert(0.0) += value);
+        self.with(family, |series| {
+            *series.entry(labels).or_insert(0.0) += value;
+        });
     }
 
-    /// Drops every series of `name` whose `label` equals `value` (a pin's old served models).
-    pub fn clear(&self, name: &'static str, label: &'static str, value: &str) {
-        self.with(name, |f| {
-            f.series
-                .retain(|labels, _| !labels.iter().any(|(k, v)| *k == label && v == value));
+    /// Drops every series of `family` whose `label` equals `value` (a pin's old served models).
+    fn clear(&self, family: Family, label: &'static str, value: &str) {
+        self.with(family, |series| {
+            series.retain(|labels, _| !labels.iter().any(|(k, v)| *k == label && v == value));
         });
     }
 
     /// The text exposition format.
     #[must_use]
     pub fn render(&self) -> String {
-        let families = self.families.lock().expect("metrics lock");
+        let all = self.series.lock().expect("metrics lock");
+        let mut families: Vec<(&Family, &BTreeMap<Labels, f64>)> = all.iter().collect();
+        families.sort_by_key(|(family, _)| family.name());
         let mut out = String::new();
-        for (name, family) in families.iter() {
-            let kind = match family.kind {
+        for (family, series) in families {
+            let name = family.name();
+            let kind = match family.kind() {
                 Kind::Counter => "counter",
                 Kind::Gauge => "gauge",
             };
-            let _ = writeln!(out, "# HELP {name} {}", family.help);
+            let _ = writeln!(out, "# HELP {name} {}", family.help());
             let _ = writeln!(out, "# TYPE {name} {kind}");
-            for (labels, value) in &family.series {
+            for (labels, value) in series {
                 let _ = writeln!(
                     out,
                     "{name}{} {}",
@@ -247,12 +341,12 @@ pub fn record(m: &Metrics, record: &AuditRecord) {
     spend_and_calls(m, p);
     statistics_and_lifecycle(m, p);
     m.set(
-        "modelpin_last_audit_timestamp_seconds",
+        Family::LastAuditTimestampSeconds,
         &[("pin", &p.id)],
         record.finished_at.timestamp() as f64,
     );
     let took = (record.finished_at - record.started_at).num_milliseconds() as f64 / 1000.0;
-    m.set("modelpin_audit_duration_seconds", &[("pin", &p.id)], took);
+    m.set(Family::AuditDurationSeconds, &[("pin", &p.id)], took);
 }
 
 fn status_and_identity(m: &Metrics, p: &PinReport) {
@@ -261,39 +355,34 @@ fn status_and_identity(m: &Metrics, p: &PinReport) {
         ("provider", p.provider.as_str()),
         ("model", p.model.as_str()),
     ];
-    for status in [
-        PinStatus::Ok,
-        PinStatus::Warning,
-        PinStatus::Drift,
-        PinStatus::Inconclusive,
-    ] {
+    for status in PinStatus::ALL {
         let mut labels = base.to_vec();
         labels.push(("status", status.as_str()));
         m.set(
-            "modelpin_pin_status",
+            Family::PinStatus,
             &labels,
             if status == p.status { 1.0 } else { 0.0 },
         );
     }
-    m.clear("modelpin_served_model_info", "pin", &p.id);
+    m.clear(Family::ServedModelInfo, "pin", &p.id);
     for served in p.served_models.keys() {
         let mut labels = base.to_vec();
         labels.push(("served", served.as_str()));
-        m.set("modelpin_served_model_info", &labels, 1.0);
+        m.set(Family::ServedModelInfo, &labels, 1.0);
     }
     let mismatch = p
         .findings
         .iter()
         .any(|f| f.code == Code::ServedModelMismatch);
     m.set(
-        "modelpin_served_model_mismatch",
+        Family::ServedModelMismatch,
         &[("pin", &p.id)],
         if mismatch { 1.0 } else { 0.0 },
     );
 }
 
 fn findings(m: &Metrics, p: &PinReport) {
-    m.clear("modelpin_findings", "pin", &p.id);
+    m.clear(Family::Findings, "pin", &p.id);
     let mut counts: BTreeMap<(&str, &str), f64> = BTreeMap::new();
     for f in &p.findings {
         let severity = f.severity.map_or("none", Severity::as_str);
@@ -301,7 +390,7 @@ fn findings(m: &Metrics, p: &PinReport) {
     }
     for ((code, severity), n) in counts {
         m.set(
-            "modelpin_findings",
+            Family::Findings,
             &[("pin", &p.id), ("code", code), ("severity", severity)],
             n,
         );
@@ -311,46 +400,46 @@ fn findings(m: &Metrics, p: &PinReport) {
 fn spend_and_calls(m: &Metrics, p: &PinReport) {
     if let (Some(cost), true) = (p.cost_usd, p.calls.ok > 0) {
         m.set(
-            "modelpin_cost_per_request_usd",
+            Family::CostPerRequestUsd,
             &[("pin", &p.id)],
             cost / p.calls.ok as f64,
         );
-        m.add("modelpin_cost_usd_total", &[("pin", &p.id)], cost);
+        m.add(Family::CostUsdTotal, &[("pin", &p.id)], cost);
     }
     m.add(
-        "modelpin_tokens_spent_total",
+        Family::TokensSpentTotal,
         &[("pin", &p.id), ("direction", "input")],
         p.tokens.input as f64,
     );
     m.add(
-        "modelpin_tokens_spent_total",
+        Family::TokensSpentTotal,
         &[("pin", &p.id), ("direction", "output")],
         p.tokens.output as f64,
     );
     m.add(
-        "modelpin_audits_total",
+        Family::AuditsTotal,
         &[("pin", &p.id), ("result", p.status.as_str())],
         1.0,
     );
     m.add(
-        "modelpin_calls_total",
+        Family::CallsTotal,
         &[("provider", &p.provider), ("outcome", "ok")],
         p.calls.ok as f64,
     );
     m.add(
-        "modelpin_calls_total",
+        Family::CallsTotal,
         &[("provider", &p.provider), ("outcome", "failed")],
         p.calls.failed as f64,
     );
     m.add(
-        "modelpin_retries_total",
+        Family::RetriesTotal,
         &[("provider", &p.provider)],
         p.calls.retried as f64,
     );
 }
 
 fn statistics_and_lifecycle(m: &Metrics, p: &PinReport) {
-    m.clear("modelpin_probe_p_value", "pin", &p.id);
+    m.clear(Family::ProbePValue, "pin", &p.id);
     for t in &p.behaviour {
         let probes = t.probes.join(",");
         let labels = [
@@ -359,18 +448,18 @@ fn statistics_and_lifecycle(m: &Metrics, p: &PinReport) {
             ("test", t.test.as_str()),
         ];
         m.set(
-            "modelpin_probe_p_value",
+            Family::ProbePValue,
             &labels,
             t.adjusted_p.unwrap_or(t.p_value),
         );
     }
     match p.lifecycle.as_ref().and_then(|l| l.days_left) {
         Some(days) => m.set(
-            "modelpin_days_to_retirement",
+            Family::DaysToRetirement,
             &[("pin", &p.id), ("model", &p.model)],
             days as f64,
         ),
-        None => m.clear("modelpin_days_to_retirement", "pin", &p.id),
+        None => m.clear(Family::DaysToRetirement, "pin", &p.id),
     }
 }
 
@@ -381,18 +470,10 @@ mod tests {
     #[test]
     fn renders_help_type_and_escaped_labels() {
         let m = Metrics::new();
-        m.add(
-            "modelpin_audits_total",
-            &[("pin", "a"), ("result", "ok")],
-            1.0,
-        );
-        m.add(
-            "modelpin_audits_total",
-            &[("result", "ok"), ("pin", "a")],
-            1.0,
-        );
+        m.add(Family::AuditsTotal, &[("pin", "a"), ("result", "ok")], 1.0);
+        m.add(Family::AuditsTotal, &[("result", "ok"), ("pin", "a")], 1.0);
         m.set(
-            "modelpin_served_model_info",
+            Family::ServedModelInfo,
             &[("pin", "we\"ird\\\n"), ("served", "x")],
             1.0,
         );
@@ -402,8 +483,57 @@ mod tests {
             text.contains(r#"modelpin_served_model_info{pin="we\"ird\\\n",served="x"} 1"#),
             "{text}"
         );
-        m.clear("modelpin_served_model_info", "served", "x");
+        m.clear(Family::ServedModelInfo, "served", "x");
         assert!(!m.render().contains("served=\"x\""));
+    }
+
+    #[test]
+    fn every_family_has_help_and_type_from_the_first_scrape() {
+        let text = Metrics::new().render();
+        for family in Family::ALL {
+            assert!(
+                text.contains(&format!("# HELP {} ", family.name())),
+                "{text}"
+            );
+            assert!(
+                text.contains(&format!("# TYPE {} ", family.name())),
+                "{text}"
+            );
+        }
+        assert!(
+            text.contains("modelpin_store_write_failures_total 0\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn declared_counters_start_at_zero_and_keep_their_counts() {
+        let m = Metrics::new();
+        let config = crate::config::tests_support::minimal_config();
+        m.declare(&config);
+        m.audit_skipped(&config.pins[0].id);
+        m.declare(&config);
+        let text = m.render();
+        let pin = &config.pins[0].id;
+        assert!(
+            text.contains(&format!(
+                "modelpin_audits_skipped_total{{pin=\"{pin}\"}} 1\n"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "modelpin_audits_total{{pin=\"{pin}\",result=\"drift\"}} 0\n"
+            )),
+            "{text}"
+        );
+        let provider = &config.providers[0].name;
+        assert!(
+            text.contains(&format!(
+                "modelpin_calls_total{{outcome=\"failed\",provider=\"{provider}\"}} 0\n"
+            )),
+            "{text}"
+        );
     }
 
     #[test]

@@ -10,7 +10,6 @@
 
 pub mod http;
 pub mod metrics;
-pub mod schedule;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -25,14 +24,12 @@ use tokio_cron_scheduler::{Job, JobScheduler};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::app::AppError;
 use crate::audit::lifecycle::{Facts, load_facts};
-use crate::cli::Format;
-use crate::cmd::Output;
-use crate::cmd::check::{Env, Options, audit};
+use crate::audit::run::{Context, Request, audit};
 use crate::config::Config;
+use crate::config::schedule::{self, Schedule};
 use crate::daemon::metrics::Metrics;
-use crate::daemon::schedule::Schedule;
+use crate::exit::Exit;
 use crate::lock::LoadedLock;
 use crate::store::{AuditRecord, Store};
 use crate::transport::Transport;
@@ -40,9 +37,30 @@ use crate::transport::Transport;
 /// How long running audits may finish after a shutdown signal before they are cancelled.
 pub const GRACE: Duration = Duration::from_secs(10);
 
+/// The daemon could not start or stop cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error("{0}")]
+    Config(#[from] crate::config::ConfigError),
+    #[error("{0}")]
+    Store(#[from] crate::store::StoreError),
+    #[error("error: {0}")]
+    Io(String),
+}
+
+/// What every audit runs with, swapped whole on reload: an audit that started before a SIGHUP
+/// finishes with the config, client and facts it started with, never a mix.
+pub struct Snapshot {
+    pub config: Arc<Config>,
+    /// One HTTP client and its connection pools for every audit.
+    pub transport: Transport,
+    /// Lifecycle facts (table and feeds): loaded at start, refreshed hourly and on reload.
+    pub facts: Arc<Facts>,
+}
+
 /// State shared by the loop, the audit tasks and the HTTP endpoint.
 pub struct Daemon {
-    config: RwLock<Arc<Config>>,
+    snapshot: RwLock<Arc<Snapshot>>,
     config_path: PathBuf,
     pub store: Store,
     pub metrics: Metrics,
@@ -55,14 +73,10 @@ pub struct Daemon {
     last_audit: Mutex<BTreeMap<String, DateTime<Utc>>>,
     /// Cancels audits in flight (after the grace period).
     cancel_audits: CancellationToken,
-    /// One HTTP client and its connection pools for every audit; rebuilt on reload.
-    transport: RwLock<Transport>,
     /// modelpin.lock as last read, with the file's modification time and size: every audit
     /// needs it, and parsing it once per due pin made the start-up burst of 100 audits hold
     /// 100 copies at once.
     lock_cache: Mutex<Option<(LockStamp, Arc<Option<LoadedLock>>)>>,
-    /// Lifecycle facts (table and feeds): loaded at start, refreshed hourly and on reload.
-    facts: RwLock<Arc<Facts>>,
     /// Wakes the delivery worker when notifications were queued.
     outbox_wake: Arc<tokio::sync::Notify>,
 }
@@ -70,28 +84,36 @@ pub struct Daemon {
 type LockStamp = (Option<std::time::SystemTime>, u64);
 
 impl Daemon {
-    fn config(&self) -> Arc<Config> {
-        self.config.read().expect("config lock").clone()
+    /// The current snapshot; audits hold it for their whole run.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshot.read().expect("snapshot lock").clone()
     }
 
-    fn transport(&self) -> Transport {
-        self.transport.read().expect("transport lock").clone()
+    fn config(&self) -> Arc<Config> {
+        self.snapshot().config.clone()
+    }
+
+    fn swap(&self, snapshot: Snapshot) {
+        *self.snapshot.write().expect("snapshot lock") = Arc::new(snapshot);
     }
 
     /// Reloads the lifecycle table and feeds; a failing feed keeps its cached copy (a warning).
     async fn refresh_facts(&self) {
-        let facts = load_facts(&self.config(), &self.transport()).await;
-        for warning in &facts.warnings {
-            tracing::warn!(%warning, "lifecycle feed");
-        }
-        *self.facts.write().expect("facts lock") = Arc::new(facts);
+        let now = self.snapshot();
+        let facts = fresh_facts(&now.config, &now.transport).await;
+        self.swap(Snapshot {
+            config: now.config.clone(),
+            transport: now.transport.clone(),
+            facts,
+        });
     }
 
     fn deliverer(&self) -> crate::alert::deliver::Deliverer {
+        let now = self.snapshot();
         crate::alert::deliver::Deliverer {
-            transport: self.transport(),
-            channels: self.config().alerts.clone(),
-            timeout: self.config().settings.timeout.min(Duration::from_secs(10)),
+            transport: now.transport.clone(),
+            channels: now.config.alerts.clone(),
+            timeout: now.config.settings.timeout.min(Duration::from_secs(10)),
         }
     }
 
@@ -145,35 +167,60 @@ impl Daemon {
     }
 }
 
+/// The built-in table and the feeds, each failing feed logged (its cached copy is used).
+async fn fresh_facts(config: &Config, transport: &Transport) -> Arc<Facts> {
+    let facts = load_facts(config, transport).await;
+    for warning in &facts.warnings {
+        tracing::warn!(%warning, "lifecycle feed");
+    }
+    Arc::new(facts)
+}
+
+/// A snapshot of `config` with a new client; facts are loaded by the caller.
+fn snapshot_of(config: Config, facts: Arc<Facts>) -> Result<Snapshot, DaemonError> {
+    let transport = Transport::for_config(&config).map_err(|f| DaemonError::Io(f.message))?;
+    Ok(Snapshot {
+        config: Arc::new(config),
+        transport,
+        facts,
+    })
+}
+
 /// The pin's effective schedule (its own, else the settings').
 fn schedule_of(config: &Config, pin: &str) -> Option<Schedule> {
     let pin = config.pins.iter().find(|p| p.id == pin)?;
-    let text = pin.schedule.as_deref().unwrap_or(&config.settings.schedule);
-    schedule::parse(text).ok()
+    Some(
+        pin.schedule
+            .as_ref()
+            .unwrap_or(&config.settings.schedule)
+            .clone(),
+    )
 }
 
-pub async fn run(config_path: &Path, reset_store: bool, out: Output) -> Result<u8, AppError> {
-    let config = Arc::new(crate::config::load_from_env(config_path)?);
+pub async fn run(config_path: &Path, reset_store: bool) -> Result<Exit, DaemonError> {
+    let config = crate::config::load_from_env(config_path)?;
     if reset_store {
         match crate::store::reset(&config.settings.store) {
             Ok(Some(aside)) => {
                 tracing::warn!(moved_to = %aside.display(), "store moved aside; starting a new one");
             }
             Ok(None) => tracing::info!("no store to reset"),
-            Err(e) => return Err(AppError::Io(format!("cannot move the store aside: {e}"))),
+            Err(e) => return Err(DaemonError::Io(format!("cannot move the store aside: {e}"))),
         }
     }
     let store = open_store(&config.settings.store).await?;
     let listener = tokio::net::TcpListener::bind(config.settings.metrics)
         .await
         .map_err(|e| {
-            AppError::Io(format!(
+            DaemonError::Io(format!(
                 "cannot listen on {} (settings.metrics): {e}",
                 config.settings.metrics
             ))
         })?;
+    let snapshot = snapshot_of(config, Arc::new(Facts::default()))?;
+    let config = snapshot.config.clone();
     let daemon = Arc::new(Daemon {
-        config: RwLock::new(config.clone()),
+        snapshot: RwLock::new(Arc::new(snapshot)),
         config_path: config_path.to_owned(),
         store,
         metrics: Metrics::new(),
@@ -182,18 +229,17 @@ pub async fn run(config_path: &Path, reset_store: bool, out: Output) -> Result<u
         running: Mutex::new(HashSet::new()),
         last_audit: Mutex::new(BTreeMap::new()),
         cancel_audits: CancellationToken::new(),
-        transport: RwLock::new(crate::cmd::transport_for(&config)?),
         lock_cache: Mutex::new(None),
-        facts: RwLock::new(Arc::new(Facts::default())),
         outbox_wake: Arc::new(tokio::sync::Notify::new()),
     });
+    daemon.metrics.declare(&config);
     daemon.refresh_facts().await;
     let stop_http = CancellationToken::new();
     let http = tokio::spawn(http::serve(daemon.clone(), listener, stop_http.clone()));
     tracing::info!(metrics = %config.settings.metrics, store = %config.settings.store.display(), pins = config.pins.len(), "daemon started");
     let stop_delivery = CancellationToken::new();
     let delivery = tokio::spawn(delivery_worker(daemon.clone(), stop_delivery.clone()));
-    let code = Loop::new(daemon.clone(), out).run().await;
+    let code = Loop::new(daemon.clone()).run().await;
     // Undelivered notifications stay in the outbox and are sent after a restart.
     stop_delivery.cancel();
     let _ = delivery.await;
@@ -201,7 +247,7 @@ pub async fn run(config_path: &Path, reset_store: bool, out: Output) -> Result<u
     let _ = http.await;
     if let Err(e) = daemon.store.flush().await {
         tracing::error!(error = %e, "final flush failed");
-        return Ok(crate::app::EXIT_TOOL_ERROR);
+        return Ok(Exit::Error);
     }
     tracing::info!("daemon stopped");
     Ok(code)
@@ -213,7 +259,11 @@ async fn delivery_worker(daemon: Arc<Daemon>, stop: CancellationToken) {
     loop {
         let deliverer = daemon.deliverer();
         tokio::select! {
-            _ = crate::alert::deliver::run_due(&daemon.store, &deliverer, Some(&daemon.metrics)) => {}
+            outcomes = crate::alert::deliver::run_due(&daemon.store, &deliverer) => {
+                for outcome in outcomes {
+                    daemon.metrics.notification(&outcome.channel, outcome.result);
+                }
+            }
             () = stop.cancelled() => return,
         }
         tokio::select! {
@@ -226,7 +276,7 @@ async fn delivery_worker(daemon: Arc<Daemon>, stop: CancellationToken) {
 
 /// Opens the store; while another process holds it, waits up to 5 s (a `modelpin history` run
 /// holds it for a moment), then refuses: a second daemon must not share a store.
-async fn open_store(path: &Path) -> Result<Store, AppError> {
+async fn open_store(path: &Path) -> Result<Store, DaemonError> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     loop {
         match Store::open(path) {
@@ -236,7 +286,7 @@ async fn open_store(path: &Path) -> Result<Store, AppError> {
             {
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
-            Err(e) => return Err(AppError::Store(e)),
+            Err(e) => return Err(DaemonError::Store(e)),
         }
     }
 }
@@ -244,30 +294,28 @@ async fn open_store(path: &Path) -> Result<Store, AppError> {
 /// The daemon's main loop and what it owns.
 struct Loop {
     daemon: Arc<Daemon>,
-    out: Output,
     due_tx: mpsc::UnboundedSender<String>,
     due_rx: mpsc::UnboundedReceiver<String>,
     audits: JoinSet<()>,
 }
 
 impl Loop {
-    fn new(daemon: Arc<Daemon>, out: Output) -> Loop {
+    fn new(daemon: Arc<Daemon>) -> Loop {
         let (due_tx, due_rx) = mpsc::unbounded_channel();
         Loop {
             daemon,
-            out,
             due_tx,
             due_rx,
             audits: JoinSet::new(),
         }
     }
 
-    async fn run(mut self) -> u8 {
+    async fn run(mut self) -> Exit {
         let mut scheduler = match self.schedule().await {
             Ok(s) => s,
             Err(e) => {
                 tracing::error!(error = %e, "cannot start the scheduler");
-                return crate::app::EXIT_TOOL_ERROR;
+                return Exit::Error;
             }
         };
         self.catch_up();
@@ -275,7 +323,7 @@ impl Loop {
             Ok(s) => s,
             Err(e) => {
                 tracing::error!(error = %e, "cannot listen for signals");
-                return crate::app::EXIT_TOOL_ERROR;
+                return Exit::Error;
             }
         };
         let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -298,7 +346,7 @@ impl Loop {
         }
         let _ = scheduler.shutdown().await;
         self.drain().await;
-        0
+        Exit::Ok
     }
 
     /// One cron job per pin; a job only announces that its pin is due.
@@ -306,8 +354,7 @@ impl Loop {
         let scheduler = JobScheduler::new().await.map_err(|e| e.to_string())?;
         let config = self.daemon.config();
         for pin in &config.pins {
-            let text = pin.schedule.as_deref().unwrap_or(&config.settings.schedule);
-            let schedule = schedule::parse(text).map_err(|e| format!("pin `{}`: {e}", pin.id))?;
+            let schedule = pin.schedule.as_ref().unwrap_or(&config.settings.schedule);
             if let Some(original) = &schedule.rewritten_from {
                 tracing::info!(pin = %pin.id, crontab = %original, cron = %schedule.expression, "5-field crontab schedule: seconds field 0 prepended");
             }
@@ -362,15 +409,12 @@ impl Loop {
             .insert(pin.clone());
         if !fresh {
             tracing::warn!(pin = %pin, "previous audit still running: this one is skipped");
-            self.daemon
-                .metrics
-                .add("modelpin_audits_skipped_total", &[("pin", &pin)], 1.0);
+            self.daemon.metrics.audit_skipped(&pin);
             return;
         }
         let daemon = self.daemon.clone();
-        let out = self.out;
         self.audits.spawn(async move {
-            audit_pin(&daemon, &pin, out).await;
+            audit_pin(&daemon, &pin).await;
             daemon.running.lock().expect("running lock").remove(&pin);
         });
     }
@@ -384,15 +428,20 @@ impl Loop {
                 return None;
             }
         };
-        match crate::cmd::transport_for(&config) {
-            Ok(transport) => *self.daemon.transport.write().expect("transport lock") = transport,
+        let transport = match Transport::for_config(&config) {
+            Ok(transport) => transport,
             Err(e) => {
-                tracing::error!(error = %e, "SIGHUP: cannot build the HTTP client; keeping the running config");
+                tracing::error!(error = %e.message, "SIGHUP: cannot build the HTTP client; keeping the running config");
                 return None;
             }
-        }
-        *self.daemon.config.write().expect("config lock") = Arc::new(config);
-        self.daemon.refresh_facts().await;
+        };
+        let facts = fresh_facts(&config, &transport).await;
+        self.daemon.metrics.declare(&config);
+        self.daemon.swap(Snapshot {
+            config: Arc::new(config),
+            transport,
+            facts,
+        });
         let _ = old.shutdown().await;
         match self.schedule().await {
             Ok(s) => {
@@ -447,8 +496,9 @@ impl Loop {
 }
 
 /// Runs one pin's audit, stores it, and updates the metrics.
-async fn audit_pin(daemon: &Daemon, pin: &str, out: Output) {
-    let config = daemon.config();
+async fn audit_pin(daemon: &Daemon, pin: &str) {
+    let snapshot = daemon.snapshot();
+    let config = &snapshot.config;
     let lock = match daemon.lock_file(&config.settings.lockfile) {
         Ok(lock) => lock,
         Err(e) => {
@@ -456,32 +506,25 @@ async fn audit_pin(daemon: &Daemon, pin: &str, out: Output) {
             Arc::new(None)
         }
     };
-    let options = Options {
-        pins: vec![pin.to_owned()],
-        format: Format::Json,
-        strict: false,
-        no_probes: false,
-        notify: false,
-        max_cost: None,
-        output: None,
+    let Some(pinned) = config.pins.iter().find(|p| p.id == pin) else {
+        return;
     };
-    let _ = out;
     let started = Utc::now();
-    let transport = daemon.transport();
-    let facts = daemon.facts.read().expect("facts lock").clone();
-    let env = Env {
-        out: Output { quiet: true },
+    let request = Request {
+        pins: vec![pinned],
+        samples: None,
+        max_cost: None,
+        strict: false,
+    };
+    let ctx = Context {
+        transport: &snapshot.transport,
+        facts: Some(snapshot.facts.clone()),
         cancel: daemon.cancel_audits.clone(),
-        transport: &transport,
-        facts: &facts,
+        progress: Arc::default(),
     };
-    let report = match audit(&config, lock.as_ref().as_ref(), &options, &env).await {
-        Ok(report) => report,
-        Err(e) => {
-            tracing::error!(pin, error = %e, "audit could not run");
-            return;
-        }
-    };
+    let report = audit(config, lock.as_ref().as_ref(), &request, &ctx)
+        .await
+        .report;
     let finished = Utc::now();
     let Some(pin_report) = report.pins.into_iter().next() else {
         return;
@@ -503,9 +546,7 @@ async fn audit_pin(daemon: &Daemon, pin: &str, out: Output) {
             "stored audit"
         ),
         Err(e) => {
-            daemon
-                .metrics
-                .add("modelpin_store_write_failures_total", &[], 1.0);
+            daemon.metrics.store_write_failed();
             tracing::error!(pin, audit_id = %record.audit_id, error = %e, "audit NOT stored");
         }
     }
@@ -515,7 +556,7 @@ async fn audit_pin(daemon: &Daemon, pin: &str, out: Output) {
         .expect("last audit lock")
         .insert(pin.to_owned(), finished);
     metrics::record(&daemon.metrics, &record);
-    match crate::alert::process(&daemon.store, &config, &record).await {
+    match crate::alert::process(&daemon.store, config, &record).await {
         Ok(queued) if queued.is_empty() => {}
         Ok(queued) => {
             tracing::info!(pin, audit_id = %record.audit_id, queued = queued.len(), "notifications queued");

@@ -151,7 +151,7 @@ pub fn summary(report: &Report) -> String {
         s.calls.sent,
         s.tokens.input + s.tokens.output,
         s.cost_usd,
-        report.exit_code
+        report.exit_code.code()
     );
     out
 }

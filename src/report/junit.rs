@@ -5,23 +5,9 @@
 
 use std::fmt::Write as _;
 
-use crate::audit::judge::PinStatus;
-use crate::finding::{Code, Finding, Severity};
+use crate::finding::PinStatus;
+use crate::finding::{Check, Code, Finding, Severity};
 use crate::report::{PinReport, Report};
-
-/// The checks a pin is judged on, and the codes that fail each.
-const CHECKS: [(&str, &[Code]); 7] = [
-    ("reachable", &[Code::ModelNotFound]),
-    ("served model", &[Code::ServedModelMismatch]),
-    ("upstream", &[Code::UpstreamMismatch]),
-    ("tokenizer", &[Code::TokenizerChanged]),
-    ("cost", &[Code::CostChanged]),
-    ("behaviour", &[Code::BehaviorDrift]),
-    ("lifecycle", &[Code::RetiredStillServed]),
-];
-
-/// Checks that need a baseline to compare against.
-const NEEDS_BASELINE: [&str; 4] = ["tokenizer", "cost", "behaviour", "upstream"];
 
 #[must_use]
 pub fn render(report: &Report) -> String {
@@ -83,27 +69,27 @@ fn suite(pin: &PinReport) -> Suite<'_> {
     let unmeasured = pin.calls.ok == 0;
     let no_baseline = pin.findings.iter().any(|f| f.code == Code::NoBaseline);
     let inconclusive = pin.findings.iter().find(|f| f.code == Code::Inconclusive);
-    let cases = CHECKS
+    let cases = Check::ALL
         .iter()
-        .map(|(name, codes)| {
+        .map(|check| {
             let failed = pin
                 .findings
                 .iter()
-                .find(|f| codes.contains(&f.code) && f.severity == Some(Severity::Error));
-            let outcome = match (failed, *name) {
+                .find(|f| f.code.check() == Some(*check) && f.severity == Some(Severity::Error));
+            let outcome = match (failed, check) {
                 (Some(f), _) => Outcome::Failed(f),
-                (None, "reachable") => inconclusive
+                (None, Check::Reachable) => inconclusive
                     .filter(|_| pin.status == PinStatus::Inconclusive)
                     .map_or(Outcome::Passed, Outcome::Errored),
                 (None, _) if unmeasured => {
                     Outcome::Skipped("not measured: no call was answered".to_owned())
                 }
-                (None, n) if no_baseline && NEEDS_BASELINE.contains(&n) => {
+                (None, c) if no_baseline && c.needs_baseline() => {
                     Outcome::Skipped("no baseline in modelpin.lock".to_owned())
                 }
                 (None, _) => Outcome::Passed,
             };
-            (*name, outcome)
+            (check.name(), outcome)
         })
         .collect();
     Suite { cases }

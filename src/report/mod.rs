@@ -12,12 +12,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::audit::judge::{
-    PinStatus, expected_cost, reference_price, served_counts, upstream_counts,
-};
+use crate::audit::judge::{expected_cost, reference_price, served_counts, upstream_counts};
 use crate::audit::{CallResult, Observation};
 use crate::config::Pin;
-use crate::finding::{Code, Finding};
+use crate::exit::Exit;
+use crate::finding::{Code, Finding, PinStatus};
 use crate::lifecycle::{Lifecycle, Stage};
 use crate::lock::LockedPin;
 
@@ -32,7 +31,7 @@ pub struct Report {
     pub started_at: String,
     pub finished_at: String,
     pub status: PinStatus,
-    pub exit_code: u8,
+    pub exit_code: Exit,
     pub pins: Vec<PinReport>,
     pub summary: Summary,
 }
@@ -104,17 +103,6 @@ pub struct Summary {
     pub cost_usd: f64,
     /// How many pins carry each finding code.
     pub findings: BTreeMap<String, u64>,
-}
-
-/// Exit codes of `check`, as DESIGN.md fixes them.
-#[must_use]
-pub fn exit_code(status: PinStatus, strict: bool) -> u8 {
-    match status {
-        PinStatus::Ok => 0,
-        PinStatus::Warning => u8::from(strict),
-        PinStatus::Drift => 1,
-        PinStatus::Inconclusive => 3,
-    }
 }
 
 impl PinReport {
@@ -236,7 +224,7 @@ impl Report {
             started_at,
             finished_at,
             status,
-            exit_code: exit_code(status, strict),
+            exit_code: Exit::of_status(status, strict),
             pins,
             summary,
         }

@@ -18,7 +18,7 @@ fn settings_defaults_match_the_design() {
     let base = dir.path().parent().unwrap().to_path_buf();
     assert_eq!(s.lockfile, base.join("modelpin.lock"));
     assert_eq!(s.store, base.join(".modelpin"));
-    assert_eq!(s.schedule, "0 0 * * * *");
+    assert_eq!(s.schedule.expression, "0 0 * * * *");
     assert_eq!(s.timeout, Duration::from_secs(60));
     assert_eq!(s.budget, Duration::from_secs(600));
     assert_eq!(s.concurrency, 16);
@@ -131,7 +131,7 @@ fn every_settings_key() {
     let s = &config.settings;
     assert_eq!(s.lockfile, base.join("state/pins.lock"));
     assert_eq!(s.store, Path::new("/var/lib/modelpin"));
-    assert_eq!(s.schedule, "0 */5 * * * *");
+    assert_eq!(s.schedule.expression, "0 */5 * * * *");
     assert_eq!(
         (s.timeout, s.budget, s.concurrency),
         (Duration::from_secs(90), Duration::from_secs(3600), 4)
@@ -181,7 +181,10 @@ fn every_provider_and_pin_key() {
     assert_eq!(router_pin.upstream, ["Anthropic"]);
     assert_eq!(router_pin.samples, 3);
     assert_eq!(router_pin.retires_on, NaiveDate::from_ymd_opt(2026, 10, 20));
-    assert_eq!(router_pin.schedule.as_deref(), Some("0 0 */6 * * *"));
+    assert_eq!(
+        router_pin.schedule.as_ref().map(|s| s.expression.as_str()),
+        Some("0 0 */6 * * *")
+    );
     assert_eq!(router_pin.alerts, ["hook"]);
     let price = |input, output, cached_input| Price {
         input,

@@ -16,7 +16,7 @@ use tempfile::TempDir;
 use super::{Config, ConfigError, load};
 
 /// A minimal valid pins.toml; tests append to it or replace lines in it.
-pub(super) const BASE: &str = r#"version = 1
+pub(crate) const BASE: &str = r#"version = 1
 
 [providers.openai]
 kind = "openai"
@@ -28,7 +28,7 @@ provider = "openai"
 model = "gpt-4o-2024-08-06"
 "#;
 
-pub(super) const PROBE: &str = r#"id = "arith-17x23"
+pub(crate) const PROBE: &str = r#"id = "arith-17x23"
 prompt = "What is 17 * 23? Reply with the number only."
 max_tokens = 8
 temperature = 1.0

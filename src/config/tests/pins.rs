@@ -254,14 +254,29 @@ fn retires_on_is_a_date() {
 }
 
 #[test]
-fn pin_schedule_is_six_field_cron() {
+fn pin_schedule_takes_crontab_lines_and_points_at_the_bad_field() {
+    let config = Dir::new()
+        .pins(&format!("{BASE}schedule = \"*/15 * * * *\"\n"))
+        .load()
+        .unwrap();
+    let schedule = config.pins[0].schedule.as_ref().unwrap();
+    assert_eq!(schedule.expression, "0 */15 * * * *");
     assert_eq!(
-        error(&format!("{BASE}schedule = \"*/15 * * * *\"\n")),
-        r#"error: `schedule` needs 6 cron fields (sec min hour dom mon dow), found 5
+        error(&format!("{BASE}schedule = \"0 61 * * * *\"\n")),
+        r#"error: `0 61 * * * *`: the minutes field `61` is out of range or not cron syntax
+  --> pins.toml:11:15
+   |
+11 | schedule = "0 61 * * * *"
+   |               ^^
+   = help: fields: seconds 0-59, minutes 0-59, hours 0-23, day of month 1-31, month 1-12, day of week 0-6 (UTC)"#
+    );
+    assert_eq!(
+        error(&format!("{BASE}schedule = \"* * *\"\n")),
+        r#"error: `schedule` needs 6 cron fields (sec min hour dom mon dow) or 5 (a crontab line), found 3
   --> pins.toml:11:12
    |
-11 | schedule = "*/15 * * * *"
-   |            ^^^^^^^^^^^^^^
+11 | schedule = "* * *"
+   |            ^^^^^^^
    = help: for example `0 0 * * * *` runs at the top of every hour (UTC)"#
     );
 }

@@ -90,14 +90,14 @@ fn metrics_address() {
 }
 
 #[test]
-fn schedule_needs_six_fields() {
+fn schedule_needs_six_fields_or_a_crontab_line() {
     assert_eq!(
-        error(&with_settings("schedule = \"0 * * * *\"")),
-        r#"error: `schedule` needs 6 cron fields (sec min hour dom mon dow), found 5
+        error(&with_settings("schedule = \"0 * * *\"")),
+        r#"error: `schedule` needs 6 cron fields (sec min hour dom mon dow) or 5 (a crontab line), found 4
  --> pins.toml:4:12
   |
-4 | schedule = "0 * * * *"
-  |            ^^^^^^^^^^^
+4 | schedule = "0 * * *"
+  |            ^^^^^^^^^
   = help: for example `0 0 * * * *` runs at the top of every hour (UTC)"#
     );
 }

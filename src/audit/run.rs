@@ -1,0 +1,148 @@
+//! The audit core: config + lock → Report, for `check`, `demo` and the daemon alike.
+//!
+//! Everything the network is waited on for runs at once: the probe calls, the providers' models
+//! lookups (once per URL) and, when the caller has no lifecycle facts yet, the feeds. All of it
+//! goes through the one transport, so its semaphores and deadlines bound the lot. Nothing here
+//! prints: warnings come back with the report for the caller to show or log.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use chrono::Utc;
+use tokio_util::sync::CancellationToken;
+
+use crate::audit::judge::{Case, judge_with_statistics};
+use crate::audit::lifecycle::{Facts, ProviderSignals, load_facts, provider_signals};
+use crate::audit::{Observation, Plan, observe};
+use crate::config::{Config, Pin};
+use crate::lifecycle::signals::from_hint;
+use crate::lifecycle::{Fact, Lifecycle, PinRef, resolve};
+use crate::lock::LoadedLock;
+use crate::report::{PinReport, Report};
+use crate::transport::Transport;
+
+/// What to audit.
+pub struct Request<'a> {
+    /// In config order (see `plan::select_pins`).
+    pub pins: Vec<&'a Pin>,
+    /// Overrides each pin's `samples` (`check --no-probes` uses 1).
+    pub samples: Option<u32>,
+    /// Spend cap over `settings.max_cost_usd`.
+    pub max_cost: Option<f64>,
+    /// Warnings fail the audit too.
+    pub strict: bool,
+}
+
+/// What an audit runs with besides the config and the lock.
+pub struct Context<'a> {
+    pub transport: &'a Transport,
+    /// Lifecycle facts already loaded (the daemon keeps them); `None` loads the built-in table
+    /// and the feeds during the audit, concurrently with the calls.
+    pub facts: Option<Arc<Facts>>,
+    /// Cancelled on a shutdown signal: calls in flight are dropped and recorded as cancelled.
+    pub cancel: CancellationToken,
+    /// Calls finished so far, for a progress display.
+    pub progress: Arc<AtomicU64>,
+}
+
+/// An audit's report, and what the caller should tell the user about its inputs.
+pub struct Audited {
+    pub report: Report,
+    /// Feeds that failed or fell back to a cached copy.
+    pub warnings: Vec<String>,
+}
+
+/// Runs one audit of `request.pins` and judges it against `lock`.
+pub async fn audit(
+    config: &Config,
+    lock: Option<&LoadedLock>,
+    request: &Request<'_>,
+    ctx: &Context<'_>,
+) -> Audited {
+    let started_at = now_rfc3339();
+    let plan = Plan::new(
+        config,
+        request.pins.clone(),
+        request.samples,
+        request.max_cost,
+        ctx.cancel.clone(),
+        ctx.progress.clone(),
+    );
+    let facts = async {
+        match &ctx.facts {
+            Some(facts) => facts.clone(),
+            None => Arc::new(load_facts(config, ctx.transport).await),
+        }
+    };
+    let (observations, mut signals, facts) = tokio::join!(
+        observe(&plan, ctx.transport),
+        provider_signals(config, &request.pins, ctx.transport),
+        facts
+    );
+    let finished_at = now_rfc3339();
+    let reports = request
+        .pins
+        .iter()
+        .zip(&observations)
+        .map(|(pin, obs)| {
+            let locked = lock.and_then(|l| l.lock.pins.get(&pin.id));
+            let seen = signals.remove(&pin.id).unwrap_or_default();
+            let life = lifecycle_of(config, pin, obs, &seen, &facts);
+            let case = Case::new(pin, config.probes_of(pin), obs, locked)
+                .with_lifecycle(life.clone(), seen.signals)
+                .with_alpha(config.settings.alpha);
+            let (findings, verdict) = judge_with_statistics(&case);
+            PinReport::new(pin, obs, locked, findings)
+                .with_lifecycle(&life)
+                .with_behaviour(verdict.as_ref())
+        })
+        .collect();
+    let report = Report::new(
+        config.digest.clone(),
+        lock.map(|l| l.digest.clone()),
+        started_at,
+        finished_at,
+        reports,
+        request.strict,
+    );
+    Audited {
+        report,
+        warnings: facts.warnings.clone(),
+    }
+}
+
+/// The pin's lifecycle from every source: table and feeds, the provider's models endpoint, and
+/// the lifecycle headers on its own answers.
+fn lifecycle_of(
+    config: &Config,
+    pin: &Pin,
+    obs: &Observation,
+    seen: &ProviderSignals,
+    facts: &Facts,
+) -> Lifecycle {
+    let pin_ref = PinRef::from(pin);
+    let now = Utc::now();
+    let hints = obs
+        .replies()
+        .flat_map(|(_, r)| r.lifecycle.iter())
+        .filter_map(from_hint);
+    let live: Vec<Fact> = seen
+        .signals
+        .iter()
+        .cloned()
+        .chain(hints)
+        .map(|signal| signal.fact_for(&pin_ref, now))
+        .collect();
+    resolve(
+        &pin_ref,
+        facts.facts.iter().chain(&live),
+        now,
+        &config.settings.warn_before,
+    )
+}
+
+/// Now, as the report's timestamps write it.
+#[must_use]
+pub fn now_rfc3339() -> String {
+    Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}

@@ -1,0 +1,528 @@
+//! Evidence: one typed struct per finding code, and the message built from it.
+//!
+//! The judge fills these in; `Finding::from(Evidence)` is the only way to make a finding, so a
+//! finding's code, severity, message and JSON evidence always agree, and a new code does not
+//! compile until it has its evidence and its message. The JSON form of each struct is the
+//! `evidence` object of the report contract (field names are part of it).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::finding::{Code, Severity};
+use crate::lifecycle::{Lifecycle, Signal, retirement_message};
+use crate::stats::drift::DriftVerdict;
+
+/// What one finding rests on; the variant decides the code.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Evidence {
+    ServedModelMismatch(ServedMismatch),
+    UpstreamMismatch(UpstreamMismatch),
+    TokenizerChanged(TokenizerChanged),
+    CostChanged(CostChanged),
+    BehaviorDrift(Box<DriftVerdict>),
+    ModelNotFound(NotFound),
+    RetiredStillServed(StillServed),
+    DeprecationScheduled(Box<Lifecycle>),
+    SunsetAnnounced(Sunset),
+    FingerprintChanged(FingerprintChanged),
+    NoBaseline(NoBaseline),
+    ProbeChanged(ProbeChanged),
+    Inconclusive(Unmeasured),
+}
+
+impl Evidence {
+    #[must_use]
+    pub fn code(&self) -> Code {
+        match self {
+            Evidence::ServedModelMismatch(_) => Code::ServedModelMismatch,
+            Evidence::UpstreamMismatch(_) => Code::UpstreamMismatch,
+            Evidence::TokenizerChanged(_) => Code::TokenizerChanged,
+            Evidence::CostChanged(_) => Code::CostChanged,
+            Evidence::BehaviorDrift(_) => Code::BehaviorDrift,
+            Evidence::ModelNotFound(_) => Code::ModelNotFound,
+            Evidence::RetiredStillServed(_) => Code::RetiredStillServed,
+            Evidence::DeprecationScheduled(_) => Code::DeprecationScheduled,
+            Evidence::SunsetAnnounced(_) => Code::SunsetAnnounced,
+            Evidence::FingerprintChanged(_) => Code::FingerprintChanged,
+            Evidence::NoBaseline(_) => Code::NoBaseline,
+            Evidence::ProbeChanged(_) => Code::ProbeChanged,
+            Evidence::Inconclusive(_) => Code::Inconclusive,
+        }
+    }
+
+    /// The code's severity, except where the evidence changes it: a retirement further out than
+    /// every `warn_before` window is worth knowing, not a warning; an inconclusive streak that
+    /// alerts is a warning.
+    #[must_use]
+    pub fn severity(&self) -> Option<Severity> {
+        match self {
+            Evidence::DeprecationScheduled(life) if life.window.is_none() => Some(Severity::Info),
+            Evidence::Inconclusive(Unmeasured::Streak { .. }) => Some(Severity::Warning),
+            other => other.code().severity(),
+        }
+    }
+
+    /// One sentence a user reads first.
+    #[must_use]
+    pub fn message(&self) -> String {
+        match self {
+            Evidence::ServedModelMismatch(e) => e.message(),
+            Evidence::UpstreamMismatch(e) => e.message(),
+            Evidence::TokenizerChanged(e) => e.message(),
+            Evidence::CostChanged(e) => e.message(),
+            Evidence::BehaviorDrift(v) => drift_message(v),
+            Evidence::ModelNotFound(e) => e.message(),
+            Evidence::RetiredStillServed(e) => e.message(),
+            Evidence::DeprecationScheduled(life) => scheduled_message(life),
+            Evidence::SunsetAnnounced(e) => e.message(),
+            Evidence::FingerprintChanged(e) => e.message(),
+            Evidence::NoBaseline(e) => e.message(),
+            Evidence::ProbeChanged(e) => e.message(),
+            Evidence::Inconclusive(e) => e.message(),
+        }
+    }
+
+    /// The JSON `evidence` object.
+    #[must_use]
+    pub fn to_json(&self) -> serde_json::Value {
+        let value = match self {
+            Evidence::ServedModelMismatch(e) => serde_json::to_value(e),
+            Evidence::UpstreamMismatch(e) => serde_json::to_value(e),
+            Evidence::TokenizerChanged(e) => serde_json::to_value(e),
+            Evidence::CostChanged(e) => serde_json::to_value(e),
+            Evidence::BehaviorDrift(e) => serde_json::to_value(e),
+            Evidence::ModelNotFound(e) => serde_json::to_value(e),
+            Evidence::RetiredStillServed(e) => serde_json::to_value(e),
+            Evidence::DeprecationScheduled(e) => serde_json::to_value(e),
+            Evidence::SunsetAnnounced(e) => serde_json::to_value(e),
+            Evidence::FingerprintChanged(e) => serde_json::to_value(e),
+            Evidence::NoBaseline(e) => serde_json::to_value(e),
+            Evidence::ProbeChanged(e) => serde_json::to_value(e),
+            Evidence::Inconclusive(e) => serde_json::to_value(e),
+        };
+        value.unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// Served IDs outside `accept` (and the lock's served IDs).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServedMismatch {
+    pub requested: String,
+    pub accepted: BTreeSet<String>,
+    pub served: BTreeMap<String, u64>,
+    pub unexpected: BTreeMap<String, u64>,
+    /// Models the provider says answered in place of the requested one.
+    pub fallback_models: BTreeMap<String, u64>,
+}
+
+impl ServedMismatch {
+    fn message(&self) -> String {
+        let (worst, count) = worst(&self.unexpected);
+        let total: u64 = self.served.values().sum();
+        format!(
+            "served `{worst}` ({count} of {total} calls) where the pin accepts {}",
+            quoted_list(&self.accepted)
+        )
+    }
+}
+
+/// OpenRouter upstream hosts outside the accepted set.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UpstreamMismatch {
+    pub accepted: BTreeSet<String>,
+    pub served: BTreeMap<String, u64>,
+    pub unexpected: BTreeMap<String, u64>,
+}
+
+impl UpstreamMismatch {
+    fn message(&self) -> String {
+        let (worst, count) = worst(&self.unexpected);
+        format!(
+            "served by upstream `{worst}` ({count} of {} calls) where the pin accepts {}",
+            self.served.values().sum::<u64>(),
+            quoted_list(&self.accepted)
+        )
+    }
+}
+
+/// Prompt token counts of unchanged probes that moved.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TokenizerChanged {
+    /// At least one.
+    pub probes: Vec<TokenCounts>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TokenCounts {
+    pub probe: String,
+    pub locked: Vec<u64>,
+    pub now: BTreeSet<u64>,
+}
+
+impl TokenizerChanged {
+    fn message(&self) -> String {
+        let Some(first) = self.probes.first() else {
+            return "prompt token counts changed".to_owned();
+        };
+        format!(
+            "prompt token count of unchanged probe `{}` went from {} to {}: a different tokenizer or chat template answers",
+            first.probe,
+            json_list(&first.locked),
+            json_list(&first.now)
+        )
+    }
+}
+
+/// What the price says a call should cost against what it did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CostChanged {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub billed_vs_price: Option<BilledVsPrice>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_cost_per_call: Option<InputCostPerCall>,
+    pub tolerance: f64,
+}
+
+/// The provider's reported cost against usage × price.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BilledVsPrice {
+    pub reported_usd: f64,
+    pub expected_usd: f64,
+    pub ratio: f64,
+    pub price_per_mtok: PricePerMtok,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PricePerMtok {
+    pub input: f64,
+    pub output: f64,
+}
+
+/// Prompt tokens per call at the pinned input price, then and now.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InputCostPerCall {
+    pub locked_usd: f64,
+    pub now_usd: f64,
+    pub change: f64,
+}
+
+impl CostChanged {
+    fn message(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(b) = &self.billed_vs_price {
+            parts.push(format!(
+                "the provider billed {:.2}x what the price predicts",
+                b.ratio
+            ));
+        }
+        if let Some(i) = &self.input_cost_per_call {
+            parts.push(format!(
+                "prompt tokens per call changed by {:+.1}%: at the pinned input price, ${} → ${} per call",
+                i.change * 100.0,
+                json_number(i.locked_usd),
+                json_number(i.now_usd)
+            ));
+        }
+        parts.join("; ")
+    }
+}
+
+/// The provider refused the model as unknown or gone.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NotFound {
+    pub status: u16,
+    pub code: Option<String>,
+    #[serde(rename = "type")]
+    pub error_type: Option<String>,
+    pub provider_message: String,
+    pub request_id: Option<String>,
+    pub calls_refused: usize,
+    /// What the lifecycle data says about the model, when it was resolved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lifecycle: Option<Lifecycle>,
+}
+
+impl NotFound {
+    fn message(&self) -> String {
+        let base = format!(
+            "the provider says the model does not exist or is gone: {}",
+            self.provider_message
+        );
+        match &self.lifecycle {
+            Some(life) => format!("{base} ({})", retirement_message(life)),
+            None => base,
+        }
+    }
+}
+
+/// Past its retirement and still answering, with what changed in the same audit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StillServed {
+    #[serde(flatten)]
+    pub lifecycle: Lifecycle,
+    pub reroute: Reroute,
+}
+
+/// Which signs of another model the same audit showed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[allow(clippy::struct_excessive_bools)]
+pub struct Reroute {
+    pub served_id_changed: bool,
+    pub upstream_changed: bool,
+    pub tokenizer_changed: bool,
+    pub price_changed: bool,
+    pub behaviour_changed: bool,
+}
+
+impl Reroute {
+    /// The signs, named as the message lists them.
+    fn changed(self) -> Vec<&'static str> {
+        [
+            (self.served_id_changed, "served_id"),
+            (self.upstream_changed, "upstream"),
+            (self.tokenizer_changed, "tokenizer"),
+            (self.price_changed, "price"),
+            (self.behaviour_changed, "behaviour"),
+        ]
+        .into_iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, what)| what)
+        .collect()
+    }
+}
+
+impl StillServed {
+    fn message(&self) -> String {
+        let life = &self.lifecycle;
+        let changed = self.reroute.changed();
+        let verdict = if changed.is_empty() {
+            "no change in served ID, tokenizer or price was seen in this audit: presumed rerouted until the behaviour probes clear it".to_owned()
+        } else {
+            format!("rerouted: {} changed in this audit", changed.join(", "))
+        };
+        let source = life
+            .sources
+            .first()
+            .map_or("the lifecycle data", |e| e.source.as_str());
+        let when = match life.retirement {
+            Some(crate::lifecycle::Retirement::Gone | crate::lifecycle::Retirement::Announced)
+            | None => format!("is retired per {source}"),
+            Some(when) => format!("was retired on {when} per {source}"),
+        };
+        format!("`{}` {when} and still answers; {verdict}", life.model)
+    }
+}
+
+fn scheduled_message(life: &Lifecycle) -> String {
+    let message = retirement_message(life);
+    match life.days_left {
+        Some(days) => format!("{message} ({days} days left)"),
+        None => message,
+    }
+}
+
+/// End-of-life statements the provider made during the audit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sunset {
+    /// At least one, sorted by source.
+    pub signals: Vec<Signal>,
+}
+
+impl Sunset {
+    fn message(&self) -> String {
+        let Some(first) = self.signals.first() else {
+            return "the provider announces an end of life".to_owned();
+        };
+        let date = first
+            .retirement
+            .date()
+            .map_or_else(String::new, |d| format!(" (retirement {d})"));
+        format!(
+            "the provider announces an end of life: {}{date}",
+            first.source
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FingerprintChanged {
+    pub locked: Vec<String>,
+    pub new: BTreeSet<String>,
+}
+
+impl FingerprintChanged {
+    fn message(&self) -> String {
+        let first = self.new.iter().next().map_or("", String::as_str);
+        format!("system_fingerprint `{first}` was not seen when the baseline was locked")
+    }
+}
+
+/// The lock has nothing comparable for the pin.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NoBaseline {
+    pub locked_model: Option<String>,
+    #[serde(skip)]
+    pub pin: String,
+    #[serde(skip)]
+    pub model: String,
+}
+
+impl NoBaseline {
+    fn message(&self) -> String {
+        match &self.locked_model {
+            Some(old) => format!(
+                "modelpin.lock was recorded for model `{old}`, the pin now asks for `{}`: run `modelpin lock --pin {}`",
+                self.model, self.pin
+            ),
+            None => format!(
+                "no baseline in modelpin.lock for this pin: tokenizer, price and behaviour checks skipped; run `modelpin lock --pin {}`",
+                self.pin
+            ),
+        }
+    }
+}
+
+/// Probes whose definition differs from the one the baseline was recorded with.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProbeChanged {
+    /// At least one.
+    pub probes: Vec<ChangedProbe>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChangedProbe {
+    pub probe: String,
+    pub locked_digest: Option<String>,
+    pub digest: String,
+}
+
+impl ProbeChanged {
+    fn message(&self) -> String {
+        let first = self.probes.first().map_or("", |p| p.probe.as_str());
+        format!(
+            "probe `{first}` is not in the baseline as it is now: not comparable until `modelpin lock` records it"
+        )
+    }
+}
+
+/// Why something could not be measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Unmeasured {
+    /// No call of the pin was answered.
+    NothingAnswered {
+        reasons: BTreeMap<String, u64>,
+        retries: Retries,
+        /// Set when a retired model answers only quota errors (a masked retirement).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        lifecycle: Option<Lifecycle>,
+    },
+    /// No call of one probe was answered.
+    Probe {
+        probe: String,
+        reasons: BTreeMap<String, u64>,
+        retries: Retries,
+    },
+    /// Several audits in a row measured nothing (what the alert says).
+    Streak {
+        consecutive: u32,
+        latest: Option<serde_json::Value>,
+        #[serde(skip)]
+        latest_message: Option<String>,
+    },
+}
+
+/// What the retry layer did before giving up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Retries {
+    pub attempts: u64,
+    pub retries: u64,
+    pub waited_ms: u64,
+    pub stopped: BTreeMap<String, u64>,
+}
+
+impl Unmeasured {
+    fn message(&self) -> String {
+        match self {
+            Unmeasured::NothingAnswered {
+                lifecycle: Some(life),
+                ..
+            } => format!(
+                "possible retirement masked by quota: every call was refused for quota, and {}",
+                retirement_message(life)
+            ),
+            Unmeasured::NothingAnswered { reasons, .. } => {
+                let first = reasons
+                    .keys()
+                    .find(|r| !r.starts_with("skipped"))
+                    .or_else(|| reasons.keys().next())
+                    .map_or("no calls were made", String::as_str);
+                format!("no call succeeded: {first}")
+            }
+            Unmeasured::Probe { probe, .. } => format!("probe `{probe}`: no call succeeded"),
+            Unmeasured::Streak {
+                consecutive,
+                latest_message,
+                ..
+            } => format!(
+                "no measurement for {consecutive} consecutive audits: {}",
+                latest_message.as_deref().unwrap_or("calls failed")
+            ),
+        }
+    }
+}
+
+fn drift_message(verdict: &DriftVerdict) -> String {
+    let Some(first) = verdict.tests.iter().find(|t| t.rejected) else {
+        return "the answers changed".to_owned();
+    };
+    format!(
+        "the answers changed: {} on probe{} {} (p = {:.2e} after Holm, alpha {})",
+        test_name(first.result.test),
+        if first.probes.len() == 1 { "" } else { "s" },
+        first
+            .probes
+            .iter()
+            .map(|p| format!("`{p}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        first.adjusted_p.unwrap_or(first.result.p_value),
+        verdict.alpha
+    )
+}
+
+fn test_name(kind: crate::stats::TestKind) -> &'static str {
+    match kind {
+        crate::stats::TestKind::PassRate => "the pass rate dropped",
+        crate::stats::TestKind::Answers => "the distribution of answers shifted",
+        crate::stats::TestKind::Length => "completion lengths shifted",
+        crate::stats::TestKind::Mmd => "the answer texts differ",
+    }
+}
+
+/// The most frequent entry (the last of equals, in key order).
+fn worst(counts: &BTreeMap<String, u64>) -> (&str, u64) {
+    counts.iter().fold(
+        ("", 0),
+        |best, (id, n)| if *n >= best.1 { (id, *n) } else { best },
+    )
+}
+
+fn quoted_list(items: &BTreeSet<String>) -> String {
+    items
+        .iter()
+        .map(|i| format!("`{i}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A list as JSON writes it (`[12,13]`), as earlier messages showed token counts.
+fn json_list<T: Serialize>(items: T) -> String {
+    serde_json::to_string(&items).unwrap_or_default()
+}
+
+/// A number as JSON writes it.
+fn json_number(x: f64) -> String {
+    serde_json::Value::from(x).to_string()
+}
