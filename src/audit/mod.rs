@@ -15,11 +15,13 @@ pub mod plan;
 pub mod retirement;
 pub mod run;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -85,6 +87,10 @@ pub struct Plan<'a> {
     pub spend: Arc<Spend>,
     /// Calls finished so far, for a progress bar.
     pub progress: Arc<std::sync::atomic::AtomicU64>,
+    /// Per provider, the calls that may exist at once (its concurrency, capped by the overall
+    /// one): a call takes a slot before it builds its request, so calls waiting their turn hold
+    /// a few bytes each instead of a request and a full retry state.
+    slots: BTreeMap<String, Arc<Semaphore>>,
 }
 
 /// Spend of one audit against `settings.max_cost_usd` / `--max-cost`. Calls already in flight when
@@ -141,6 +147,14 @@ impl<'a> Plan<'a> {
             cancel,
             spend: Arc::new(Spend::new(max_cost.or(config.settings.max_cost_usd))),
             progress,
+            slots: config
+                .providers
+                .iter()
+                .map(|p| {
+                    let n = p.concurrency.min(config.settings.concurrency).max(1);
+                    (p.name.clone(), Arc::new(Semaphore::new(n)))
+                })
+                .collect(),
         }
     }
 
@@ -277,7 +291,13 @@ impl Attempt {
 
 impl PinRun<'_> {
     async fn call(&self, probe: &Probe, sample: u32) -> CallRecord {
-        let record = self.call_inner(probe, sample).await;
+        let slot = match self.plan.slots.get(&self.pin.provider) {
+            Some(slots) => slots.acquire().await.ok(),
+            None => None,
+        };
+        // Boxed: the heavy state (request, retry loop, response) exists only while a slot is held.
+        let record = Box::pin(self.call_inner(probe, sample)).await;
+        drop(slot);
         self.plan.progress.fetch_add(1, Ordering::Relaxed);
         record
     }

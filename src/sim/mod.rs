@@ -158,6 +158,10 @@ async fn handle(
             model: None,
         });
         let scenario = shared.scenario.read().expect("scenario lock").clone();
+        // A model lookup takes the looked-up model's latency, as a real round trip would.
+        if let Some(latency) = lookup_latency(&scenario, &path) {
+            tokio::time::sleep(latency).await;
+        }
         return metadata(&scenario, &path);
     }
     let Some((flavour, url_model)) = wire::route_path(&path) else {
@@ -217,6 +221,13 @@ async fn handle(
     };
     let answer = answer(&scenario, route, model, &ask, serial);
     json_response(200, &answer, &extra)
+}
+
+/// The latency of the model behind `GET …/models/{id}`, when it has one.
+fn lookup_latency(scenario: &Scenario, path: &str) -> Option<std::time::Duration> {
+    let id = path.strip_prefix("/openai/v1/models/")?;
+    let model = scenario.models.get(&scenario.routes.get(id)?.model)?;
+    (model.latency_ms > 0).then(|| std::time::Duration::from_millis(model.latency_ms))
 }
 
 /// `GET`: feeds, OpenAI's `models/{id}` and OpenRouter's `models` list, from the scenario.
