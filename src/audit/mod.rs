@@ -11,6 +11,7 @@
 pub mod baseline;
 pub mod judge;
 pub mod lifecycle;
+pub mod locking;
 pub mod plan;
 pub mod retirement;
 pub mod run;

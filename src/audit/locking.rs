@@ -1,0 +1,197 @@
+//! Recording baselines: one audit's observations turned into `modelpin.lock` entries.
+//!
+//! The `lock` command prints what this returns and writes the file; the decisions — what was
+//! recorded, what was partial, what does not exist, which warnings a user needs — are made here.
+
+use std::collections::BTreeSet;
+
+use crate::audit::baseline::record;
+use crate::audit::judge::{Case, judge, served_counts};
+use crate::audit::run::{Context, Request};
+use crate::audit::{CallResult, Observation, Plan, observe};
+use crate::config::{Config, Pin};
+use crate::finding::Code;
+use crate::lock::{LOCK_VERSION, LoadedLock, Lock};
+use crate::provider::normalize_model_id;
+use crate::stats::{PlannedProbe, minimum_detectable};
+
+/// The new lock, how the worst pin went, and what to tell the user, in pin order.
+pub struct Locking {
+    pub lock: Lock,
+    pub worst: Locked,
+    pub notices: Vec<String>,
+}
+
+/// Calls the request's pins and records each into the previous lock (a pin that could not be
+/// measured keeps its previous entry); pins no longer in the config are dropped.
+pub async fn lock(
+    config: &Config,
+    previous: Option<LoadedLock>,
+    request: &Request<'_>,
+    ctx: &Context<'_>,
+) -> Locking {
+    let plan = Plan::new(
+        config,
+        request.pins.clone(),
+        request.samples,
+        request.max_cost,
+        ctx.cancel.clone(),
+        ctx.progress.clone(),
+    );
+    let observations = observe(&plan, ctx.transport).await;
+    let mut lock = previous.map_or_else(|| empty_lock(config), |l| l.lock);
+    lock.config_digest.clone_from(&config.digest);
+    env!("CARGO_PKG_VERSION").clone_into(&mut lock.modelpin_version);
+    let mut worst = Locked::Recorded;
+    let mut notices = Vec::new();
+    for (pin, obs) in request.pins.iter().zip(&observations) {
+        worst = worst.max(lock_one(config, pin, obs, &mut lock, &mut notices));
+    }
+    // Keep the lock to pins that still exist, so a removed pin does not linger as a baseline.
+    let live: BTreeSet<&str> = config.pins.iter().map(|p| p.id.as_str()).collect();
+    lock.pins.retain(|id, _| live.contains(id.as_str()));
+    Locking {
+        lock,
+        worst,
+        notices,
+    }
+}
+
+/// How locking one pin went; ordered so the worst decides the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Locked {
+    Recorded,
+    /// Recorded from fewer calls than planned (spend cap, budget, interrupt).
+    Partial,
+    Unmeasured,
+    NotFound,
+}
+
+fn empty_lock(config: &Config) -> Lock {
+    Lock {
+        lock_version: LOCK_VERSION,
+        modelpin_version: env!("CARGO_PKG_VERSION").to_owned(),
+        config_digest: config.digest.clone(),
+        pins: std::collections::BTreeMap::new(),
+    }
+}
+
+fn lock_one(
+    config: &Config,
+    pin: &Pin,
+    obs: &Observation,
+    lock: &mut Lock,
+    notices: &mut Vec<String>,
+) -> Locked {
+    let probes = config.probes_of(pin);
+    let kind = pin.kind.as_str();
+    if let Some(locked) = record(pin, kind, &probes, obs) {
+        let served = served_counts(obs);
+        let list: Vec<String> = served.iter().map(|(id, n)| format!("{id} ×{n}")).collect();
+        notices.push(format!("locked {}: served {}", pin.id, list.join(", ")));
+        warn_alias(pin, &served.keys().cloned().collect::<Vec<_>>(), notices);
+        warn_small_baseline(config, pin, &locked, notices);
+        lock.pins.insert(pin.id.clone(), locked);
+        let missing = obs
+            .calls
+            .iter()
+            .filter(|c| !matches!(c.result, CallResult::Reply(_)))
+            .count();
+        if missing > 0 {
+            notices.push(format!(
+                "warning: {}: the baseline holds {} of {} planned calls ({missing} not answered); lock again to complete it",
+                pin.id,
+                obs.calls.len() - missing,
+                obs.calls.len()
+            ));
+            return Locked::Partial;
+        }
+        return Locked::Recorded;
+    }
+    let findings = judge(&Case::new(pin, probes, obs, None));
+    for finding in &findings {
+        notices.push(format!(
+            "not locked {}: {}: {}",
+            pin.id, finding.code, finding.message
+        ));
+    }
+    if findings.iter().any(|f| f.code == Code::ModelNotFound) {
+        Locked::NotFound
+    } else {
+        Locked::Unmeasured
+    }
+}
+
+/// Locking an alias records the snapshot it resolved to; say which ID to pin instead.
+fn warn_alias(pin: &Pin, served: &[String], notices: &mut Vec<String>) {
+    let requested = normalize_model_id(&pin.model);
+    let others: Vec<&String> = served
+        .iter()
+        .filter(|s| **s != requested && !pin.accept.contains(s))
+        .collect();
+    if let [snapshot] = others.as_slice() {
+        notices.push(format!(
+            "warning: pin `{}` asks for `{}`, which the provider resolved to `{snapshot}`; the lock accepts `{snapshot}` from now on, and a move of the alias will be reported. Pin the snapshot itself: model = \"{snapshot}\"",
+            pin.id, pin.model
+        ));
+    } else if others.len() > 1 {
+        notices.push(format!(
+            "warning: pin `{}` asks for `{}`, which was served by several models during locking: {}",
+            pin.id,
+            pin.model,
+            others.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+        ));
+    }
+}
+
+/// Flags a baseline too small for any behaviour test to ever reject at `alpha` (or for some
+/// tests to), with the size that would do, so a user does not trust a check that cannot fire.
+fn warn_small_baseline(
+    config: &Config,
+    pin: &Pin,
+    locked: &crate::lock::LockedPin,
+    notices: &mut Vec<String>,
+) {
+    let planned: Vec<PlannedProbe> = config
+        .probes_of(pin)
+        .iter()
+        .filter_map(|probe| {
+            let recorded = locked.probes.get(&probe.id)?;
+            Some(PlannedProbe {
+                probe_id: probe.id.clone(),
+                compare: probe.compare,
+                has_expect: probe.expect.is_some(),
+                baseline_n: recorded.outputs.len() as u64,
+                current_n: u64::from(pin.samples),
+            })
+        })
+        .collect();
+    if planned.is_empty() {
+        return;
+    }
+    let reach = minimum_detectable(&planned, config.settings.alpha);
+    let needed = reach.tests.iter().filter_map(|t| t.baseline_needed).max();
+    let advice = needed.map_or_else(
+        || "more samples per audit (`samples`) are needed too".to_owned(),
+        |n| format!("lock with `--samples {n}` or more"),
+    );
+    if !reach.any_reachable {
+        notices.push(format!(
+            "warning: {}: with this baseline no behaviour test can reject at alpha {} — behaviour drift would go unseen; {advice} (30 or more per probe is a good start)",
+            pin.id, config.settings.alpha
+        ));
+    } else if !reach.all_reachable {
+        let blind: Vec<String> = reach
+            .tests
+            .iter()
+            .filter(|t| !t.reachable)
+            .map(|t| format!("{:?} on {}", t.test, t.probes.join(",")))
+            .collect();
+        notices.push(format!(
+            "note: {}: some behaviour tests cannot reject at alpha {} with this baseline ({}); {advice}",
+            pin.id,
+            config.settings.alpha,
+            blind.join("; ")
+        ));
+    }
+}
