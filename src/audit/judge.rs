@@ -12,9 +12,9 @@ use crate::audit::retirement;
 use crate::audit::{CallRecord, CallResult, Observation};
 use crate::config::{Pin, Price, Probe};
 use crate::finding::evidence::{
-    BilledVsPrice, ChangedProbe, CostChanged, FingerprintChanged, InputCostPerCall, NoBaseline,
-    NotFound, PricePerMtok, ProbeChanged, Retries, ServedMismatch, TokenCounts, TokenizerChanged,
-    Unmeasured, UpstreamMismatch,
+    BilledVsPrice, ChangedProbe, CostChanged, FingerprintChanged, InputCostPerCall,
+    MaxTokensExceeded, NoBaseline, NotFound, OverLimit, PricePerMtok, ProbeChanged, Retries,
+    ServedMismatch, TokenCounts, TokenizerChanged, Unmeasured, UpstreamMismatch,
 };
 use crate::finding::{Evidence, Finding};
 use crate::lifecycle::{Lifecycle, Signal};
@@ -109,11 +109,14 @@ fn evidence(case: &Case<'_>) -> (Vec<Evidence>, Option<DriftVerdict>) {
     found.extend(tokenizer(case).map(Evidence::TokenizerChanged));
     found.extend(cost(case).map(Evidence::CostChanged));
     found.extend(fingerprint(case).map(Evidence::FingerprintChanged));
+    found.extend(over_max_tokens(case).map(Evidence::MaxTokensExceeded));
     let verdict = behaviour_verdict(case);
     if let Some(v) = verdict.as_ref().filter(|v| v.drift) {
         found.push(Evidence::BehaviorDrift(Box::new(v.clone())));
     }
     found.extend(unmeasured_probes(case));
+    found.extend(tokens_missing(case).map(Evidence::Inconclusive));
+    found.extend(calls_missing(case.observation).map(Evidence::Inconclusive));
     retirement::after_answers(case, &mut found);
     (found, verdict)
 }
@@ -146,6 +149,84 @@ fn nothing_measured(obs: &Observation) -> Unmeasured {
         retries: retry_evidence(obs.calls.iter()),
         lifecycle: None,
     }
+}
+
+/// Probes whose answers were longer than their `max_tokens`.
+fn over_max_tokens(case: &Case<'_>) -> Option<MaxTokensExceeded> {
+    let probes: Vec<OverLimit> = case
+        .probes
+        .iter()
+        .filter_map(|probe| {
+            let over: Vec<u64> = case
+                .observation
+                .replies()
+                .filter(|(c, _)| c.probe == probe.id)
+                .filter_map(|(_, r)| r.usage.output)
+                .filter(|n| *n > u64::from(probe.max_tokens))
+                .collect();
+            Some(OverLimit {
+                probe: probe.id.clone(),
+                max_tokens: probe.max_tokens,
+                completion_tokens: *over.iter().max()?,
+                answers: over.len() as u64,
+            })
+        })
+        .collect();
+    (!probes.is_empty()).then_some(MaxTokensExceeded { probes })
+}
+
+/// Planned calls that were not answered (interrupted, over budget or spend cap, failed): the
+/// pin's other checks still run on what was answered, but the pin cannot be ok.
+fn calls_missing(obs: &Observation) -> Option<Unmeasured> {
+    let planned = obs.calls.len() as u64;
+    let answered = obs.replies().count() as u64;
+    if answered == planned || answered == 0 {
+        return None;
+    }
+    let cancelled = obs
+        .calls
+        .iter()
+        .filter(|c| matches!(c.result, CallResult::Cancelled(_)))
+        .count() as u64;
+    Some(Unmeasured::CallsMissing {
+        planned,
+        answered,
+        cancelled,
+        reasons: failure_reasons(obs.calls.iter()),
+    })
+}
+
+/// Probes whose baseline has prompt token counts while this audit's answers have none: the
+/// tokenizer and cost checks would otherwise pass by having nothing to compare.
+fn tokens_missing(case: &Case<'_>) -> Option<Unmeasured> {
+    let base = case.baseline?;
+    let (mut probes, mut answers, mut without) = (Vec::new(), 0, 0);
+    for probe in &case.probes {
+        let Some(locked) = base
+            .probes
+            .get(&probe.id)
+            .filter(|l| l.digest == probe.digest)
+        else {
+            continue;
+        };
+        let replies: Vec<&Reply> = case
+            .observation
+            .replies()
+            .filter(|(c, _)| c.probe == probe.id)
+            .map(|(_, r)| r)
+            .collect();
+        let missing = replies.iter().filter(|r| r.usage.input.is_none()).count() as u64;
+        if !locked.prompt_tokens.is_empty() && missing > 0 {
+            probes.push(probe.id.clone());
+            answers += replies.len() as u64;
+            without += missing;
+        }
+    }
+    (!probes.is_empty()).then_some(Unmeasured::TokensMissing {
+        probes,
+        answers,
+        without_prompt_tokens: without,
+    })
 }
 
 /// Each failed call's final outcome, in the provider's own words, counted.
@@ -221,9 +302,14 @@ fn served_identity(case: &Case<'_>) -> Option<ServedMismatch> {
         .filter(|(id, _)| !accepted.contains(*id))
         .map(|(id, n)| (id.clone(), *n))
         .collect();
-    let fallbacks = fallback_counts(case.observation);
-    for (id, n) in &fallbacks {
-        *unexpected.entry(id.clone()).or_insert(0) += n;
+    // A model the provider says answered in place of the served one (Anthropic's fallback
+    // iterations) is unexpected even when the top-level ID is accepted.
+    for (_, reply) in case.observation.replies() {
+        if let Some(fallback) = &reply.fallback_model
+            && reply.served_model.as_ref() != Some(fallback)
+        {
+            *unexpected.entry(normalize_model_id(fallback)).or_insert(0) += 1;
+        }
     }
     if unexpected.is_empty() {
         return None;
@@ -233,7 +319,14 @@ fn served_identity(case: &Case<'_>) -> Option<ServedMismatch> {
         accepted,
         served,
         unexpected,
-        fallback_models: fallbacks,
+        fallback_models: fallback_counts(case.observation),
+        public_names: count(case.observation.replies().filter_map(|(_, r)| {
+            r.gateway
+                .as_ref()?
+                .public_model
+                .as_deref()
+                .map(normalize_model_id)
+        })),
     })
 }
 

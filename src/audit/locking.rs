@@ -20,6 +20,10 @@ pub struct Locking {
     pub lock: Lock,
     pub worst: Locked,
     pub notices: Vec<String>,
+    /// Pins whose baseline this run recorded (fully or partly).
+    pub recorded: usize,
+    /// A shutdown signal cut the run short: the lock must not be written.
+    pub interrupted: bool,
 }
 
 /// Calls the request's pins and records each into the previous lock (a pin that could not be
@@ -44,8 +48,11 @@ pub async fn lock(
     env!("CARGO_PKG_VERSION").clone_into(&mut lock.modelpin_version);
     let mut worst = Locked::Recorded;
     let mut notices = Vec::new();
+    let mut recorded = 0;
     for (pin, obs) in request.pins.iter().zip(&observations) {
-        worst = worst.max(lock_one(config, pin, obs, &mut lock, &mut notices));
+        let locked = lock_one(config, pin, obs, &mut lock, &mut notices);
+        recorded += usize::from(matches!(locked, Locked::Recorded | Locked::Partial));
+        worst = worst.max(locked);
     }
     // Keep the lock to pins that still exist, so a removed pin does not linger as a baseline.
     let live: BTreeSet<&str> = config.pins.iter().map(|p| p.id.as_str()).collect();
@@ -54,6 +61,8 @@ pub async fn lock(
         lock,
         worst,
         notices,
+        recorded,
+        interrupted: ctx.cancel.is_cancelled(),
     }
 }
 
@@ -89,7 +98,13 @@ fn lock_one(
         let served = served_counts(obs);
         let list: Vec<String> = served.iter().map(|(id, n)| format!("{id} ×{n}")).collect();
         notices.push(format!("locked {}: served {}", pin.id, list.join(", ")));
-        warn_alias(pin, &served.keys().cloned().collect::<Vec<_>>(), notices);
+        match gateway_of(obs) {
+            Some(name) => notices.push(format!(
+                "note: pin `{}` is served through a gateway ({name}); the lock records the deployment behind `{}`, and a change of deployment will be reported",
+                pin.id, pin.model
+            )),
+            None => warn_alias(pin, &served.keys().cloned().collect::<Vec<_>>(), notices),
+        }
         warn_small_baseline(config, pin, &locked, notices);
         lock.pins.insert(pin.id.clone(), locked);
         let missing = obs
@@ -120,6 +135,13 @@ fn lock_one(
     } else {
         Locked::Unmeasured
     }
+}
+
+/// The gateway that named the deployments of a pin's answers, if one did.
+fn gateway_of(obs: &Observation) -> Option<&'static str> {
+    obs.replies()
+        .find_map(|(_, r)| r.gateway.as_ref().filter(|g| g.deployment.is_some()))
+        .map(|g| g.name)
 }
 
 /// Locking an alias records the snapshot it resolved to; say which ID to pin instead.

@@ -84,21 +84,19 @@ impl Estimate {
     }
 }
 
-/// "N pins: C calls planned (at most about T tokens, at most about $X)".
+/// "N pins: C calls planned (about T tokens, about $X)": an estimate, not a bound — prompt
+/// tokens are guessed from characters, and a provider may answer past `max_tokens`.
 impl fmt::Display for Estimate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let usd = self.usd;
         let cost = match self.unpriced {
-            0 => format!(", at most about ${usd:.4}"),
+            0 => format!(", about ${usd:.4}"),
             n if n == self.pins => String::new(),
-            n => format!(
-                ", at most about ${usd:.4} for the {} priced pins",
-                self.pins - n
-            ),
+            n => format!(", about ${usd:.4} for the {} priced pins", self.pins - n),
         };
         write!(
             f,
-            "{} pin{}: {} calls planned (at most about {} tokens{cost})",
+            "{} pin{}: {} calls planned (estimated {} tokens{cost}, if providers keep to max_tokens)",
             self.pins,
             if self.pins == 1 { "" } else { "s" },
             self.calls,

@@ -58,8 +58,21 @@ pub async fn lock_pins(
     for notice in &locking.notices {
         out.progress(notice);
     }
-    crate::lock::write(&config.settings.lockfile, &locking.lock)?;
-    out.progress(&format!("wrote {}", config.settings.lockfile.display()));
+    let path = config.settings.lockfile.display();
+    if locking.interrupted {
+        out.progress(&format!(
+            "interrupted: {path} left as it was (a baseline is recorded only by a lock that finishes)"
+        ));
+        return Ok(Exit::Inconclusive);
+    }
+    if locking.recorded == 0 {
+        out.progress(&format!(
+            "{path} not written: no pin could be recorded (see above)"
+        ));
+    } else {
+        crate::lock::write(&config.settings.lockfile, &locking.lock)?;
+        out.progress(&format!("wrote {path}"));
+    }
     Ok(match locking.worst {
         Locked::Recorded => Exit::Ok,
         Locked::NotFound => Exit::Failed,

@@ -26,6 +26,7 @@ pub enum Evidence {
     DeprecationScheduled(Box<Lifecycle>),
     SunsetAnnounced(Sunset),
     FingerprintChanged(FingerprintChanged),
+    MaxTokensExceeded(MaxTokensExceeded),
     NoBaseline(NoBaseline),
     ProbeChanged(ProbeChanged),
     Inconclusive(Unmeasured),
@@ -45,6 +46,7 @@ impl Evidence {
             Evidence::DeprecationScheduled(_) => Code::DeprecationScheduled,
             Evidence::SunsetAnnounced(_) => Code::SunsetAnnounced,
             Evidence::FingerprintChanged(_) => Code::FingerprintChanged,
+            Evidence::MaxTokensExceeded(_) => Code::MaxTokensExceeded,
             Evidence::NoBaseline(_) => Code::NoBaseline,
             Evidence::ProbeChanged(_) => Code::ProbeChanged,
             Evidence::Inconclusive(_) => Code::Inconclusive,
@@ -77,6 +79,7 @@ impl Evidence {
             Evidence::DeprecationScheduled(life) => scheduled_message(life),
             Evidence::SunsetAnnounced(e) => e.message(),
             Evidence::FingerprintChanged(e) => e.message(),
+            Evidence::MaxTokensExceeded(e) => e.message(),
             Evidence::NoBaseline(e) => e.message(),
             Evidence::ProbeChanged(e) => e.message(),
             Evidence::Inconclusive(e) => e.message(),
@@ -97,6 +100,7 @@ impl Evidence {
             Evidence::DeprecationScheduled(e) => serde_json::to_value(e),
             Evidence::SunsetAnnounced(e) => serde_json::to_value(e),
             Evidence::FingerprintChanged(e) => serde_json::to_value(e),
+            Evidence::MaxTokensExceeded(e) => serde_json::to_value(e),
             Evidence::NoBaseline(e) => serde_json::to_value(e),
             Evidence::ProbeChanged(e) => serde_json::to_value(e),
             Evidence::Inconclusive(e) => serde_json::to_value(e),
@@ -112,18 +116,32 @@ pub struct ServedMismatch {
     pub accepted: BTreeSet<String>,
     pub served: BTreeMap<String, u64>,
     pub unexpected: BTreeMap<String, u64>,
-    /// Models the provider says answered in place of the requested one.
+    /// Models the provider (or a gateway) says answered in place of the requested one.
     pub fallback_models: BTreeMap<String, u64>,
+    /// The names the response bodies gave when a gateway named the deployment that served.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub public_names: BTreeMap<String, u64>,
 }
 
 impl ServedMismatch {
     fn message(&self) -> String {
         let (worst, count) = worst(&self.unexpected);
         let total: u64 = self.served.values().sum();
-        format!(
+        let mut message = format!(
             "served `{worst}` ({count} of {total} calls) where the pin accepts {}",
             quoted_list(&self.accepted)
-        )
+        );
+        if !self.public_names.is_empty() {
+            let names: BTreeSet<String> = self.public_names.keys().cloned().collect();
+            message.push_str(&format!(
+                "; the gateway's response bodies named {}",
+                quoted_list(&names)
+            ));
+        }
+        if let Some(n) = self.fallback_models.get(worst) {
+            message.push_str(&format!(" (a fallback, {n} times)"));
+        }
+        message
     }
 }
 
@@ -358,6 +376,40 @@ impl FingerprintChanged {
     }
 }
 
+/// Answers longer than the probe's `max_tokens`: the provider ignored the limit, so spend can
+/// pass the plan's estimate.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MaxTokensExceeded {
+    /// At least one.
+    pub probes: Vec<OverLimit>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OverLimit {
+    pub probe: String,
+    pub max_tokens: u32,
+    /// The longest answer, in completion tokens.
+    pub completion_tokens: u64,
+    /// Answers over the limit.
+    pub answers: u64,
+}
+
+impl MaxTokensExceeded {
+    fn message(&self) -> String {
+        let Some(first) = self.probes.first() else {
+            return "answers were longer than max_tokens".to_owned();
+        };
+        format!(
+            "the provider ignored max_tokens: probe `{}` asked for at most {} completion tokens and got up to {} ({} answer{}); spend can pass the plan's estimate",
+            first.probe,
+            first.max_tokens,
+            first.completion_tokens,
+            first.answers,
+            if first.answers == 1 { "" } else { "s" }
+        )
+    }
+}
+
 /// The lock has nothing comparable for the pin.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NoBaseline {
@@ -424,6 +476,19 @@ pub enum Unmeasured {
         reasons: BTreeMap<String, u64>,
         retries: Retries,
     },
+    /// Some planned calls were answered, others not: no verdict of ok on part of the plan.
+    CallsMissing {
+        planned: u64,
+        answered: u64,
+        cancelled: u64,
+        reasons: BTreeMap<String, u64>,
+    },
+    /// The answers lacked what a check needs (token counts for the tokenizer and cost checks).
+    TokensMissing {
+        probes: Vec<String>,
+        answers: u64,
+        without_prompt_tokens: u64,
+    },
     /// Several audits in a row measured nothing (what the alert says).
     Streak {
         consecutive: u32,
@@ -461,6 +526,31 @@ impl Unmeasured {
                 format!("no call succeeded: {first}")
             }
             Unmeasured::Probe { probe, .. } => format!("probe `{probe}`: no call succeeded"),
+            Unmeasured::CallsMissing {
+                planned,
+                answered,
+                cancelled,
+                reasons,
+            } => {
+                let first = reasons.keys().next().map_or("", String::as_str);
+                format!(
+                    "{} of {planned} planned calls were not answered ({cancelled} cancelled), so this is no all-clear: {first}",
+                    planned - answered
+                )
+            }
+            Unmeasured::TokensMissing {
+                probes,
+                answers,
+                without_prompt_tokens,
+            } => format!(
+                "{without_prompt_tokens} of {answers} answers carried no usable prompt token count (missing, negative, fractional or absurd) on probe{} {}: the tokenizer and cost checks could not measure",
+                if probes.len() == 1 { "" } else { "s" },
+                probes
+                    .iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             Unmeasured::Streak {
                 consecutive,
                 latest_message,

@@ -26,13 +26,14 @@ pub enum Code {
     DeprecationScheduled,
     SunsetAnnounced,
     FingerprintChanged,
+    MaxTokensExceeded,
     NoBaseline,
     ProbeChanged,
     Inconclusive,
 }
 
 impl Code {
-    pub const ALL: [Code; 13] = [
+    pub const ALL: [Code; 14] = [
         Code::ServedModelMismatch,
         Code::UpstreamMismatch,
         Code::TokenizerChanged,
@@ -43,6 +44,7 @@ impl Code {
         Code::DeprecationScheduled,
         Code::SunsetAnnounced,
         Code::FingerprintChanged,
+        Code::MaxTokensExceeded,
         Code::NoBaseline,
         Code::ProbeChanged,
         Code::Inconclusive,
@@ -61,6 +63,7 @@ impl Code {
             | Code::RetiredStillServed => Some(Severity::Error),
             Code::DeprecationScheduled
             | Code::SunsetAnnounced
+            | Code::MaxTokensExceeded
             | Code::NoBaseline
             | Code::ProbeChanged => Some(Severity::Warning),
             Code::FingerprintChanged => Some(Severity::Info),
@@ -81,6 +84,7 @@ impl Code {
             Code::DeprecationScheduled => "deprecation_scheduled",
             Code::SunsetAnnounced => "sunset_announced",
             Code::FingerprintChanged => "fingerprint_changed",
+            Code::MaxTokensExceeded => "max_tokens_exceeded",
             Code::NoBaseline => "no_baseline",
             Code::ProbeChanged => "probe_changed",
             Code::Inconclusive => "inconclusive",
@@ -144,7 +148,7 @@ impl Code {
             Code::ServedModelMismatch | Code::FingerprintChanged => Some(Check::ServedModel),
             Code::UpstreamMismatch => Some(Check::Upstream),
             Code::TokenizerChanged => Some(Check::Tokenizer),
-            Code::CostChanged => Some(Check::Cost),
+            Code::CostChanged | Code::MaxTokensExceeded => Some(Check::Cost),
             Code::BehaviorDrift => Some(Check::Behaviour),
             Code::RetiredStillServed | Code::DeprecationScheduled | Code::SunsetAnnounced => {
                 Some(Check::Lifecycle)

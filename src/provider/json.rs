@@ -25,8 +25,12 @@ pub(crate) fn owned_text(value: &Value, path: &[&str]) -> Option<String> {
 /// A token count at `path`: a non-negative integer. Negative, fractional or out-of-range
 /// numbers are absent, not clamped, because a wrong count would poison the tokenizer check.
 pub(crate) fn count(value: &Value, path: &[&str]) -> Option<u64> {
-    at(value, path)?.as_u64()
+    at(value, path)?.as_u64().filter(|n| *n <= MAX_COUNT)
 }
+
+/// Above any context window (the largest are around 10^7 tokens): a count this large is a
+/// broken or hostile usage block, and summing it would overflow the totals.
+pub(crate) const MAX_COUNT: u64 = 1_000_000_000;
 
 /// An array at `path`, empty when absent or of another type.
 pub(crate) fn items<'a>(value: &'a Value, path: &[&str]) -> &'a [Value] {
@@ -68,8 +72,9 @@ mod tests {
 
     #[test]
     fn counts_reject_negative_fractional_and_huge_numbers() {
-        let v = json!({"a": -3, "b": 2.5, "c": 1e300, "d": "12", "e": 7, "f": null});
-        for key in ["a", "b", "c", "d", "f", "missing"] {
+        let v = json!({"a": -3, "b": 2.5, "c": 1e300, "d": "12", "e": 7, "f": null,
+                       "g": u64::MAX, "h": 1_000_000_001_u64});
+        for key in ["a", "b", "c", "d", "f", "g", "h", "missing"] {
             assert_eq!(count(&v, &[key]), None, "{key}");
         }
         assert_eq!(count(&v, &["e"]), Some(7));

@@ -12,6 +12,7 @@ mod anthropic;
 mod envelope;
 #[cfg(test)]
 pub(crate) mod fixture_table;
+pub mod gateway;
 mod gemini;
 mod headers;
 mod json;
@@ -205,6 +206,8 @@ pub struct Reply {
     pub text: String,
     pub request_id: Option<String>,
     pub lifecycle: Vec<LifecycleHint>,
+    /// What a gateway in front of the provider said about the answer (LiteLLM, Kong, ...).
+    pub gateway: Option<gateway::Gateway>,
 }
 
 /// How a provider refused a call. Classification lives here because only the adapter knows the

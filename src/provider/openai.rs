@@ -9,6 +9,7 @@
 use serde_json::{Value, json};
 
 use crate::provider::envelope;
+use crate::provider::gateway;
 use crate::provider::json;
 use crate::provider::refusal::ProviderError;
 use crate::provider::{
@@ -100,8 +101,17 @@ fn azure_takes_max_completion_tokens(api_version: &str) -> bool {
 }
 
 /// Reads a chat completions or Responses reply, or any of the dialects' error shapes.
+/// Compatible endpoints are where gateways sit: their headers say what the body may not.
 pub(crate) fn parse(kind: ProviderKind, response: &RawResponse) -> Parsed {
-    envelope::interpret(response, read_error, |body| read_reply(kind, body))
+    match envelope::interpret(response, read_error, |body| read_reply(kind, body)) {
+        Parsed::Reply(reply) if kind == ProviderKind::OpenAiCompatible => {
+            match gateway::read(response) {
+                Some(seen) => Parsed::Reply(gateway::apply(reply, seen)),
+                None => Parsed::Reply(reply),
+            }
+        }
+        other => other,
+    }
 }
 
 fn read_reply(kind: ProviderKind, body: &Value) -> Result<Reply, String> {
@@ -117,6 +127,7 @@ fn read_reply(kind: ProviderKind, body: &Value) -> Result<Reply, String> {
         text,
         request_id: json::owned_text(body, &["x_groq", "id"]),
         lifecycle: body_warning(body).into_iter().collect(),
+        gateway: None,
     })
 }
 
@@ -244,10 +255,12 @@ fn signal(code: Option<&str>, error_type: Option<&str>, message: &str) -> Option
     }
 }
 
-/// OpenRouter ("x is not a valid model ID") and Ollama ("model \"x\" not found, try pulling it
+/// OpenRouter ("x is not a valid model ID"), the LiteLLM proxy and Ollama ("model \"x\" not found, try pulling it
 /// first") say it only in prose.
 fn names_missing_model(message: &str) -> bool {
     message.contains("is not a valid model ID")
+        // The LiteLLM proxy for a public name it does not (or no longer) serve, HTTP 400.
+        || message.contains("Invalid model name passed in model=")
         || (message.starts_with("model \"") && message.contains("\" not found"))
 }
 

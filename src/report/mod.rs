@@ -121,8 +121,8 @@ impl PinReport {
             match &call.result {
                 CallResult::Reply(r) => {
                     calls.ok += 1;
-                    tokens.input += r.usage.input.unwrap_or(0);
-                    tokens.output += r.usage.output.unwrap_or(0);
+                    tokens.input = tokens.input.saturating_add(r.usage.input.unwrap_or(0));
+                    tokens.output = tokens.output.saturating_add(r.usage.output.unwrap_or(0));
                 }
                 _ => calls.failed += 1,
             }
@@ -196,8 +196,10 @@ fn pin_cost(pin: &Pin, obs: &Observation, locked: Option<&LockedPin>) -> Option<
             .reported_cost_usd
             .or_else(|| expected_cost(reply, price.as_ref()?));
         if let Some(c) = cost {
-            total += c;
-            known = true;
+            if c.is_finite() && c >= 0.0 {
+                total += c;
+                known = true;
+            }
         }
     }
     known.then_some((total * 1e8).round() / 1e8)
@@ -254,8 +256,8 @@ fn summarise(pins: &[PinReport]) -> Summary {
         summary.calls.ok += pin.calls.ok;
         summary.calls.retried += pin.calls.retried;
         summary.calls.failed += pin.calls.failed;
-        summary.tokens.input += pin.tokens.input;
-        summary.tokens.output += pin.tokens.output;
+        summary.tokens.input = summary.tokens.input.saturating_add(pin.tokens.input);
+        summary.tokens.output = summary.tokens.output.saturating_add(pin.tokens.output);
         summary.cost_usd += pin.cost_usd.unwrap_or(0.0);
         let codes: std::collections::BTreeSet<Code> = pin.findings.iter().map(|f| f.code).collect();
         for code in codes {
