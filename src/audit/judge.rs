@@ -327,6 +327,15 @@ fn served_identity(case: &Case<'_>) -> Option<ServedMismatch> {
                 .as_deref()
                 .map(normalize_model_id)
         })),
+        deployment_ids: count(
+            case.observation
+                .replies()
+                .filter_map(|(_, r)| r.gateway.as_ref()?.deployment_id.clone()),
+        ),
+        gateway_fallbacks: count(case.observation.replies().filter_map(|(_, r)| {
+            let g = r.gateway.as_ref()?;
+            (g.fallbacks > 0).then(|| g.name.to_owned())
+        })),
     })
 }
 

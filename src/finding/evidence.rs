@@ -6,6 +6,7 @@
 //! `evidence` object of the report contract (field names are part of it).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 
 use serde::Serialize;
 
@@ -121,6 +122,13 @@ pub struct ServedMismatch {
     /// The names the response bodies gave when a gateway named the deployment that served.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub public_names: BTreeMap<String, u64>,
+    /// Gateway deployment ids (LiteLLM `x-litellm-model-id`), shown but not compared: they
+    /// change when a deployment's key rotates.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub deployment_ids: BTreeMap<String, u64>,
+    /// Answers a gateway says came from a fallback step, by gateway.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub gateway_fallbacks: BTreeMap<String, u64>,
 }
 
 impl ServedMismatch {
@@ -133,13 +141,14 @@ impl ServedMismatch {
         );
         if !self.public_names.is_empty() {
             let names: BTreeSet<String> = self.public_names.keys().cloned().collect();
-            message.push_str(&format!(
+            let _ = write!(
+                message,
                 "; the gateway's response bodies named {}",
                 quoted_list(&names)
-            ));
+            );
         }
         if let Some(n) = self.fallback_models.get(worst) {
-            message.push_str(&format!(" (a fallback, {n} times)"));
+            let _ = write!(message, " (a fallback, {n} times)");
         }
         message
     }

@@ -105,7 +105,7 @@ pub fn apply(mut reply: Reply, mut gateway: Gateway) -> Reply {
     if gateway.cost_usd.is_some() {
         reply.reported_cost_usd = gateway.cost_usd;
     }
-    reply.gateway = Some(gateway);
+    reply.gateway = Some(Box::new(gateway));
     reply
 }
 
@@ -186,7 +186,8 @@ mod tests {
 
     #[test]
     fn other_gateways_and_none() {
-        let table: [(&[(&str, &str)], Option<(&str, Option<&str>, u32)>); 7] = [
+        type Seen<'a> = Option<(&'a str, Option<&'a str>, u32)>;
+        let table: [(&[(&str, &str)], Seen); 7] = [
             (&[], None),
             (
                 &[("x-kong-llm-model", "openai/gpt-4o")],

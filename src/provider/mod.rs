@@ -207,7 +207,7 @@ pub struct Reply {
     pub request_id: Option<String>,
     pub lifecycle: Vec<LifecycleHint>,
     /// What a gateway in front of the provider said about the answer (LiteLLM, Kong, ...).
-    pub gateway: Option<gateway::Gateway>,
+    pub gateway: Option<Box<gateway::Gateway>>,
 }
 
 /// How a provider refused a call. Classification lives here because only the adapter knows the

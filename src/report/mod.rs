@@ -195,11 +195,9 @@ fn pin_cost(pin: &Pin, obs: &Observation, locked: Option<&LockedPin>) -> Option<
         let cost = reply
             .reported_cost_usd
             .or_else(|| expected_cost(reply, price.as_ref()?));
-        if let Some(c) = cost {
-            if c.is_finite() && c >= 0.0 {
-                total += c;
-                known = true;
-            }
+        if let Some(c) = cost.filter(|c| c.is_finite() && *c >= 0.0) {
+            total += c;
+            known = true;
         }
     }
     known.then_some((total * 1e8).round() / 1e8)

@@ -11,6 +11,8 @@ mod ci;
 mod config_errors;
 mod daemon;
 mod docs;
+mod honesty;
 mod lifecycle;
+mod litellm;
 mod receivers;
 mod retry;
