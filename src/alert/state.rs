@@ -145,14 +145,14 @@ pub fn step(
 fn alerting_findings(findings: &[Finding], streak: u32) -> BTreeMap<String, Finding> {
     let mut out = BTreeMap::new();
     for f in findings {
-        if f.code == Code::Inconclusive {
+        if f.code.is_unmeasured() {
             continue;
         }
         out.entry(f.code.as_str().to_owned())
             .or_insert_with(|| f.clone());
     }
     if streak >= INCONCLUSIVE_STREAK {
-        let first = findings.iter().find(|f| f.code == Code::Inconclusive);
+        let first = findings.iter().find(|f| f.code.is_unmeasured());
         let streak = Unmeasured::Streak {
             consecutive: streak,
             latest: first.map(|f| f.evidence.clone()),

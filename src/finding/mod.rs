@@ -61,14 +61,19 @@ impl Code {
             | Code::BehaviorDrift
             | Code::ModelNotFound
             | Code::RetiredStillServed => Some(Severity::Error),
-            Code::DeprecationScheduled
-            | Code::SunsetAnnounced
-            | Code::MaxTokensExceeded
-            | Code::NoBaseline
-            | Code::ProbeChanged => Some(Severity::Warning),
+            Code::DeprecationScheduled | Code::SunsetAnnounced | Code::MaxTokensExceeded => {
+                Some(Severity::Warning)
+            }
             Code::FingerprintChanged => Some(Severity::Info),
-            Code::Inconclusive => None,
+            Code::NoBaseline | Code::ProbeChanged | Code::Inconclusive => None,
         }
+    }
+
+    /// Codes that say something could not be measured: they make a pin inconclusive (never ok),
+    /// and carry no severity of their own.
+    #[must_use]
+    pub fn is_unmeasured(self) -> bool {
+        matches!(self, Code::NoBaseline | Code::ProbeChanged | Code::Inconclusive)
     }
 
     #[must_use]
@@ -257,7 +262,7 @@ impl PinStatus {
     pub fn of(findings: &[Finding]) -> PinStatus {
         if findings.iter().any(Finding::is_error) {
             PinStatus::Drift
-        } else if findings.iter().any(|f| f.code == Code::Inconclusive) {
+        } else if findings.iter().any(|f| f.code.is_unmeasured()) {
             PinStatus::Inconclusive
         } else if findings
             .iter()

@@ -323,7 +323,7 @@ fn wrong_key_is_inconclusive_not_drift() {
 }
 
 #[test]
-fn check_without_a_lock_warns_no_baseline() {
+fn check_without_a_lock_is_inconclusive_until_locked() {
     let id = "acme-large-2024-08-06";
     let sim = Sim::start(single(id, model(id, 4.0, (2.5, 10.0))));
     let test = Test::new()
@@ -335,10 +335,14 @@ fn check_without_a_lock_warns_no_baseline() {
         ))
         .probes();
     let run = test.run(&["check", "--format", "json"]);
-    run.code(0);
+    run.code(3);
     assert!(run.stderr.contains("run `modelpin lock`"), "{}", run.stderr);
-    assert_eq!(run.json().pin("pin").codes(), vec!["no_baseline"]);
-    test.run(&["check", "--strict"]).code(1);
+    let report = run.json();
+    assert_eq!(report.pin("pin").codes(), vec!["no_baseline"]);
+    assert_eq!(report.pin("pin").status, "inconclusive");
+    test.run(&["check", "--strict"]).code(3);
+    test.run(&["lock"]).code(0);
+    test.run(&["check"]).code(0);
 }
 
 #[test]
@@ -355,7 +359,7 @@ fn edited_probe_is_probe_changed_not_drift() {
         &crate::harness::ARITH.replace("17 * 23", "17 * 24"),
     );
     let run = test.run(&["check", "--format", "json"]);
-    run.code(0);
+    run.code(3);
     let report = run.json();
     let pin = report.pin("pin");
     assert_eq!(

@@ -32,6 +32,16 @@ fn project(sim: &Sim, kind: ProviderKind, settings: &str) -> Test {
         .file("probes/arith.toml", ARITH)
 }
 
+/// `project` with a baseline locked against the healthy scenario, then `faulted` in place:
+/// returns the requests the simulator had seen before the check.
+fn locked(sim: &Sim, kind: ProviderKind, settings: &str, faulted: Scenario) -> (Test, usize) {
+    let test = project(sim, kind, settings);
+    sim.set(scenario(None));
+    test.run(&["lock"]).code(0);
+    sim.set(faulted);
+    (test, sim.requests())
+}
+
 fn rate_limited(retry_after: &str) -> FaultKind {
     FaultKind::Error {
         class: SimError::RateLimited,
@@ -41,11 +51,12 @@ fn rate_limited(retry_after: &str) -> FaultKind {
 
 #[test]
 fn retry_after_one_second_is_honoured_then_succeeds() {
-    let sim = Sim::start(scenario(Some((Some(1), rate_limited("1")))));
-    let test = project(
+    let sim = Sim::start(scenario(None));
+    let (test, before) = locked(
         &sim,
         ProviderKind::OpenAi,
         "timeout = \"5s\"\nbudget = \"30s\"",
+        scenario(Some((Some(1), rate_limited("1")))),
     );
     let started = Instant::now();
     let run = test.run(&["check", "--format", "json"]);
@@ -58,7 +69,7 @@ fn retry_after_one_second_is_honoured_then_succeeds() {
     let report = run.json();
     let pin = report.pin("pin");
     assert_eq!((pin.calls.sent, pin.calls.ok, pin.calls.retried), (1, 1, 1));
-    assert_eq!(sim.requests(), 2);
+    assert_eq!(sim.requests() - before, 2);
 }
 
 #[test]
@@ -97,15 +108,16 @@ fn anthropic_529_twice_then_200_succeeds() {
         class: SimError::Overloaded,
         headers: vec![("x-should-retry".into(), "true".into())],
     };
-    let sim = Sim::start(scenario(Some((Some(2), overloaded))));
-    let test = project(
+    let sim = Sim::start(scenario(None));
+    let (test, before) = locked(
         &sim,
         ProviderKind::Anthropic,
         "timeout = \"5s\"\nbudget = \"30s\"",
+        scenario(Some((Some(2), overloaded))),
     );
     let run = test.run(&["check", "--format", "json"]);
     run.code(0);
-    assert_eq!(sim.requests(), 3);
+    assert_eq!(sim.requests() - before, 3);
     assert_eq!(run.json().pin("pin").calls.retried, 2);
 }
 
@@ -160,15 +172,16 @@ fn x_should_retry_false_on_a_500_is_one_request() {
 
 #[test]
 fn a_connection_dropped_mid_body_is_retried_and_succeeds() {
-    let sim = Sim::start(scenario(Some((Some(1), FaultKind::DropMidBody))));
-    let test = project(
+    let sim = Sim::start(scenario(None));
+    let (test, before) = locked(
         &sim,
         ProviderKind::OpenAi,
         "timeout = \"5s\"\nbudget = \"30s\"",
+        scenario(Some((Some(1), FaultKind::DropMidBody))),
     );
     let run = test.run(&["check", "--format", "json"]);
     run.code(0);
-    assert_eq!(sim.requests(), 2);
+    assert_eq!(sim.requests() - before, 2);
 }
 
 #[test]
@@ -260,20 +273,21 @@ fn malformed_json_is_unparseable_and_not_retried() {
 
 #[test]
 fn gemini_per_minute_limits_are_retried_but_an_exhausted_quota_is_not() {
-    let sim = Sim::start(scenario(Some((
-        Some(1),
-        FaultKind::Error {
-            class: SimError::RateLimited,
-            headers: vec![],
-        },
-    ))));
-    let test = project(
+    let sim = Sim::start(scenario(None));
+    let (test, before) = locked(
         &sim,
         ProviderKind::Gemini,
         "timeout = \"5s\"\nbudget = \"30s\"",
+        scenario(Some((
+            Some(1),
+            FaultKind::Error {
+                class: SimError::RateLimited,
+                headers: vec![],
+            },
+        ))),
     );
     test.run(&["check"]).code(0);
-    assert_eq!(sim.requests(), 2);
+    assert_eq!(sim.requests() - before, 2);
     let sim = Sim::start(scenario(Some((
         None,
         FaultKind::Error {
