@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::report::github::{LIMIT, escape_data, escape_property};
-use crate::scan::judge::{Code, Level};
+use crate::scan::judge::{Code, Finding, Level};
 use crate::scan::{Occurrence, Scan, Summary};
 
 /// `text` with control and bidirectional-override characters escaped, at most `max` characters.
@@ -58,15 +58,10 @@ pub fn human(scan: &Scan) -> String {
     let mut out = String::new();
     for (id, list) in groups(scan) {
         let _ = writeln!(out, "{} ({} found)", printable(id, 120), list.len());
-        let mut seen: Vec<(Code, Level, &str)> = Vec::new();
-        for finding in list.iter().flat_map(|o| &o.findings) {
-            if seen
-                .iter()
-                .any(|(c, l, _)| (*c, *l) == (finding.code, finding.level))
-            {
-                continue;
-            }
-            seen.push((finding.code, finding.level, &finding.message));
+        let mut findings: Vec<&Finding> = list.iter().flat_map(|o| &o.findings).collect();
+        findings.sort_by_key(|f| (std::cmp::Reverse(f.level), f.code));
+        findings.dedup_by_key(|f| (f.level, f.code));
+        for finding in findings {
             let _ = writeln!(
                 out,
                 "  {:<7} {}: {}",

@@ -1,8 +1,8 @@
 //! SARIF 2.1.0 output, so code scanning (GitHub and others) shows each finding at its line.
 //!
-//! Shape and field names follow the OASIS SARIF 2.1.0 standard (the errata-01 JSON schema,
-//! `sarif-schema-2.1.0.json`; a copy is vendored under tests/fixtures/sarif/ and the output is
-//! validated against it). One rule per finding code with help text; one result per finding, at
+//! Shape and field names follow the OASIS SARIF 2.1.0 standard; the tests validate the output
+//! against the standard's JSON schema (release rtm.5, vendored under tests/fixtures/sarif/ with
+//! its provenance). One rule per finding code with help text; one result per finding, at
 //! the ID's region in Unicode code points (`columnKind`); a `fixes` entry where exactly one
 //! successor is named. Paths are relative URIs against `%SRCROOT%`.
 
@@ -11,8 +11,7 @@ use serde::Serialize;
 use crate::scan::judge::{Code, Finding, Level};
 use crate::scan::{Occurrence, Scan};
 
-const SCHEMA: &str =
-    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
+const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -14,3 +14,4 @@ mod docs;
 mod lifecycle;
 mod receivers;
 mod retry;
+mod scan;
