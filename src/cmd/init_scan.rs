@@ -37,7 +37,7 @@ pub fn run(config_path: &Path, force: bool, out: Output) -> Result<u8, AppError>
     let project = load_project(config_path, false, out).unwrap_or_else(|_| Project::builtin());
     let dir = config_dir(config_path);
     let walk = Options {
-        paths: paths_or_here(&[dir.clone()]),
+        paths: paths_or_here(std::slice::from_ref(&dir)),
         include: Vec::new(),
         exclude: Vec::new(),
         hidden: false,
@@ -109,7 +109,7 @@ pub fn pins_toml(ids: &BTreeMap<&str, String>) -> String {
             );
             continue;
         }
-        let slug = unique(slug(id), &mut taken);
+        let slug = unique(&slug(id), &mut taken);
         let _ = write!(
             out,
             "\n# used at {}\n[[pin]]\nid = \"{slug}\"\nprovider = \"{provider}\"\nmodel = {model}\nprobes = [\"probes/*.toml\"]\n",
@@ -137,8 +137,8 @@ fn slug(id: &str) -> String {
     raw.trim_matches('-').to_owned()
 }
 
-fn unique(slug: String, taken: &mut Vec<String>) -> String {
-    let mut candidate = slug.clone();
+fn unique(slug: &str, taken: &mut Vec<String>) -> String {
+    let mut candidate = slug.to_owned();
     let mut n = 2;
     while taken.contains(&candidate) {
         candidate = format!("{slug}-{n}");

@@ -126,13 +126,13 @@ impl Project {
         };
         let matcher = Matcher::new(self.known_ids());
         let warn_before = self.warn_before();
-        let knowledge = Knowledge {
-            facts: &self.facts,
-            pins: self.config.as_ref().map_or(&[], |c| &c.pins),
-            lock: self.lock.as_ref(),
-            now: Utc::now(),
-            warn_before: &warn_before,
-        };
+        let knowledge = Knowledge::new(
+            &self.facts,
+            self.config.as_ref().map_or(&[], |c| &c.pins),
+            self.lock.as_ref(),
+            Utc::now(),
+            &warn_before,
+        );
         crate::scan::scan(walk, &matcher, &knowledge).map_err(|e| AppError::Usage(e.to_string()))
     }
 }
@@ -167,7 +167,11 @@ pub fn run(
 /// read; else 0.
 #[must_use]
 pub fn exit_code(scan: &Scan, strict: bool) -> u8 {
-    let worst = scan.occurrences.iter().filter_map(|o| o.level()).max();
+    let worst = scan
+        .occurrences
+        .iter()
+        .filter_map(crate::scan::Occurrence::level)
+        .max();
     let fails = match worst {
         Some(Level::Error) => true,
         Some(Level::Warning) => strict,

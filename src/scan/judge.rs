@@ -7,6 +7,7 @@
 //! from the same resolver `deprecations` and `check` use; with a pin for the ID, the pin's own
 //! provider and `retires_on` count, without one the provider is inferred from the ID's family.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -131,21 +132,61 @@ pub struct Finding {
 
 /// What is known about the project: lifecycle facts, pins and the lock.
 pub struct Knowledge<'a> {
-    pub facts: &'a [Fact],
-    pub pins: &'a [Pin],
-    pub lock: Option<&'a Lock>,
-    pub now: DateTime<Utc>,
-    pub warn_before: &'a [Duration],
+    facts: &'a [Fact],
+    pins: &'a [Pin],
+    lock: Option<&'a Lock>,
+    now: DateTime<Utc>,
+    warn_before: &'a [Duration],
+    /// Fact indices by lowercase [`fact_key`]; family (`*`) facts under `""`.
+    index: HashMap<String, Vec<usize>>,
 }
 
-impl Knowledge<'_> {
+impl<'a> Knowledge<'a> {
+    #[must_use]
+    pub fn new(
+        facts: &'a [Fact],
+        pins: &'a [Pin],
+        lock: Option<&'a Lock>,
+        now: DateTime<Utc>,
+        warn_before: &'a [Duration],
+    ) -> Knowledge<'a> {
+        let mut index: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, fact) in facts.iter().enumerate() {
+            for model in &fact.models {
+                let key = if model.ends_with('*') {
+                    String::new()
+                } else {
+                    fact_key(model).to_ascii_lowercase()
+                };
+                let slot = index.entry(key).or_default();
+                if slot.last() != Some(&i) {
+                    slot.push(i);
+                }
+            }
+        }
+        Knowledge {
+            facts,
+            pins,
+            lock,
+            now,
+            warn_before,
+            index,
+        }
+    }
+
     /// The findings for `id` as used in a literal.
     #[must_use]
     pub fn judge(&self, id: &str) -> Vec<Finding> {
         let pin = self.pin_named(id);
+        let mut ids = vec![id];
+        if let Some(pin) = pin {
+            ids.push(&pin.model);
+            ids.extend(pin.accept.iter().map(String::as_str));
+        }
+        let facts = self.facts_about(&ids);
         let life = match pin {
-            Some(pin) => resolve(&PinRef::from(pin), self.facts, self.now, self.warn_before),
-            None => resolve(&guessed(id), self.facts, self.now, self.warn_before),
+            Some(pin) => resolve(&PinRef::from(pin), facts, self.now, self.warn_before),
+            None => resolve(&guessed(id), facts, self.now, self.warn_before),
         };
         let mut out: Vec<Finding> = lifecycle_finding(id, &life).into_iter().collect();
         let served = self.served(id);
@@ -158,6 +199,20 @@ impl Knowledge<'_> {
             }
         }
         out
+    }
+
+    /// The facts that can be about any of `ids`: the same core ID, or a family. A cheap
+    /// pre-filter: `resolve` still decides, but a tree holds thousands of distinct IDs.
+    fn facts_about(&self, ids: &[&str]) -> Vec<&Fact> {
+        let mut found: Vec<usize> = std::iter::once(String::new())
+            .chain(ids.iter().map(|id| fact_key(id).to_ascii_lowercase()))
+            .filter_map(|key| self.index.get(&key))
+            .flatten()
+            .copied()
+            .collect();
+        found.sort_unstable();
+        found.dedup();
+        found.into_iter().map(|i| &self.facts[i]).collect()
     }
 
     /// The pin whose model (or Azure deployment) this ID is.
@@ -213,6 +268,15 @@ impl Knowledge<'_> {
                 ..f.clone()
             })
             .collect()
+    }
+}
+
+/// The ID without vendor, path, Bedrock prefix or OpenRouter `:variant`.
+fn fact_key(id: &str) -> &str {
+    let core = core_of(id.trim());
+    match core.rsplit_once(':') {
+        Some((head, variant)) if variant.bytes().all(|b| b.is_ascii_alphabetic()) => head,
+        _ => core,
     }
 }
 
@@ -505,14 +569,9 @@ mod tests {
     #[test]
     fn verdicts_for_ids_without_pins() {
         let warn = [std::time::Duration::from_secs(90 * 86_400)];
-        let moved = lock("gemini-2.5-pro", "gemini-3.8-flash");
-        let knowledge = Knowledge {
-            facts: builtin(),
-            pins: &[],
-            lock: Some(&moved),
-            now: Utc.with_ymd_and_hms(2026, 12, 1, 0, 0, 0).unwrap(),
-            warn_before: &warn,
-        };
+        let moved = lock("gemini-9.9-pro", "gemini-9.9-flash");
+        let now = Utc.with_ymd_and_hms(2026, 12, 1, 0, 0, 0).unwrap();
+        let knowledge = Knowledge::new(builtin(), &[], Some(&moved), now, &warn);
         assert_eq!(
             codes(&knowledge, "claude-3-opus-20240229"),
             [(Code::Retired, Level::Error)]
@@ -521,7 +580,7 @@ mod tests {
             codes(&knowledge, "gpt-9-2099-01-01"),
             [(Code::Unpinned, Level::Info)]
         );
-        let got = codes(&knowledge, "gemini-2.5-pro");
+        let got = codes(&knowledge, "gemini-9.9-pro");
         assert!(
             got.contains(&(Code::ServedDifferently, Level::Warning)),
             "{got:?}"
@@ -531,13 +590,8 @@ mod tests {
 
     #[test]
     fn mentions_keep_only_lifecycle_as_info() {
-        let knowledge = Knowledge {
-            facts: builtin(),
-            pins: &[],
-            lock: None,
-            now: Utc.with_ymd_and_hms(2026, 12, 1, 0, 0, 0).unwrap(),
-            warn_before: &[],
-        };
+        let now = Utc.with_ymd_and_hms(2026, 12, 1, 0, 0, 0).unwrap();
+        let knowledge = Knowledge::new(builtin(), &[], None, now, &[]);
         let findings = knowledge.judge("claude-3-opus-20240229");
         for kind in [Kind::Comment, Kind::Identifier] {
             let got = Knowledge::for_kind(&findings, kind);

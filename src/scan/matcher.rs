@@ -96,6 +96,24 @@ const BEDROCK_VENDORS: [&str; 9] = [
 ];
 const BEDROCK_PROFILES: [&str; 8] = ["us", "eu", "apac", "global", "us-gov", "jp", "au", "ca"];
 
+/// Families too common as English to search for (`command`, `compound`): found only as known IDs.
+const UNSEARCHED: [&str; 3] = ["command-r", "command-a", "compound-"];
+
+/// Bare `o1` and `o3` are searched with the byte before them, so that no pattern is shorter than
+/// three bytes: a two-byte pattern shortens the SIMD prefilter's fingerprints for all of them.
+const REASONING_DELIMITERS: [u8; 7] = *b"\"'` =/:";
+
+/// One literal of the automaton.
+#[derive(Debug, Clone)]
+enum Pattern {
+    /// A family prefix (`gpt-`): the token is grown from it.
+    Family,
+    /// A delimiter then a reasoning-model prefix: the token starts one byte later.
+    Delimited,
+    /// A known ID outside the families: the token must be exactly this.
+    Exact(String),
+}
+
 /// IDs longer than this are not IDs (minified or generated text).
 const MAX_ID: usize = 120;
 
@@ -122,8 +140,8 @@ pub struct Candidate {
 #[derive(Debug)]
 pub struct Matcher {
     automaton: AhoCorasick,
-    /// Per automaton pattern: the exact known core it must equal, or `None` for a family prefix.
-    exact: Vec<Option<String>>,
+    /// What each automaton pattern is.
+    patterns: Vec<Pattern>,
     /// Known IDs and their cores, lowercase.
     known: HashSet<String>,
 }
@@ -132,46 +150,62 @@ impl Matcher {
     /// A matcher for the families plus `known` IDs (lifecycle table, feeds, pins, lock).
     #[must_use]
     pub fn new<'a>(known: impl IntoIterator<Item = &'a str>) -> Matcher {
-        let families = Matcher::build(Vec::new(), HashSet::new());
-        let mut exact = Vec::new();
+        let ids: Vec<&str> = known
+            .into_iter()
+            .map(|id| id.trim().trim_end_matches('*'))
+            .collect();
         let mut set = HashSet::new();
-        for id in known {
-            let id = id.trim().trim_end_matches('*');
+        for id in &ids {
             set.insert(id.to_ascii_lowercase());
             set.insert(core_of(id).to_ascii_lowercase());
-            if !families.covers(id) && plausible_exact(core_of(id)) {
-                exact.push(core_of(id).to_owned());
-            }
         }
+        // Only IDs the families cannot reach get a pattern of their own: every pattern over
+        // Teddy's 64 costs the whole scan its SIMD prefilter.
+        let families = Matcher::build(Vec::new(), set);
+        let mut exact: Vec<String> = ids
+            .iter()
+            .filter(|id| !families.covers(id) && plausible_exact(core_of(id)))
+            .map(|id| core_of(id).to_owned())
+            .collect();
         exact.sort();
         exact.dedup();
-        Matcher::build(exact, set)
+        Matcher::build(exact, families.known)
     }
 
     fn build(exact: Vec<String>, known: HashSet<String>) -> Matcher {
-        let patterns: Vec<&str> = FAMILIES
+        let mut patterns: Vec<(String, Pattern)> = FAMILIES
             .iter()
-            .copied()
-            .chain(exact.iter().map(String::as_str))
+            .filter(|f| !UNSEARCHED.contains(f) && !is_reasoning(f))
+            .map(|f| ((*f).to_owned(), Pattern::Family))
             .collect();
+        for name in ["o1-", "o3-", "o4-"] {
+            patterns.push((name.to_owned(), Pattern::Family));
+        }
+        for delimiter in REASONING_DELIMITERS {
+            for name in ["o1", "o3"] {
+                patterns.push((
+                    format!("{}{name}", char::from(delimiter)),
+                    Pattern::Delimited,
+                ));
+            }
+        }
+        patterns.extend(exact.into_iter().map(|e| (e.clone(), Pattern::Exact(e))));
         let automaton = AhoCorasickBuilder::new()
             .match_kind(MatchKind::LeftmostLongest)
-            .build(&patterns)
+            .build(patterns.iter().map(|(p, _)| p))
             .expect("a few hundred short literals always build");
-        let exact = std::iter::repeat_n(None, FAMILIES.len())
-            .chain(exact.into_iter().map(Some))
-            .collect();
         Matcher {
             automaton,
-            exact,
+            patterns: patterns.into_iter().map(|(_, p)| p).collect(),
             known,
         }
     }
 
     /// Whether the family grammar alone finds all of `id`.
     fn covers(&self, id: &str) -> bool {
-        let found = self.find(id.as_bytes());
-        found.len() == 1 && found[0].start == 0 && found[0].end == id.len()
+        let quoted = format!("\"{id}\"");
+        let found = self.find(quoted.as_bytes());
+        found.len() == 1 && found[0].start == 1 && found[0].end == id.len() + 1
     }
 
     /// Every model ID in `text`, in order.
@@ -183,16 +217,21 @@ impl Matcher {
             .automaton
             .find(aho_corasick::Input::new(text).range(from..))
         {
+            let pattern = &self.patterns[hit.pattern().as_usize()];
+            let start = hit.start() + usize::from(matches!(pattern, Pattern::Delimited));
             let core_end = grow(text, hit.end());
             from = core_end.max(hit.end());
-            let core = &text[hit.start()..core_end];
-            let pattern = &self.exact[hit.pattern().as_usize()];
+            let core = &text[start..core_end];
+            let exact = match pattern {
+                Pattern::Exact(exact) => Some(exact.as_str()),
+                Pattern::Family | Pattern::Delimited => None,
+            };
             // `"claude-3-" + size` or f"gpt-4o-{date}": a prefix being built, not an ID.
             let prefix_only = at(text, core_end) == Some(b'-');
             if prefix_only {
                 continue;
             }
-            if let Some(candidate) = self.candidate(text, hit.start(), core, pattern.as_deref()) {
+            if let Some(candidate) = self.candidate(text, start, core, exact) {
                 out.push(candidate);
             }
         }
@@ -281,6 +320,8 @@ fn embedded_after(text: &[u8], end: usize) -> bool {
     match at(text, end) {
         Some(b'_') => true,
         Some(b'.' | b'/' | b'-') => at(text, end + 1).is_some_and(is_word),
+        // `gpt-4-https://…`: glued to a URL.
+        Some(b':') => at(text, end + 1) == Some(b'/'),
         Some(byte) => byte.is_ascii_alphanumeric(),
         None => false,
     }
@@ -362,6 +403,10 @@ fn plausible_family(core: &str) -> bool {
         return false;
     };
     let rest = &core[family..];
+    // Llama names start with their version (`llama-3.1-8b`); `llama-vldb2013` is a paper.
+    if core[..family].eq_ignore_ascii_case("llama-") || &core[..family] == "Meta-Llama-" {
+        return rest.starts_with(|c: char| c.is_ascii_digit());
+    }
     let versioned = core[..family].bytes().any(|b| b.is_ascii_digit())
         || rest.bytes().any(|b| b.is_ascii_digit());
     versioned
@@ -449,15 +494,19 @@ mod tests {
             ("deepseek-chat", &[("deepseek-chat", S)]),
             ("x = prod-chat-4o", &[("prod-chat-4o", S)]),
             (
-                "o1 o3-mini o4-mini-2025-04-16 o4 o1x o3-large",
+                " o1 o3-mini o4-mini-2025-04-16 o4 o1x o3-large",
                 &[("o1", S), ("o3-mini", S), ("o4-mini-2025-04-16", S)],
             ),
-            ("proto1 foo3", &[]),
+            (
+                "proto1 foo3 llama-vldb2013 llama-3.1-8b",
+                &[("llama-3.1-8b", S)],
+            ),
             (
                 "meta-llama/Llama-3.3-70B-Instruct-Turbo",
                 &[("meta-llama/Llama-3.3-70B-Instruct-Turbo", S)],
             ),
             ("model: gpt-4o:", &[("gpt-4o", S)]),
+            ("'gpt-4-https://api.example.com/'", &[("gpt-4-https", E)]),
             (r#""claude-3-" "opus-20240229" f"gpt-4o-{d}""#, &[]),
             ("\u{0}\u{ff}gpt-4\u{fe}", &[("gpt-4", S)]),
         ];

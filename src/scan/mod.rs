@@ -357,8 +357,7 @@ fn occurrences(path: &Path, bytes: &[u8], found: Vec<matcher::Candidate>) -> Vec
                 matcher::Form::Embedded => Kind::Identifier,
                 matcher::Form::Standalone => regions.kind_at(c.start),
             };
-            // A bare `o1` or `o3` outside a literal is far more often a variable than a model.
-            if kind != Kind::Literal && matches!(c.id.as_str(), "o1" | "o3") {
+            if matches!(c.id.as_str(), "o1" | "o3") && !reasoning_model(kind, bytes, c.start) {
                 return None;
             }
             let (line, line_start) = lines.locate(bytes, c.start);
@@ -377,6 +376,24 @@ fn occurrences(path: &Path, bytes: &[u8], found: Vec<matcher::Candidate>) -> Vec
             })
         })
         .collect()
+}
+
+/// A bare `o1` or `o3` is far more often a variable or a format argument than a model: it counts
+/// only as a literal on a line that says `model`, `engine` or `reasoning`.
+fn reasoning_model(kind: Kind, bytes: &[u8], at: usize) -> bool {
+    let start = bytes[..at]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let end = bytes[at..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(bytes.len(), |i| at + i);
+    let line = String::from_utf8_lossy(&bytes[start..end]).to_ascii_lowercase();
+    kind == Kind::Literal
+        && ["model", "engine", "reasoning"]
+            .iter()
+            .any(|w| line.contains(w))
 }
 
 /// Counts lines incrementally over ascending offsets.

@@ -6,6 +6,8 @@
 //! the ID's region in Unicode code points (`columnKind`); a `fixes` entry where exactly one
 //! successor is named. Paths are relative URIs against `%SRCROOT%`.
 
+use std::fmt::Write as _;
+
 use serde::Serialize;
 
 use crate::scan::judge::{Code, Finding, Level};
@@ -280,7 +282,7 @@ pub fn uri(path: &str) -> String {
         if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
             out.push(char::from(byte));
         } else {
-            out.push_str(&format!("%{byte:02X}"));
+            let _ = write!(out, "%{byte:02X}");
         }
     }
     out
