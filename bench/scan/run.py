@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """`modelpin scan` against ripgrep on the same tree, the same IDs, the same run.
 
-Usage: python3 bench/scan/run.py [TREE] [--runs N] [--modelpin PATH]
+Usage: python3 bench/scan/run.py [TREE|pypi] [--runs N] [--modelpin PATH]
 
-TREE defaults to the cargo registry sources (~/.cargo/registry/src). ripgrep searches for one
+TREE defaults to the cargo registry sources (~/.cargo/registry/src); `pypi` downloads (once, with
+pip) and unpacks the sdists named in SDISTS, a tree dense with model IDs. ripgrep searches for one
 regex made of the same family prefixes modelpin's matcher uses (read from src/scan/matcher.rs)
 and every ID of the built-in lifecycle table (from `modelpin deprecations --data`), each
 followed by the ID character class; with the same skips (gitignore, hidden, binary, files over
@@ -48,6 +49,22 @@ def pattern(modelpin):
     return "(?:" + "|".join(re.escape(a) for a in alternatives) + r")[A-Za-z0-9.:@-]*"
 
 
+# `pypi`: sdists of Python projects dense with model IDs, fetched once with pip.
+SDISTS = ["litellm==1.60.0", "openai==1.60.0", "anthropic==0.45.0"]
+
+
+def pypi_tree():
+    root = os.path.join(tempfile.gettempdir(), "modelpin-scan-bench-pypi")
+    if not os.path.isdir(root):
+        download = root + ".download"
+        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                        "--no-binary", ":all:", "--dest", download, *SDISTS], check=True)
+        os.makedirs(root)
+        for name in sorted(os.listdir(download)):
+            shutil.unpack_archive(os.path.join(download, name), root)
+    return root
+
+
 def timed(cmd, cwd):
     start = time.perf_counter()
     done = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -70,7 +87,7 @@ def main():
     rg = shutil.which("rg")
     if rg is None:
         sys.exit("ripgrep (rg) is not installed: apt-get install -y ripgrep")
-    tree = os.path.abspath(tree)
+    tree = pypi_tree() if tree == "pypi" else os.path.abspath(tree)
     # An empty working directory: no pins.toml, so scan uses the built-in table.
     cwd = tempfile.mkdtemp()
     rg_cmd = [rg, "--no-config", "-o", "-n", "--column", "--no-heading", "--max-filesize", "10M"]

@@ -82,6 +82,20 @@ const VENDORS: [&str; 17] = [
     "ai21",
 ];
 
+/// Gateway prefixes (LiteLLM's `provider/model` routing) that may stand before a vendor:
+/// `openrouter/mistralai/mixtral-8x22b-instruct`, `gemini/gemini-1.5-flash`.
+const ROUTERS: [&str; 9] = [
+    "openrouter",
+    "gemini",
+    "vertex_ai",
+    "bedrock",
+    "azure",
+    "groq",
+    "together_ai",
+    "mistral",
+    "xai",
+];
+
 /// Bedrock model-ID vendors (`anthropic.claude-…`) and cross-region profiles (`us.anthropic.…`).
 const BEDROCK_VENDORS: [&str; 9] = [
     "anthropic",
@@ -337,6 +351,8 @@ fn prefix(text: &[u8], start: usize) -> (usize, Form) {
         b'/' => slash_prefix(text, start),
         b'.' => bedrock_prefix(text, start),
         b'-' | b'$' | b'@' | b'\\' => (start, Form::Embedded),
+        // `…/docs/models#gpt-4o`: a URL fragment.
+        b'#' if start >= 2 && !text[start - 2].is_ascii_whitespace() => (start, Form::Embedded),
         byte if is_word(byte) => (start, Form::Embedded),
         _ => (start, Form::Standalone),
     }
@@ -354,7 +370,10 @@ fn slash_prefix(text: &[u8], start: usize) -> (usize, Form) {
     let left_start = extend_left(text, start - 1, |b| is_word(b) || b"./-".contains(&b));
     let left = String::from_utf8_lossy(&text[left_start..start - 1]).to_ascii_lowercase();
     let glued = left_start > 0 && matches!(text[left_start - 1], b':' | b'@' | b'~' | b'\\');
-    let known = VENDORS.contains(&left.as_str())
+    let vendors = left
+        .split('/')
+        .all(|segment| VENDORS.contains(&segment) || ROUTERS.contains(&segment));
+    let known = vendors
         || left == "models"
         || ((left.starts_with("projects/") || left.starts_with("publishers/"))
             && left.ends_with("/models"));
@@ -473,6 +492,18 @@ mod tests {
             ("docs/gpt-4o/intro", &[("gpt-4o", E)]),
             ("https://openrouter.ai/openai/gpt-4o", &[("gpt-4o", E)]),
             ("'openai/gpt-4o:free'", &[("openai/gpt-4o:free", S)]),
+            (
+                "'gemini/gemini-1.5-flash'",
+                &[("gemini/gemini-1.5-flash", S)],
+            ),
+            (
+                "openrouter/mistralai/mixtral-8x22b",
+                &[("openrouter/mistralai/mixtral-8x22b", S)],
+            ),
+            (
+                "x.com/docs/models#gpt-4o # gpt-4o",
+                &[("gpt-4o", E), ("gpt-4o", S)],
+            ),
             ("models/gemini-2.5-pro", &[("models/gemini-2.5-pro", S)]),
             (
                 "projects/p/locations/l/publishers/google/models/gemini-2.5-flash",
