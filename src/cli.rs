@@ -33,7 +33,7 @@ pub enum Command {
         /// Overwrite files that already exist.
         #[arg(long)]
         force: bool,
-        /// Write a pin for every model ID `modelpin scan` finds used in the current directory.
+        /// Write a pin for every model ID `modelpin scan` finds used in the config's directory.
         #[arg(long)]
         from_scan: bool,
     },

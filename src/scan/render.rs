@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::report::github::{LIMIT, escape_data, escape_property};
 use crate::scan::judge::{Code, Finding, Level};
-use crate::scan::{Occurrence, Scan, Summary};
+use crate::scan::{Occurrence, Scan, Summary, matcher};
 
 /// `text` with control and bidirectional-override characters escaped, at most `max` characters.
 #[must_use]
@@ -244,6 +244,13 @@ fn file_patch(path: &str, bytes: &[u8], edits: &[(&Occurrence, &str)]) -> String
         lines.entry(edit.0.line).or_default().push(*edit);
     }
     for (number, edits) in lines {
+        // The file may have changed since it was scanned: patch only what is still there.
+        let unchanged = edits.iter().all(|(o, _)| {
+            bytes.get(o.core.0..o.core.1) == Some(matcher::core_of(&o.id).as_bytes())
+        });
+        if !unchanged {
+            continue;
+        }
         let start = line_start(bytes, edits[0].0.core.0);
         let end = bytes[start..]
             .iter()
@@ -286,7 +293,49 @@ fn line_start(bytes: &[u8], offset: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::printable;
+    use super::{patch, printable};
+    use crate::scan::classify::Kind;
+    use crate::scan::judge::{Code, Finding, Level};
+    use crate::scan::{Occurrence, Scan};
+
+    fn retired_at(line: usize, core: (usize, usize)) -> Scan {
+        let finding = Finding {
+            code: Code::Retired,
+            level: Level::Error,
+            message: "m".to_owned(),
+            replacement: Some("gpt-5".to_owned()),
+            suggestion: None,
+        };
+        Scan {
+            occurrences: vec![Occurrence {
+                path: "a.py".to_owned(),
+                line,
+                column: 6,
+                end_column: 16,
+                id: "gpt-4-0613".to_owned(),
+                kind: Kind::Literal,
+                context: String::new(),
+                core,
+                findings: vec![finding],
+            }],
+            summary: crate::scan::Summary::default(),
+        }
+    }
+
+    #[test]
+    fn patch_replaces_the_core_and_skips_files_that_changed() {
+        let scan = retired_at(2, (11, 21));
+        let text = b"x = 1\nM = 'gpt-4-0613'\n".to_vec();
+        let read = |_: &str| Some(text.clone());
+        assert_eq!(
+            patch(&scan, &read),
+            "--- a/a.py\n+++ b/a.py\n@@ -2,1 +2,1 @@\n-M = 'gpt-4-0613'\n+M = 'gpt-5'\n"
+        );
+        for changed in [&b"x"[..], b"x = 1\nM = 'gpt-4-0614'\n"] {
+            let read = |_: &str| Some(changed.to_vec());
+            assert_eq!(patch(&scan, &read), "", "{changed:?}");
+        }
+    }
 
     #[test]
     fn printable_escapes_and_bounds() {

@@ -81,7 +81,6 @@ struct SarifResult {
     level: &'static str,
     message: Text,
     locations: [Location; 1],
-    partial_fingerprints: Fingerprints,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     fixes: Vec<Fix>,
     properties: Properties,
@@ -115,12 +114,6 @@ struct Region {
     end_column: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     snippet: Option<Text>,
-}
-
-#[derive(Serialize)]
-struct Fingerprints {
-    #[serde(rename = "modelpinId/v1")]
-    id: String,
 }
 
 #[derive(Serialize)]
@@ -238,9 +231,6 @@ fn result(o: &Occurrence, f: &Finding) -> SarifResult {
                 },
             },
         }],
-        partial_fingerprints: Fingerprints {
-            id: format!("{}:{}:{}", f.code.as_str(), o.id, o.kind.as_str()),
-        },
         fixes,
         properties: Properties {
             model_id: o.id.clone(),
