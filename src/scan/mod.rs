@@ -147,8 +147,7 @@ pub(crate) fn occurrences(
             if matches!(c.id.as_str(), "o1" | "o3") && !reasoning_model(kind, bytes, c.start) {
                 return None;
             }
-            let (line, line_start) = lines.locate(bytes, c.start);
-            let column = chars(&bytes[line_start..c.start]) + 1;
+            let (line, line_start, column) = lines.locate(bytes, c.start);
             let core_len = matcher::core_of(&c.id).len();
             Some(Occurrence {
                 path: shown.clone(),
@@ -168,14 +167,17 @@ pub(crate) fn occurrences(
 /// A bare `o1` or `o3` is far more often a variable or a format argument than a model: it counts
 /// only as a literal on a line that says `model`, `engine` or `reasoning`.
 fn reasoning_model(kind: Kind, bytes: &[u8], at: usize) -> bool {
-    let start = bytes[..at]
+    const REACH: usize = 200;
+    let floor = at.saturating_sub(REACH);
+    let start = bytes[floor..at]
         .iter()
         .rposition(|&b| b == b'\n')
-        .map_or(0, |i| i + 1);
-    let end = bytes[at..]
+        .map_or(floor, |i| floor + i + 1);
+    let ceiling = bytes.len().min(at + REACH);
+    let end = bytes[at..ceiling]
         .iter()
         .position(|&b| b == b'\n')
-        .map_or(bytes.len(), |i| at + i);
+        .map_or(ceiling, |i| at + i);
     let line = String::from_utf8_lossy(&bytes[start..end]).to_ascii_lowercase();
     kind == Kind::Literal
         && ["model", "engine", "reasoning"]
@@ -183,26 +185,32 @@ fn reasoning_model(kind: Kind, bytes: &[u8], at: usize) -> bool {
             .any(|w| line.contains(w))
 }
 
-/// Counts lines incrementally over ascending offsets.
+/// Lines and columns over ascending offsets; incremental, so a minified file's one long line with
+/// many IDs is counted once.
 #[derive(Default)]
 struct LineIndex {
     offset: usize,
     line: usize,
     line_start: usize,
+    /// Code points from `line_start` to `offset`.
+    column: usize,
 }
 
 impl LineIndex {
-    /// 1-based line of `offset` and the byte where that line starts.
-    fn locate(&mut self, bytes: &[u8], offset: usize) -> (usize, usize) {
-        let span = &bytes[self.offset.min(offset)..offset];
-        for (i, &b) in span.iter().enumerate() {
+    /// 1-based line of `offset`, the byte where that line starts, and the 1-based column.
+    fn locate(&mut self, bytes: &[u8], offset: usize) -> (usize, usize, usize) {
+        let from = self.offset.min(offset);
+        for (i, &b) in bytes[from..offset].iter().enumerate() {
             if b == b'\n' {
                 self.line += 1;
-                self.line_start = self.offset + i + 1;
+                self.line_start = from + i + 1;
+                self.column = 0;
+            } else if (b & 0xC0) != 0x80 {
+                self.column += 1;
             }
         }
         self.offset = offset;
-        (self.line + 1, self.line_start)
+        (self.line + 1, self.line_start, self.column + 1)
     }
 }
 
@@ -213,10 +221,12 @@ fn chars(bytes: &[u8]) -> usize {
 
 /// The line around `at`, bounded and with control characters escaped.
 fn context(bytes: &[u8], line_start: usize, at: usize) -> String {
-    let line_end = bytes[at..]
+    // Bounded: what is shown is bounded too, and a minified line can be megabytes long.
+    let window = &bytes[at..bytes.len().min(at + 4 * CONTEXT_CHARS)];
+    let line_end = window
         .iter()
         .position(|&b| b == b'\n')
-        .map_or(bytes.len(), |i| at + i);
+        .map_or(at + window.len(), |i| at + i);
     let from = if at - line_start > CONTEXT_CHARS / 2 {
         at - CONTEXT_CHARS / 2
     } else {
@@ -243,10 +253,11 @@ mod tests {
     fn lines_and_columns_count_code_points() {
         let text = "a\né gpt\n\nx".as_bytes();
         let mut index = LineIndex::default();
-        assert_eq!(index.locate(text, 0), (1, 0));
-        assert_eq!(index.locate(text, 5), (2, 2));
+        assert_eq!(index.locate(text, 0), (1, 0, 1));
+        assert_eq!(index.locate(text, 5), (2, 2, 3));
+        assert_eq!(index.locate(text, 5), (2, 2, 3));
         assert_eq!(chars(&text[2..5]), 2);
-        assert_eq!(index.locate(text, 10), (4, 10));
+        assert_eq!(index.locate(text, 10), (4, 10, 1));
     }
 
     #[test]

@@ -595,6 +595,8 @@ fn scan_never_panics_on_odd_bytes() {
     std::fs::write(test.path("long.js"), "a".repeat(3 << 20) + "\"gpt-4-0613\"").unwrap();
     let run = test.run(&["scan", "--format", "json"]);
     run.code(1);
+    let parsed: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(parsed["occurrences"].as_array().unwrap().len(), 2);
     let small = test.run(&["scan", "--max-filesize", "1M"]);
     small.code(0);
     assert!(
@@ -602,6 +604,22 @@ fn scan_never_panics_on_odd_bytes() {
         "{}",
         small.stdout
     );
+}
+
+/// Columns and context were once counted from the start of the line for every ID: quadratic on
+/// a minified bundle.
+#[test]
+fn scan_of_one_long_line_with_many_ids_is_linear() {
+    let line = "\"gpt-4-0613\",".repeat(20_000);
+    let test = Test::new().file("bundle.min.js", &line);
+    let started = std::time::Instant::now();
+    let run = test.run(&["scan", "--format", "json"]);
+    run.code(1);
+    let parsed: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let occurrences = parsed["occurrences"].as_array().unwrap();
+    assert_eq!(occurrences.len(), 20_000);
+    assert_eq!(occurrences[19_999]["column"], 19_999 * 13 + 2);
+    assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
 }
 
 #[test]
