@@ -55,7 +55,41 @@ pub fn run(cli: &Cli) -> Exit {
 async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
     let out = cmd::Output { quiet: cli.quiet };
     match &cli.command {
-        Command::Init { force } => cmd::init::run(&cli.config, *force, out),
+        Command::Init {
+            force,
+            from_scan: false,
+        } => cmd::init::run(&cli.config, *force, out),
+        Command::Init {
+            force,
+            from_scan: true,
+        } => cmd::init_scan::run(&cli.config, *force, out),
+        Command::Scan {
+            paths,
+            format,
+            strict,
+            fix,
+            include,
+            exclude,
+            hidden,
+            no_ignore,
+            max_filesize,
+        } => {
+            let options = cmd::scan::Options {
+                walk: crate::scan::Options {
+                    paths: cmd::scan::paths_or_here(paths),
+                    include: include.clone(),
+                    exclude: exclude.clone(),
+                    hidden: *hidden,
+                    no_ignore: *no_ignore,
+                    max_filesize: *max_filesize,
+                    own_files: Vec::new(),
+                },
+                format: *format,
+                strict: *strict,
+                fix: *fix,
+            };
+            cmd::scan::run(&cli.config, config_named(cli), &options, out)
+        }
         Command::Lock {
             pins,
             samples,
@@ -106,6 +140,12 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
         Command::Demo => cmd::demo::run(out).await,
         Command::Sim { scenario, listen } => cmd::sim::run(scenario, *listen, out).await,
     }
+}
+
+/// Whether pins.toml was named (`--config` or `MODELPIN_CONFIG`) rather than taken by default:
+/// `scan` works without one only at the default path.
+fn config_named(cli: &Cli) -> bool {
+    cli.config != std::path::Path::new("pins.toml") || std::env::var_os("MODELPIN_CONFIG").is_some()
 }
 
 /// Structured logs on stderr for the daemon: `pin`, `audit_id` and outcome as fields; colour only

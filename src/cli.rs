@@ -33,6 +33,9 @@ pub enum Command {
         /// Overwrite files that already exist.
         #[arg(long)]
         force: bool,
+        /// Write a pin for every model ID `modelpin scan` finds used in the config's directory.
+        #[arg(long)]
+        from_scan: bool,
     },
     /// Call each pin's probes and record what it serves into modelpin.lock.
     Lock {
@@ -110,6 +113,38 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = ListFormat::Human)]
         format: ListFormat,
     },
+    /// Find the model IDs written in a source tree (gitignore-aware) and judge each against the
+    /// lifecycle table, the pins and the lock. Works without pins.toml. Exit 0 ok, 1 a retired ID
+    /// is used (or any warning, with --strict), 2 usage or config error, 3 a path could not be read.
+    Scan {
+        /// Files or directories to scan [default: .]
+        #[arg(value_name = "PATH")]
+        paths: Vec<PathBuf>,
+        /// Output format on stdout.
+        #[arg(long, value_enum, default_value_t = ScanFormat::Human)]
+        format: ScanFormat,
+        /// Warnings fail the scan too (exit 1).
+        #[arg(long)]
+        strict: bool,
+        /// Print the replacements for retired and retiring IDs as a patch; no file is edited.
+        #[arg(long, visible_alias = "suggest")]
+        fix: bool,
+        /// Scan only files matching this glob (repeatable, gitignore syntax).
+        #[arg(long, value_name = "GLOB")]
+        include: Vec<String>,
+        /// Skip files matching this glob (repeatable, gitignore syntax).
+        #[arg(long, value_name = "GLOB")]
+        exclude: Vec<String>,
+        /// Scan hidden files and directories too.
+        #[arg(long)]
+        hidden: bool,
+        /// Ignore .gitignore and .ignore files and scan vendored directories (node_modules, ...).
+        #[arg(long)]
+        no_ignore: bool,
+        /// Skip files larger than this, counted in the summary.
+        #[arg(long, value_name = "SIZE", default_value = "10M", value_parser = crate::cmd::scan::parse_size)]
+        max_filesize: u64,
+    },
     /// Run the whole product on a built-in simulated provider: lock, a silent reroute, and the
     /// check that catches it. No network, no keys.
     Demo,
@@ -132,6 +167,18 @@ pub enum Format {
     /// JUnit XML: one testsuite per pin, one testcase per check.
     Junit,
     /// GitHub Actions workflow commands (annotations), plus a Markdown job summary.
+    Github,
+}
+
+/// Formats of `scan`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScanFormat {
+    /// Grouped by ID, most urgent first.
+    Human,
+    Json,
+    /// SARIF 2.1.0, for code scanning.
+    Sarif,
+    /// GitHub Actions workflow commands (annotations at each line).
     Github,
 }
 

@@ -20,6 +20,7 @@ pub mod lock;
 pub mod provider;
 pub mod report;
 pub mod retry;
+pub mod scan;
 pub mod sim;
 pub mod stats;
 pub mod store;

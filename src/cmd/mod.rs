@@ -7,8 +7,10 @@ pub mod demo;
 pub mod deprecations;
 pub mod history;
 pub mod init;
+pub mod init_scan;
 pub mod lock;
 pub mod progress;
+pub mod scan;
 pub mod sim;
 
 use tokio_util::sync::CancellationToken;

@@ -22,6 +22,7 @@ mod raw;
 pub mod schedule;
 mod secrets;
 mod settings;
+pub(crate) use settings::DEFAULT_WARN_BEFORE_DAYS;
 mod source;
 mod url;
 

@@ -73,7 +73,10 @@ impl Code {
     /// and carry no severity of their own.
     #[must_use]
     pub fn is_unmeasured(self) -> bool {
-        matches!(self, Code::NoBaseline | Code::ProbeChanged | Code::Inconclusive)
+        matches!(
+            self,
+            Code::NoBaseline | Code::ProbeChanged | Code::Inconclusive
+        )
     }
 
     #[must_use]

@@ -16,3 +16,4 @@ mod lifecycle;
 mod litellm;
 mod receivers;
 mod retry;
+mod scan;

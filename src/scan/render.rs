@@ -1,0 +1,353 @@
+//! The scan's human, JSON and GitHub outputs, and the `--fix` patch.
+//!
+//! Every byte that came from a scanned file (the ID's line, file names) is data: JSON and SARIF
+//! escape it through serde, GitHub annotations through the escaping in `report::github`, and the
+//! human output through [`printable`], so no file can move the cursor, recolour the terminal or
+//! start a line with `::`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::report::github::{LIMIT, escape_data, escape_property};
+use crate::scan::judge::{Code, Finding, Level};
+use crate::scan::{Occurrence, Scan, Summary, matcher};
+
+/// `text` with control and bidirectional-override characters escaped, at most `max` characters.
+#[must_use]
+pub fn printable(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (count, c) in text.chars().enumerate() {
+        if count >= max {
+            out.push('…');
+            break;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push(' '),
+            c if c.is_control() || is_bidi(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn is_bidi(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}')
+}
+
+/// Distinct IDs with findings, most urgent first.
+fn groups(scan: &Scan) -> Vec<(&str, Vec<&Occurrence>)> {
+    let mut by_id: BTreeMap<&str, Vec<&Occurrence>> = BTreeMap::new();
+    for occurrence in scan.occurrences.iter().filter(|o| !o.findings.is_empty()) {
+        by_id.entry(&occurrence.id).or_default().push(occurrence);
+    }
+    let mut groups: Vec<_> = by_id.into_iter().collect();
+    let urgency = |list: &Vec<&Occurrence>| list.iter().filter_map(|o| o.level()).max();
+    groups.sort_by(|a, b| urgency(&b.1).cmp(&urgency(&a.1)).then(a.0.cmp(b.0)));
+    groups
+}
+
+/// Grouped by ID, sorted by urgency, then a summary line.
+#[must_use]
+pub fn human(scan: &Scan) -> String {
+    let mut out = String::new();
+    for (id, list) in groups(scan) {
+        let _ = writeln!(out, "{} ({} found)", printable(id, 120), list.len());
+        let mut findings: Vec<&Finding> = list.iter().flat_map(|o| &o.findings).collect();
+        findings.sort_by_key(|f| (std::cmp::Reverse(f.level), f.code));
+        findings.dedup_by_key(|f| (f.level, f.code));
+        for finding in findings {
+            let _ = writeln!(
+                out,
+                "  {:<7} {}: {}",
+                finding.level.as_str(),
+                finding.code.as_str(),
+                printable(&finding.message, 400)
+            );
+            if let Some(suggestion) = &finding.suggestion {
+                for line in suggestion.lines() {
+                    let _ = writeln!(out, "      {}", printable(line, 200));
+                }
+            }
+        }
+        for o in &list {
+            let _ = writeln!(
+                out,
+                "    {}:{}:{} [{}]  {}",
+                printable(&o.path, 200),
+                o.line,
+                o.column,
+                o.kind.as_str(),
+                o.context.trim()
+            );
+        }
+    }
+    out.push_str(&summary_line(scan));
+    out.push('\n');
+    out
+}
+
+/// One line: files, findings by level, skipped and unreadable paths.
+#[must_use]
+pub fn summary_line(scan: &Scan) -> String {
+    let s = &scan.summary;
+    let count = |level| {
+        scan.occurrences
+            .iter()
+            .flat_map(|o| &o.findings)
+            .filter(|f| f.level == level)
+            .count()
+    };
+    let mut line = format!(
+        "scanned {} files ({}): {} errors, {} warnings, {} info in {} occurrences",
+        s.files,
+        size(s.bytes),
+        count(Level::Error),
+        count(Level::Warning),
+        count(Level::Info),
+        scan.occurrences.len()
+    );
+    let _ = write!(
+        line,
+        "; skipped {} over the size limit, {} binary",
+        s.skipped_large, s.skipped_binary
+    );
+    if !s.unreadable.is_empty() {
+        let list: Vec<String> = s
+            .unreadable
+            .iter()
+            .map(|u| {
+                format!(
+                    "{} ({})",
+                    printable(&u.path, 200),
+                    printable(&u.reason, 200)
+                )
+            })
+            .collect();
+        let _ = write!(line, "; could not read: {}", list.join(", "));
+    }
+    line
+}
+
+fn size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 => format!("{:.1} MB", b as f64 / f64::from(1 << 20)),
+        b if b >= 1 << 10 => format!("{:.1} KB", b as f64 / f64::from(1 << 10)),
+        b => format!("{b} B"),
+    }
+}
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    schema: &'static str,
+    modelpin_version: &'static str,
+    exit_code: crate::exit::Exit,
+    summary: &'a Summary,
+    occurrences: &'a [Occurrence],
+}
+
+/// The whole scan as one JSON document (`modelpin.scan/v1`).
+#[must_use]
+pub fn json(scan: &Scan, exit_code: crate::exit::Exit) -> String {
+    let report = JsonReport {
+        schema: "modelpin.scan/v1",
+        modelpin_version: env!("CARGO_PKG_VERSION"),
+        exit_code,
+        summary: &scan.summary,
+        occurrences: &scan.occurrences,
+    };
+    let mut text = serde_json::to_string_pretty(&report).expect("scan types serialise");
+    text.push('\n');
+    text
+}
+
+/// GitHub workflow commands: one annotation per finding at its line, at most [`LIMIT`] of each
+/// kind (the last saying how many more).
+#[must_use]
+pub fn github(scan: &Scan) -> String {
+    let mut kinds: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for o in &scan.occurrences {
+        for f in &o.findings {
+            let kind = match f.level {
+                Level::Error => "error",
+                Level::Warning => "warning",
+                Level::Info => "notice",
+            };
+            let props = format!(
+                "file={},line={},col={},endColumn={},title={}",
+                escape_property(&o.path),
+                o.line,
+                o.column,
+                o.end_column,
+                escape_property(&format!("modelpin scan: {}", f.code.as_str()))
+            );
+            kinds
+                .entry(kind)
+                .or_default()
+                .push(format!("::{kind} {props}::{}", escape_data(&f.message)));
+        }
+    }
+    let mut out = String::new();
+    for (kind, items) in kinds {
+        let shown = if items.len() > LIMIT {
+            LIMIT - 1
+        } else {
+            items.len()
+        };
+        for item in &items[..shown] {
+            let _ = writeln!(out, "{item}");
+        }
+        if items.len() > shown {
+            let more = format!(
+                "{} more {kind} findings; run `modelpin scan` locally or upload SARIF to see them all",
+                items.len() - shown
+            );
+            let _ = writeln!(out, "::{kind} title=modelpin scan::{}", escape_data(&more));
+        }
+    }
+    out
+}
+
+/// A unified diff (no context lines) replacing each retired or retiring literal that has exactly
+/// one named successor. Apply with `git apply --unidiff-zero` or `patch -p1`.
+#[must_use]
+pub fn patch(scan: &Scan, read: &dyn Fn(&str) -> Option<Vec<u8>>) -> String {
+    let mut by_file: BTreeMap<&str, Vec<(&Occurrence, &str)>> = BTreeMap::new();
+    for o in &scan.occurrences {
+        let replacement = o
+            .findings
+            .iter()
+            .filter(|f| matches!(f.code, Code::Retired | Code::Retiring) && f.level > Level::Info)
+            .find_map(|f| f.replacement.as_deref());
+        if let Some(replacement) = replacement {
+            by_file.entry(&o.path).or_default().push((o, replacement));
+        }
+    }
+    let mut out = String::new();
+    for (path, edits) in by_file {
+        if let Some(bytes) = read(path) {
+            out.push_str(&file_patch(path, &bytes, &edits));
+        }
+    }
+    out
+}
+
+fn file_patch(path: &str, bytes: &[u8], edits: &[(&Occurrence, &str)]) -> String {
+    let mut hunks = String::new();
+    let mut lines: BTreeMap<usize, Vec<(&Occurrence, &str)>> = BTreeMap::new();
+    for edit in edits {
+        lines.entry(edit.0.line).or_default().push(*edit);
+    }
+    for (number, edits) in lines {
+        // The file may have changed since it was scanned: patch only what is still there.
+        let unchanged = edits.iter().all(|(o, _)| {
+            bytes.get(o.core.0..o.core.1) == Some(matcher::core_of(&o.id).as_bytes())
+        });
+        if !unchanged {
+            continue;
+        }
+        let start = line_start(bytes, edits[0].0.core.0);
+        let end = bytes[start..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |i| start + i);
+        let mut new = bytes[start..end].to_vec();
+        for (o, replacement) in edits.iter().rev() {
+            let (from, to) = (o.core.0 - start, o.core.1 - start);
+            new.splice(from..to, replacement.bytes());
+        }
+        let (Ok(old), Ok(new)) = (
+            std::str::from_utf8(&bytes[start..end]),
+            String::from_utf8(new),
+        ) else {
+            continue;
+        };
+        let eof = if end == bytes.len() {
+            "\n\\ No newline at end of file"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            hunks,
+            "@@ -{number},1 +{number},1 @@\n-{old}{eof}\n+{new}{eof}"
+        );
+    }
+    if hunks.is_empty() {
+        return hunks;
+    }
+    format!("--- a/{path}\n+++ b/{path}\n{hunks}")
+}
+
+/// The start of the line holding `offset`.
+fn line_start(bytes: &[u8], offset: usize) -> usize {
+    bytes[..offset]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{patch, printable};
+    use crate::scan::classify::Kind;
+    use crate::scan::judge::{Code, Finding, Level};
+    use crate::scan::{Occurrence, Scan};
+
+    fn retired_at(line: usize, core: (usize, usize)) -> Scan {
+        let finding = Finding {
+            code: Code::Retired,
+            level: Level::Error,
+            message: "m".to_owned(),
+            replacement: Some("gpt-5".to_owned()),
+            suggestion: None,
+        };
+        Scan {
+            occurrences: vec![Occurrence {
+                path: "a.py".to_owned(),
+                line,
+                column: 6,
+                end_column: 16,
+                id: "gpt-4-0613".to_owned(),
+                kind: Kind::Literal,
+                context: String::new(),
+                core,
+                findings: vec![finding],
+            }],
+            summary: crate::scan::Summary::default(),
+        }
+    }
+
+    #[test]
+    fn patch_replaces_the_core_and_skips_files_that_changed() {
+        let scan = retired_at(2, (11, 21));
+        let text = b"x = 1\nM = 'gpt-4-0613'\n".to_vec();
+        let read = |_: &str| Some(text.clone());
+        assert_eq!(
+            patch(&scan, &read),
+            "--- a/a.py\n+++ b/a.py\n@@ -2,1 +2,1 @@\n-M = 'gpt-4-0613'\n+M = 'gpt-5'\n"
+        );
+        for changed in [&b"x"[..], b"x = 1\nM = 'gpt-4-0614'\n"] {
+            let read = |_: &str| Some(changed.to_vec());
+            assert_eq!(patch(&scan, &read), "", "{changed:?}");
+        }
+    }
+
+    #[test]
+    fn printable_escapes_and_bounds() {
+        let table = [
+            ("plain", 10, "plain"),
+            ("a\u{1b}[2Jb", 10, "a\\u{1b}[2Jb"),
+            ("x\n::error ::y", 20, "x\\n::error ::y"),
+            ("\u{202e}evil", 10, "\\u{202e}evil"),
+            ("abcdef", 3, "abc…"),
+        ];
+        for (text, max, want) in table {
+            assert_eq!(printable(text, max), want, "{text:?}");
+        }
+    }
+}

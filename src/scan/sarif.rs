@@ -1,0 +1,295 @@
+//! SARIF 2.1.0 output, so code scanning (GitHub and others) shows each finding at its line.
+//!
+//! Shape and field names follow the OASIS SARIF 2.1.0 standard; the tests validate the output
+//! against the standard's JSON schema (release rtm.5, vendored under tests/fixtures/sarif/ with
+//! its provenance). One rule per finding code with help text; one result per finding, at
+//! the ID's region in Unicode code points (`columnKind`); a `fixes` entry where exactly one
+//! successor is named. Paths are relative URIs against `%SRCROOT%`.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::scan::judge::{Code, Finding, Level};
+use crate::scan::{Occurrence, Scan};
+
+const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Log {
+    #[serde(rename = "$schema")]
+    schema: &'static str,
+    version: &'static str,
+    runs: [Run; 1],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Run {
+    tool: Tool,
+    column_kind: &'static str,
+    results: Vec<SarifResult>,
+}
+
+#[derive(Serialize)]
+struct Tool {
+    driver: Driver,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Driver {
+    name: &'static str,
+    version: &'static str,
+    semantic_version: &'static str,
+    rules: Vec<Rule>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Rule {
+    id: &'static str,
+    name: String,
+    short_description: Text,
+    full_description: Text,
+    help: Help,
+    default_configuration: Configuration,
+}
+
+#[derive(Serialize)]
+struct Text {
+    text: String,
+}
+
+#[derive(Serialize)]
+struct Help {
+    text: String,
+    markdown: String,
+}
+
+#[derive(Serialize)]
+struct Configuration {
+    level: &'static str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SarifResult {
+    rule_id: &'static str,
+    rule_index: usize,
+    level: &'static str,
+    message: Text,
+    locations: [Location; 1],
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    fixes: Vec<Fix>,
+    properties: Properties,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Location {
+    physical_location: PhysicalLocation,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PhysicalLocation {
+    artifact_location: ArtifactLocation,
+    region: Region,
+}
+
+#[derive(Serialize, Clone)]
+#[serde(rename_all = "camelCase")]
+struct ArtifactLocation {
+    uri: String,
+    uri_base_id: &'static str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Region {
+    start_line: usize,
+    start_column: usize,
+    end_column: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    snippet: Option<Text>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Fix {
+    description: Text,
+    artifact_changes: [ArtifactChange; 1],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ArtifactChange {
+    artifact_location: ArtifactLocation,
+    replacements: [Replacement; 1],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Replacement {
+    deleted_region: Region,
+    inserted_content: Text,
+}
+
+#[derive(Serialize)]
+struct Properties {
+    #[serde(rename = "modelId")]
+    model_id: String,
+    kind: &'static str,
+}
+
+/// The SARIF level of a finding level.
+#[must_use]
+pub fn level(level: Level) -> &'static str {
+    match level {
+        Level::Error => "error",
+        Level::Warning => "warning",
+        Level::Info => "note",
+    }
+}
+
+/// The scan as one SARIF 2.1.0 log.
+#[must_use]
+pub fn render(scan: &Scan) -> String {
+    let results = scan
+        .occurrences
+        .iter()
+        .flat_map(|o| o.findings.iter().map(move |f| result(o, f)))
+        .collect();
+    let log = Log {
+        schema: SCHEMA,
+        version: "2.1.0",
+        runs: [Run {
+            tool: Tool {
+                driver: Driver {
+                    name: "modelpin",
+                    version: env!("CARGO_PKG_VERSION"),
+                    semantic_version: env!("CARGO_PKG_VERSION"),
+                    rules: Code::ALL.iter().map(|c| rule(*c)).collect(),
+                },
+            },
+            column_kind: "unicodeCodePoints",
+            results,
+        }],
+    };
+    let mut text = serde_json::to_string_pretty(&log).expect("SARIF types serialise");
+    text.push('\n');
+    text
+}
+
+fn rule(code: Code) -> Rule {
+    Rule {
+        id: code.as_str(),
+        name: code
+            .as_str()
+            .split('_')
+            .map(|w| w[..1].to_ascii_uppercase() + &w[1..])
+            .collect(),
+        short_description: Text {
+            text: code.summary().to_owned(),
+        },
+        full_description: Text {
+            text: format!("{}.", code.summary()),
+        },
+        help: Help {
+            text: code.help().to_owned(),
+            markdown: format!("**{}.** {}", code.summary(), code.help()),
+        },
+        default_configuration: Configuration {
+            level: level(code.level()),
+        },
+    }
+}
+
+fn result(o: &Occurrence, f: &Finding) -> SarifResult {
+    let artifact = ArtifactLocation {
+        uri: uri(&o.path),
+        uri_base_id: "%SRCROOT%",
+    };
+    let fixes = fix(o, f, &artifact).into_iter().collect();
+    SarifResult {
+        rule_id: f.code.as_str(),
+        rule_index: Code::ALL.iter().position(|c| *c == f.code).unwrap_or(0),
+        level: level(f.level),
+        message: Text {
+            text: f.message.clone(),
+        },
+        locations: [Location {
+            physical_location: PhysicalLocation {
+                artifact_location: artifact,
+                region: Region {
+                    start_line: o.line,
+                    start_column: o.column,
+                    end_column: o.end_column,
+                    snippet: Some(Text { text: o.id.clone() }),
+                },
+            },
+        }],
+        fixes,
+        properties: Properties {
+            model_id: o.id.clone(),
+            kind: o.kind.as_str(),
+        },
+    }
+}
+
+fn fix(o: &Occurrence, f: &Finding, artifact: &ArtifactLocation) -> Option<Fix> {
+    let replacement = f.replacement.as_ref().filter(|_| f.level > Level::Info)?;
+    let core_chars = o.core.1 - o.core.0;
+    Some(Fix {
+        description: Text {
+            text: format!("Replace with `{replacement}`"),
+        },
+        artifact_changes: [ArtifactChange {
+            artifact_location: artifact.clone(),
+            replacements: [Replacement {
+                deleted_region: Region {
+                    start_line: o.line,
+                    start_column: o.end_column - core_chars,
+                    end_column: o.end_column,
+                    snippet: None,
+                },
+                inserted_content: Text {
+                    text: replacement.clone(),
+                },
+            }],
+        }],
+    })
+}
+
+/// A relative path as a URI reference: unreserved characters and `/` kept, the rest
+/// percent-encoded byte by byte.
+#[must_use]
+pub fn uri(path: &str) -> String {
+    let mut out = String::new();
+    for byte in path.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            let _ = write!(out, "%{byte:02X}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::uri;
+
+    #[test]
+    fn uris_encode_what_a_uri_cannot_hold() {
+        for (path, want) in [
+            ("src/a.py", "src/a.py"),
+            ("my dir/a#b?.ts", "my%20dir/a%23b%3F.ts"),
+            ("é.md", "%C3%A9.md"),
+        ] {
+            assert_eq!(uri(path), want, "{path}");
+        }
+    }
+}
