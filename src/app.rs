@@ -94,11 +94,13 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
             pins,
             samples,
             max_cost,
+            yes,
         } => {
             let options = cmd::lock::LockOptions {
                 pins: pins.clone(),
                 samples: *samples,
                 max_cost: *max_cost,
+                yes: *yes,
             };
             cmd::lock::run(&cli.config, &options, out).await
         }
@@ -110,6 +112,7 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
             notify,
             max_cost,
             output,
+            yes,
         } => {
             let options = cmd::check::Options {
                 pins: pins.clone(),
@@ -119,6 +122,7 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
                 notify: *notify,
                 max_cost: *max_cost,
                 output: output.clone(),
+                yes: *yes,
             };
             cmd::check::run(&cli.config, &options, out).await
         }

@@ -48,6 +48,9 @@ pub enum Command {
         /// Stop calling once this many USD are spent (over `settings.max_cost_usd`).
         #[arg(long, value_name = "USD", value_parser = positive_usd)]
         max_cost: Option<f64>,
+        /// Start a large plan without asking on a terminal.
+        #[arg(long)]
+        yes: bool,
     },
     /// Audit every pin once against modelpin.lock. Exit 0 ok, 1 drift, 2 usage or config
     /// error, 3 inconclusive.
@@ -75,6 +78,9 @@ pub enum Command {
         /// Write the report in `--format` to FILE; the human table still goes to stdout.
         #[arg(long, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// Start a large plan without asking on a terminal.
+        #[arg(long)]
+        yes: bool,
     },
     /// Audit every pin on its cron schedule, keep history in the store, serve /metrics and
     /// /healthz. SIGTERM/SIGINT stop it cleanly; SIGHUP reloads pins.toml.

@@ -145,7 +145,7 @@ fn model_not_found(obs: &Observation) -> Option<NotFound> {
 /// Why no call produced an answer, counted by reason.
 fn nothing_measured(obs: &Observation) -> Unmeasured {
     Unmeasured::NothingAnswered {
-        reasons: failure_reasons(obs.calls.iter()),
+        reasons: all_reasons(obs),
         retries: retry_evidence(obs.calls.iter()),
         lifecycle: None,
     }
@@ -178,22 +178,36 @@ fn over_max_tokens(case: &Case<'_>) -> Option<MaxTokensExceeded> {
 /// Planned calls that were not answered (interrupted, over budget or spend cap, failed): the
 /// pin's other checks still run on what was answered, but the pin cannot be ok.
 fn calls_missing(obs: &Observation) -> Option<Unmeasured> {
-    let planned = obs.calls.len() as u64;
     let answered = obs.replies().count() as u64;
-    if answered == planned || answered == 0 {
+    if obs.unanswered() == 0 || answered == 0 {
         return None;
     }
-    let cancelled = obs
+    let in_flight = obs
         .calls
         .iter()
         .filter(|c| matches!(c.result, CallResult::Cancelled(_)))
         .count() as u64;
+    let never: u64 = obs
+        .not_started
+        .iter()
+        .filter(|(why, _)| why.starts_with("cancelled"))
+        .map(|(_, n)| n)
+        .sum();
     Some(Unmeasured::CallsMissing {
-        planned,
+        planned: obs.planned,
         answered,
-        cancelled,
-        reasons: failure_reasons(obs.calls.iter()),
+        cancelled: in_flight + never,
+        reasons: all_reasons(obs),
     })
+}
+
+/// Why calls of the pin ended without an answer, started or not.
+fn all_reasons(obs: &Observation) -> BTreeMap<String, u64> {
+    let mut reasons = failure_reasons(obs.calls.iter());
+    for (why, n) in &obs.not_started {
+        *reasons.entry(why.clone()).or_insert(0) += n;
+    }
+    reasons
 }
 
 /// Probes whose baseline has prompt token counts while this audit's answers have none: the

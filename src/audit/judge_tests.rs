@@ -40,9 +40,9 @@ fn reply(served: &str, prompt_tokens: u64, text: &str) -> CallResult {
 }
 
 fn observation(results: impl IntoIterator<Item = CallResult>) -> Observation {
-    Observation {
-        pin: "support-bot".to_owned(),
-        calls: results
+    Observation::complete(
+        "support-bot",
+        results
             .into_iter()
             .enumerate()
             .map(|(i, result)| CallRecord {
@@ -55,7 +55,7 @@ fn observation(results: impl IntoIterator<Item = CallResult>) -> Observation {
                 stopped: None,
             })
             .collect(),
-    }
+    )
 }
 
 fn honest() -> Observation {

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use crate::audit::baseline::record;
 use crate::audit::judge::{Case, judge, served_counts};
 use crate::audit::run::{Context, Request};
-use crate::audit::{CallResult, Observation, Plan, observe};
+use crate::audit::{Observation, Plan, observe};
 use crate::config::{Config, Pin};
 use crate::finding::Code;
 use crate::lock::{LOCK_VERSION, LoadedLock, Lock};
@@ -107,17 +107,13 @@ fn lock_one(
         }
         warn_small_baseline(config, pin, &locked, notices);
         lock.pins.insert(pin.id.clone(), locked);
-        let missing = obs
-            .calls
-            .iter()
-            .filter(|c| !matches!(c.result, CallResult::Reply(_)))
-            .count();
+        let missing = obs.unanswered();
         if missing > 0 {
             notices.push(format!(
                 "warning: {}: the baseline holds {} of {} planned calls ({missing} not answered); lock again to complete it",
                 pin.id,
-                obs.calls.len() - missing,
-                obs.calls.len()
+                obs.planned - missing,
+                obs.planned
             ));
             return Locked::Partial;
         }

@@ -63,10 +63,33 @@ pub struct CallRecord {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Observation {
     pub pin: String,
+    /// Every call that was started (answered, refused, failed or cut off in flight).
     pub calls: Vec<CallRecord>,
+    /// Calls the plan had for the pin.
+    pub planned: u64,
+    /// Planned calls never started, by why (`cancelled: …`, `skipped: …`): counted, not
+    /// recorded one by one, so a plan cut short costs no memory per call it did not make.
+    pub not_started: BTreeMap<String, u64>,
 }
 
 impl Observation {
+    /// An observation in which every planned call was started.
+    #[must_use]
+    pub fn complete(pin: &str, calls: Vec<CallRecord>) -> Observation {
+        Observation {
+            pin: pin.to_owned(),
+            planned: calls.len() as u64,
+            calls,
+            not_started: BTreeMap::new(),
+        }
+    }
+
+    /// Planned calls that produced no answer.
+    #[must_use]
+    pub fn unanswered(&self) -> u64 {
+        self.planned.saturating_sub(self.replies().count() as u64)
+    }
+
     pub fn replies(&self) -> impl Iterator<Item = (&CallRecord, &Reply)> {
         self.calls.iter().filter_map(|c| match &c.result {
             CallResult::Reply(r) => Some((c, r)),
@@ -200,10 +223,7 @@ async fn observe_pin(plan: &Plan<'_>, pin: &Pin, transport: &Transport) -> Obser
     let config = plan.config;
     let Some(provider) = config.providers.iter().find(|p| p.name == pin.provider) else {
         // Validation rejects such a config; keep the pin measurable-as-nothing rather than panic.
-        return Observation {
-            pin: pin.id.clone(),
-            calls: Vec::new(),
-        };
+        return Observation::complete(&pin.id, Vec::new());
     };
     let run = PinRun {
         plan,
@@ -214,33 +234,49 @@ async fn observe_pin(plan: &Plan<'_>, pin: &Pin, transport: &Transport) -> Obser
         stop: Arc::new(StopFlag::default()),
     };
     let samples = plan.samples.unwrap_or(pin.samples);
-    let jobs: Vec<(&Probe, u32)> = pin
-        .probes
+    let probes = config.probes_of(pin);
+    let planned = u64::from(samples) * probes.len() as u64;
+    // Lazily: a plan is never held in memory, only the calls in flight.
+    let mut jobs = probes
         .iter()
-        .filter_map(|id| config.probes.iter().find(|p| &p.id == id))
-        .flat_map(|probe| (0..samples).map(move |s| (probe, s)))
-        .collect();
+        .flat_map(|probe| (0..samples).map(move |s| (*probe, s)));
     // The first call goes alone: when the model is gone (or the key is wrong) the provider says
     // so once, and the stop flag keeps the remaining calls from repeating the question.
-    let mut jobs = jobs.into_iter();
     let mut records = Vec::new();
     if let Some((probe, sample)) = jobs.next() {
-        records.push(run.call(probe, sample).await);
+        let first = run.call(probe, sample).await;
+        run.stop_if_unresponsive(&first);
+        records.push(first);
     }
-    let mut rest = Vec::new();
-    for (probe, sample) in jobs {
-        rest.push(run.call(probe, sample));
+    let limit = config.settings.concurrency.max(1);
+    let mut in_flight = futures::stream::FuturesUnordered::new();
+    loop {
+        while in_flight.len() < limit && run.not_starting().is_none() {
+            let Some((probe, sample)) = jobs.next() else {
+                break;
+            };
+            in_flight.push(run.call(probe, sample));
+        }
+        match in_flight.next().await {
+            Some(record) => records.push(record),
+            None => break,
+        }
     }
-    records.extend(
-        futures::stream::iter(rest)
-            .buffer_unordered(config.settings.concurrency.max(1))
-            .collect::<Vec<_>>()
-            .await,
-    );
     records.sort_by(|a, b| (&a.probe, a.sample).cmp(&(&b.probe, b.sample)));
+    let mut not_started = BTreeMap::new();
+    let left = planned.saturating_sub(records.len() as u64);
+    if left > 0 {
+        let why = run
+            .not_starting()
+            .unwrap_or_else(|| "cancelled: not started".to_owned());
+        not_started.insert(why, left);
+        plan.progress.fetch_add(left, Ordering::Relaxed);
+    }
     Observation {
         pin: pin.id.clone(),
         calls: records,
+        planned,
+        not_started,
     }
 }
 
@@ -372,6 +408,36 @@ impl PinRun<'_> {
             self.plan.spend.add(cost.unwrap_or(0.0));
         }
         record
+    }
+
+    /// Why no further call of the pin may start, in the words the report counts it under.
+    fn not_starting(&self) -> Option<String> {
+        if let Some(reason) = self.stop.reason() {
+            return Some(format!("skipped: {reason}"));
+        }
+        if self.plan.cancel.is_cancelled() || Instant::now() >= self.until {
+            return Some(format!("cancelled: {}", self.cancel_reason()));
+        }
+        let cap = self.plan.spend.reached()?;
+        Some(format!(
+            "cancelled: the audit's spend cap (${cap:.2}) was reached (${:.4} spent)",
+            self.plan.spend.spent()
+        ))
+    }
+
+    /// A first call that used every attempt on timeouts means the provider is not answering:
+    /// the pin's other calls would each wait out the same timeouts.
+    fn stop_if_unresponsive(&self, first: &CallRecord) {
+        if let CallResult::Failed(f) = &first.result
+            && f.kind == FailureKind::Timeout
+            && first.attempts >= self.plan.retry.max_attempts
+        {
+            self.stop.raise(format!(
+                "the provider did not answer: the pin's first call timed out {} times ({} each); its other calls were not sent",
+                first.attempts,
+                crate::transport::human_duration(self.plan.config.settings.timeout)
+            ));
+        }
     }
 
     fn cancel_reason(&self) -> String {

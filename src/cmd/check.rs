@@ -12,6 +12,8 @@ use crate::config::Config;
 use crate::exit::Exit;
 use crate::report::{Report, github, human, junit, to_json};
 
+/// The command line's flags, as given.
+#[allow(clippy::struct_excessive_bools)]
 pub struct Options {
     pub pins: Vec<String>,
     pub format: Format,
@@ -23,6 +25,8 @@ pub struct Options {
     pub max_cost: Option<f64>,
     /// Also write the report in `format` here; the human table still goes to stdout.
     pub output: Option<std::path::PathBuf>,
+    /// Start a large plan without asking (`--yes`).
+    pub yes: bool,
 }
 
 pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<Exit, AppError> {
@@ -39,6 +43,8 @@ pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<E
     let samples = options.no_probes.then_some(1);
     let estimate = Estimate::of(&config, &pins, samples);
     out.progress(&format!("check: {estimate}"));
+    let cap = options.max_cost.or(config.settings.max_cost_usd);
+    crate::cmd::guard_spend(&estimate, cap, options.yes, out)?;
     let progress = Progress::start(out, "check", estimate.calls);
     let request = Request {
         pins,

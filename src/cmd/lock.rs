@@ -27,6 +27,8 @@ pub struct LockOptions {
     pub samples: Option<u32>,
     /// Spend cap (`--max-cost`), over `settings.max_cost_usd`.
     pub max_cost: Option<f64>,
+    /// Start a large plan without asking (`--yes`).
+    pub yes: bool,
 }
 
 /// Locks the selected pins of an already loaded config.
@@ -39,6 +41,8 @@ pub async fn lock_pins(
     let pins = select_pins(config, &options.pins)?;
     let estimate = Estimate::of(config, &pins, options.samples);
     out.progress(&format!("lock: {estimate}"));
+    let cap = options.max_cost.or(config.settings.max_cost_usd);
+    crate::cmd::guard_spend(&estimate, cap, options.yes, out)?;
     let progress = Progress::start(out, "lock", estimate.calls);
     let transport = transport_for(config)?;
     let request = Request {

@@ -16,6 +16,9 @@ pub mod sim;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::AppError;
+use std::io::IsTerminal as _;
+
+use crate::audit::plan::Estimate;
 use crate::config::Config;
 use crate::transport::Transport;
 
@@ -36,6 +39,43 @@ impl Output {
 /// The one transport of a command, as the config asks for it.
 pub fn transport_for(config: &Config) -> Result<Transport, AppError> {
     Transport::for_config(config).map_err(|f| AppError::Io(f.message))
+}
+
+/// Plans above this many calls are confirmed on a terminal before they start.
+const CONFIRM_ABOVE_CALLS: u64 = 1_000;
+
+/// Refuses a plan whose estimated cost passes the spend cap, before the first call; on a
+/// terminal, asks before a large plan (`--yes` answers for the user).
+pub fn guard_spend(
+    estimate: &Estimate,
+    cap: Option<f64>,
+    yes: bool,
+    out: Output,
+) -> Result<(), AppError> {
+    if let Some(cap) = cap
+        && estimate.usd > cap
+    {
+        return Err(AppError::Usage(format!(
+            "the plan ({} calls) is estimated at ${:.4}, over the spend cap of ${cap:.2} per audit; nothing was sent\nhelp: raise the cap for this run with `--max-cost {:.2}`, or set `max_cost_usd` in [settings]; lower `samples` to spend less",
+            estimate.calls,
+            estimate.usd,
+            (estimate.usd * 1.2).max(0.01)
+        )));
+    }
+    let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    if yes || !interactive || out.quiet || estimate.calls <= CONFIRM_ABOVE_CALLS {
+        return Ok(());
+    }
+    eprint!("{estimate}. Proceed? [y/N] ");
+    let mut answer = String::new();
+    let _ = std::io::stdin().read_line(&mut answer);
+    if matches!(answer.trim(), "y" | "Y" | "yes") {
+        Ok(())
+    } else {
+        Err(AppError::Usage(
+            "not confirmed; nothing was sent (`--yes` skips the question)".to_owned(),
+        ))
+    }
 }
 
 /// A token cancelled by Ctrl-C or SIGTERM: the audit drops in-flight calls and reports them as

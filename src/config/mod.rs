@@ -22,6 +22,7 @@ mod raw;
 pub mod schedule;
 mod secrets;
 mod settings;
+pub use settings::DEFAULT_MAX_COST_USD;
 pub(crate) use settings::DEFAULT_WARN_BEFORE_DAYS;
 mod source;
 mod url;
@@ -203,6 +204,7 @@ pub struct Settings {
     /// Audit history older than this is pruned by the daemon.
     pub retention: Duration,
     /// Spend cap per audit, USD: probing stops when it is reached.
+    /// Spend cap per audit (`DEFAULT_MAX_COST_USD` when pins.toml names none).
     pub max_cost_usd: Option<f64>,
     pub alpha: f64,
     pub warn_before: Vec<Duration>,

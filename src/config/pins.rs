@@ -58,7 +58,9 @@ fn one(check: &mut Check, raw: &RawPin, refs: &Refs, probes: &mut Probes) -> Opt
     let accept = accept(check, raw);
     let probe_ids = probe_ids(check, raw, probes);
     let samples = match &raw.samples {
-        Some(s) => check.at_least_one(s, "samples"),
+        Some(s) => check
+            .at_least_one(s, "samples")
+            .and_then(|n| within_max_samples(check, s, n)),
         None => Some(DEFAULT_SAMPLES),
     };
     let price = match &raw.price {
@@ -162,6 +164,23 @@ fn only_for(
         span,
         format!("`{key}` only applies to kind `{wanted}`, not `{kind}`"),
     );
+}
+
+/// Samples per probe per audit, at most: the same bound as `lock --samples`. Far above any
+/// useful baseline (30 per probe is a good start), far below a plan that would exhaust the machine.
+pub(crate) const MAX_SAMPLES: u32 = 10_000;
+
+fn within_max_samples(check: &mut Check, value: &toml::Spanned<u32>, n: u32) -> Option<u32> {
+    if n <= MAX_SAMPLES {
+        return Some(n);
+    }
+    check
+        .error(
+            value.span(),
+            format!("`samples` is {n}; at most {MAX_SAMPLES} per probe per audit"),
+        )
+        .help("30 samples per probe detect most behaviour changes; `modelpin lock` warns when a baseline is too small");
+    None
 }
 
 /// `Ok(None)`: default to `[model]`.

@@ -24,6 +24,9 @@ pub(crate) const DEFAULT_ALPHA: f64 = 0.001;
 pub(crate) const DEFAULT_MAX_ATTEMPTS: u32 = 4;
 /// How long the daemon keeps audit history.
 pub(crate) const DEFAULT_RETENTION: Duration = Duration::from_secs(90 * 86_400);
+/// Spend cap per audit when pins.toml names none: a guard against a plan typed wrong, not a
+/// budget (a check of ten pins × three probes × ten samples on a $10/Mtok model costs cents).
+pub const DEFAULT_MAX_COST_USD: f64 = 1.0;
 pub(crate) const DEFAULT_WARN_BEFORE_DAYS: [u64; 3] = [90, 30, 7];
 pub(crate) const DEFAULT_METRICS: &str = "127.0.0.1:9464";
 
@@ -60,7 +63,10 @@ pub(crate) fn settings(check: &mut Check, raw: Option<RawSettings>, base: &Path)
             .map_or(DEFAULT_MAX_ATTEMPTS, |n| {
                 u32::try_from(n.min(100)).unwrap_or(100)
             }),
-        max_cost_usd: raw.max_cost_usd.and_then(|c| positive_cost(check, &c)),
+        max_cost_usd: match raw.max_cost_usd {
+            Some(c) => positive_cost(check, &c),
+            None => Some(DEFAULT_MAX_COST_USD),
+        },
         retention: duration_or(
             check,
             raw.retention.as_ref(),

@@ -180,26 +180,56 @@ fn output_writes_the_report_to_a_file_and_the_table_to_the_terminal() {
 }
 
 #[test]
-fn the_spend_cap_stops_probing_and_says_why() {
+fn a_plan_estimated_over_the_spend_cap_is_refused_before_any_call() {
     let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
-    // 4,000 USD per million input tokens: each call costs a few cents.
+    // 4,000 USD per million tokens: each call is estimated at about a dime.
     let pins = one_pin_with(
-        "timeout = \"3s\"\nbudget = \"20s\"\nconcurrency = 1",
+        "timeout = \"3s\"\nbudget = \"20s\"",
         ProviderKind::OpenAi,
         &sim.url(ProviderKind::OpenAi),
         ID,
         "samples = 10\nprice = { input = 4000.0, output = 4000.0 }",
     );
     let test = Test::new().pins(&pins).probes();
-    let plan = test.run(&["lock", "--max-cost", "0.10"]);
+    for args in [
+        &["lock", "--max-cost", "0.10"][..],
+        &["check", "--max-cost", "0.10"],
+        &["check"],
+    ] {
+        let run = test.run(args);
+        run.code(2);
+        assert!(
+            run.stderr.contains("over the spend cap") && run.stderr.contains("--max-cost"),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+    assert_eq!(sim.requests(), 0, "nothing was sent");
+    assert!(!test.path("modelpin.lock").exists());
+}
+
+#[test]
+fn the_spend_cap_stops_probing_and_says_why() {
+    // The provider's tokenizer counts about eight times the tokens the plan estimates, so the
+    // plan passes the guard and the running cap has to stop it.
+    let sim = Sim::start(single(ID, model(ID, 0.5, (1.0, 2.0))));
+    let pins = one_pin_with(
+        "timeout = \"3s\"\nbudget = \"20s\"\nconcurrency = 1",
+        ProviderKind::OpenAi,
+        &sim.url(ProviderKind::OpenAi),
+        ID,
+        "samples = 10\nprice = { input = 100.0, output = 100.0 }",
+    );
+    let test = Test::new().pins(&pins).probes();
+    let plan = test.run(&["lock", "--max-cost", "0.08"]);
     assert!(
-        plan.stderr.contains("20 calls planned") && plan.stderr.contains(", about $"),
+        plan.stderr.contains("20 calls planned") && plan.stderr.contains(", about $0.0640"),
         "{}",
         plan.stderr
     );
     plan.code(3);
     let before = sim.requests();
-    let run = test.run(&["check", "--format", "json", "--max-cost", "0.10"]);
+    let run = test.run(&["check", "--format", "json", "--max-cost", "0.08"]);
     run.code(3);
     let report = run.json();
     let pin = report.pin("pin");
@@ -211,7 +241,7 @@ fn the_spend_cap_stops_probing_and_says_why() {
     assert_eq!(sim.requests() - before, pin.calls.sent as usize);
     let spent = pin.cost_usd.unwrap();
     assert!(
-        (0.10..0.20).contains(&spent),
+        (0.08..0.11).contains(&spent),
         "stops at the cap, not long after: ${spent}"
     );
     let reasons = pin
@@ -221,7 +251,7 @@ fn the_spend_cap_stops_probing_and_says_why() {
         .collect::<Vec<_>>()
         .join("\n");
     assert!(
-        reasons.contains("spend cap ($0.10) was reached"),
+        reasons.contains("spend cap ($0.08) was reached"),
         "{reasons}"
     );
 }
