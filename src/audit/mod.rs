@@ -15,10 +15,10 @@ pub mod locking;
 pub mod plan;
 pub mod retirement;
 pub mod run;
+pub mod tally;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
@@ -110,7 +110,7 @@ pub struct Plan<'a> {
     /// What the audit has spent, against its cap.
     pub spend: Arc<Spend>,
     /// Calls finished so far, for a progress bar.
-    pub progress: Arc<std::sync::atomic::AtomicU64>,
+    pub progress: Arc<tally::Tally>,
     /// Per provider, the calls that may exist at once (its concurrency, capped by the overall
     /// one): a call takes a slot before it builds its request, so calls waiting their turn hold
     /// a few bytes each instead of a request and a full retry state.
@@ -158,7 +158,7 @@ impl<'a> Plan<'a> {
         samples: Option<u32>,
         max_cost: Option<f64>,
         cancel: CancellationToken,
-        progress: Arc<std::sync::atomic::AtomicU64>,
+        progress: Arc<tally::Tally>,
     ) -> Plan<'a> {
         Plan {
             config,
@@ -233,6 +233,7 @@ async fn observe_pin(plan: &Plan<'_>, pin: &Pin, transport: &Transport) -> Obser
         until: Instant::now() + config.settings.budget,
         stop: Arc::new(StopFlag::default()),
     };
+    plan.progress.pin_started(&pin.id);
     let samples = plan.samples.unwrap_or(pin.samples);
     let probes = config.probes_of(pin);
     let planned = u64::from(samples) * probes.len() as u64;
@@ -270,8 +271,9 @@ async fn observe_pin(plan: &Plan<'_>, pin: &Pin, transport: &Transport) -> Obser
             .not_starting()
             .unwrap_or_else(|| "cancelled: not started".to_owned());
         not_started.insert(why, left);
-        plan.progress.fetch_add(left, Ordering::Relaxed);
+        plan.progress.calls(left);
     }
+    plan.progress.pin_finished(&pin.id);
     Observation {
         pin: pin.id.clone(),
         calls: records,
@@ -335,7 +337,12 @@ impl PinRun<'_> {
         // Boxed: the heavy state (request, retry loop, response) exists only while a slot is held.
         let record = Box::pin(self.call_inner(probe, sample)).await;
         drop(slot);
-        self.plan.progress.fetch_add(1, Ordering::Relaxed);
+        self.plan.progress.calls(1);
+        if record.attempts > 0 {
+            self.plan
+                .progress
+                .latency(&self.pin.provider, record.latency);
+        }
         record
     }
 

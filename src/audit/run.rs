@@ -6,7 +6,6 @@
 //! prints: warnings come back with the report for the caller to show or log.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 
 use chrono::Utc;
 use tokio_util::sync::CancellationToken;
@@ -42,7 +41,7 @@ pub struct Context<'a> {
     /// Cancelled on a shutdown signal: calls in flight are dropped and recorded as cancelled.
     pub cancel: CancellationToken,
     /// Calls finished so far, for a progress display.
-    pub progress: Arc<AtomicU64>,
+    pub progress: Arc<crate::audit::tally::Tally>,
 }
 
 /// An audit's report, and what the caller should tell the user about its inputs.

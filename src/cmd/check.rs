@@ -6,7 +6,7 @@ use crate::app::AppError;
 use crate::audit::plan::{Estimate, select_pins};
 use crate::audit::run::{Audited, Context, Request, audit};
 use crate::cli::Format;
-use crate::cmd::progress::Progress;
+use crate::cmd::progress::{Planned, Progress};
 use crate::cmd::{Output, transport_for};
 use crate::config::Config;
 use crate::exit::Exit;
@@ -45,7 +45,14 @@ pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<E
     out.progress(&format!("check: {estimate}"));
     let cap = options.max_cost.or(config.settings.max_cost_usd);
     crate::cmd::guard_spend(&estimate, cap, options.yes, out)?;
-    let progress = Progress::start(out, "check", estimate.calls);
+    let progress = Progress::start(
+        out,
+        "check",
+        Planned {
+            calls: estimate.calls,
+            pins: estimate.pins as u64,
+        },
+    );
     let request = Request {
         pins,
         samples,
@@ -56,7 +63,7 @@ pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<E
         transport: &transport,
         facts: None,
         cancel: crate::cmd::interrupt_token(out),
-        progress: progress.counter(),
+        progress: progress.tally(),
     };
     let Audited { report, warnings } = audit(&config, lock.as_ref(), &request, &ctx).await;
     progress.finish();

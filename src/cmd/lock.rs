@@ -6,7 +6,7 @@ use crate::app::AppError;
 use crate::audit::locking::{Locked, lock};
 use crate::audit::plan::{Estimate, select_pins};
 use crate::audit::run::{Context, Request};
-use crate::cmd::progress::Progress;
+use crate::cmd::progress::{Planned, Progress};
 use crate::cmd::{Output, transport_for};
 use crate::config::Config;
 use crate::exit::Exit;
@@ -43,7 +43,14 @@ pub async fn lock_pins(
     out.progress(&format!("lock: {estimate}"));
     let cap = options.max_cost.or(config.settings.max_cost_usd);
     crate::cmd::guard_spend(&estimate, cap, options.yes, out)?;
-    let progress = Progress::start(out, "lock", estimate.calls);
+    let progress = Progress::start(
+        out,
+        "lock",
+        Planned {
+            calls: estimate.calls,
+            pins: estimate.pins as u64,
+        },
+    );
     let transport = transport_for(config)?;
     let request = Request {
         pins,
@@ -55,7 +62,7 @@ pub async fn lock_pins(
         transport: &transport,
         facts: None,
         cancel: crate::cmd::interrupt_token(out),
-        progress: progress.counter(),
+        progress: progress.tally(),
     };
     let locking = lock(config, previous, &request, &ctx).await;
     progress.finish();

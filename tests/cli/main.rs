@@ -11,6 +11,7 @@ mod ci;
 mod config_errors;
 mod daemon;
 mod docs;
+mod first_hour;
 mod honesty;
 mod lifecycle;
 mod litellm;

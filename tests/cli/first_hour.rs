@@ -1,0 +1,124 @@
+//! What a new user trips over in the first hour, each at the CLI: plans that cannot exhaust the
+//! machine, providers that hang, and output that says what to do next.
+
+use std::time::{Duration, Instant};
+
+use modelpin::provider::ProviderKind;
+use modelpin::sim::scenario::FaultKind;
+
+use crate::harness::{ARITH, Sim, Test, one_pin_with};
+use crate::world::{fault, model, single};
+
+const ID: &str = "acme-large-2024-08-06";
+
+#[test]
+fn a_hanging_provider_stops_after_the_first_call_and_the_log_shows_progress() {
+    let sim = Sim::start(fault(
+        single(ID, model(ID, 4.0, (1.0, 2.0))),
+        ID,
+        None,
+        FaultKind::Hang,
+    ));
+    let test = Test::new()
+        .pins(&one_pin_with(
+            "timeout = \"3s\"\nbudget = \"120s\"",
+            ProviderKind::OpenAi,
+            &sim.url(ProviderKind::OpenAi),
+            ID,
+            "samples = 5",
+        ))
+        .probes();
+    let started = Instant::now();
+    let run = test.run(&["check", "--format", "json"]);
+    let took = started.elapsed();
+    run.code(3);
+    // 4 attempts of the first call, then nothing more: not 10 calls x 4 attempts x 3 s.
+    assert_eq!(sim.requests(), 4, "{}", run.stderr);
+    assert!(took < Duration::from_secs(25), "{took:?}");
+    let report = run.json();
+    let finding = report.pin("pin").finding("inconclusive");
+    let reasons = finding.evidence.to_string();
+    assert!(reasons.contains("did not answer"), "{reasons}");
+    // Off a terminal a plain progress line appears every 10 s.
+    assert!(
+        run.stderr
+            .lines()
+            .any(|l| l.starts_with("check [") && l.contains("0/10 calls") && l.contains("pin")),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn samples_in_pins_toml_have_the_flags_bound() {
+    let test = Test::new()
+        .pins(&one_pin_with(
+            "",
+            ProviderKind::OpenAi,
+            "https://api.example.com/v1",
+            ID,
+            "samples = 100000000",
+        ))
+        .file("probes/arith.toml", ARITH);
+    let run = test.run(&["check"]);
+    run.code(2);
+    assert!(
+        run.stderr.contains("`samples` is 100000000; at most 10000"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// Peak RSS (`VmHWM`, KiB) of a `check` of `samples` per probe, read once the simulator has
+/// seen `after` calls, then interrupted.
+#[cfg(target_os = "linux")]
+fn peak_rss_kib(samples: u32, after: usize) -> u64 {
+    let mut slow = model(ID, 4.0, (0.0, 0.0));
+    slow.latency_ms = 100;
+    let sim = Sim::start(single(ID, slow));
+    let test = Test::new()
+        .pins(&one_pin_with(
+            "concurrency = 4",
+            ProviderKind::OpenAi,
+            &sim.url(ProviderKind::OpenAi),
+            ID,
+            &format!("samples = {samples}"),
+        ))
+        .probes();
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("modelpin"));
+    cmd.current_dir(test.dir.path())
+        .args(["check", "--format", "json", "--yes"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    for (k, v) in test.envs() {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn");
+    let started = Instant::now();
+    while sim.requests() < after && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+    let _ = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM")
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn memory_stays_flat_in_the_number_of_planned_calls() {
+    let small = peak_rss_kib(10, 12);
+    let large = peak_rss_kib(10_000, 12);
+    eprintln!("peak RSS: samples 10 -> {small} KiB, samples 10000 -> {large} KiB");
+    // 2,000 times the plan, the same calls in flight: within a few MiB of each other.
+    assert!(
+        large < small + 4 * 1024,
+        "samples 10: {small} KiB, samples 10000: {large} KiB"
+    );
+}
