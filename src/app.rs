@@ -53,7 +53,10 @@ pub fn run(cli: &Cli) -> Exit {
 }
 
 async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
-    let out = cmd::Output { quiet: cli.quiet };
+    let out = cmd::Output {
+        quiet: cli.quiet,
+        verbose: cli.verbose,
+    };
     match &cli.command {
         Command::Init {
             force,

@@ -266,6 +266,7 @@ mod tests {
                         severity: c.severity(),
                         message: c.as_str().to_owned(),
                         evidence: json!({}),
+                        action: None,
                     })
                     .collect(),
             },

@@ -65,25 +65,38 @@ pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<E
         cancel: crate::cmd::interrupt_token(out),
         progress: progress.tally(),
     };
-    let Audited { report, warnings } = audit(&config, lock.as_ref(), &request, &ctx).await;
+    let Audited {
+        mut report,
+        warnings,
+    } = audit(&config, lock.as_ref(), &request, &ctx).await;
     progress.finish();
     for warning in &warnings {
         out.progress(&format!("warning: {warning}"));
     }
-    let text = render(&config, &report, options.format);
+    // Notifications go out before the report is printed, so the exit code the report states is
+    // the one the process ends with, a failed notify included.
+    if options.notify
+        && let Err(e) = crate::cmd::alerts::notify(&config, &report, out).await
+    {
+        eprintln!("{e}");
+        report.exit_code = Exit::Error;
+    }
+    let human =
+        |report: &Report| human::render_with(report, human::Detail::for_stdout(out.verbose));
+    let text = match options.format {
+        Format::Human => human(&report),
+        other => render(&config, &report, other),
+    };
     match &options.output {
         Some(path) => {
             std::fs::write(path, &text)
                 .map_err(|e| AppError::Io(format!("cannot write {}: {e}", path.display())))?;
-            crate::cmd::emit(&human::render(&report));
+            crate::cmd::emit(&human(&report));
         }
         None => crate::cmd::emit(&text),
     }
     if options.format == Format::Github {
         append_step_summary(&report, out);
-    }
-    if options.notify {
-        crate::cmd::alerts::notify(&config, &report, out).await?;
     }
     Ok(report.exit_code)
 }

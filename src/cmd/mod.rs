@@ -26,6 +26,8 @@ use crate::transport::Transport;
 #[derive(Debug, Clone, Copy)]
 pub struct Output {
     pub quiet: bool,
+    /// Every evidence line in the human report (`-v`).
+    pub verbose: bool,
 }
 
 impl Output {

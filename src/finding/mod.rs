@@ -3,6 +3,7 @@
 //! A model that drifted is not an error of the tool; it is a `Finding` in the report, with the
 //! numbers that support it. Codes and severities are part of the user-facing contract (DESIGN.md).
 
+pub mod action;
 pub mod evidence;
 
 use std::fmt;
@@ -211,6 +212,9 @@ pub struct Finding {
     pub severity: Option<Severity>,
     pub message: String,
     pub evidence: Value,
+    /// What to do about it, for this pin (`action::action`); absent in audits stored before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
 }
 
 /// The one way to make a finding: code, severity, message and JSON all come from the evidence.
@@ -221,6 +225,7 @@ impl From<Evidence> for Finding {
             severity: evidence.severity(),
             message: evidence.message(),
             evidence: evidence.to_json(),
+            action: None,
         }
     }
 }

@@ -1,15 +1,52 @@
-//! The human form: one line per pin, then each finding with its evidence.
+//! The human form: one line per pin, then each finding with its evidence as `key: value` lines
+//! and what to do next. A terminal too narrow for the table gets one block per pin instead.
 
 use std::fmt::Write as _;
+
+use serde_json::Value;
 
 use crate::finding::{Finding, Severity};
 use crate::report::{PinReport, Report};
 
-/// Longest evidence line printed; the JSON report has it all.
-const EVIDENCE_WIDTH: usize = 240;
+/// Evidence lines shown per finding unless verbose; the JSON report has them all.
+const EVIDENCE_LINES: usize = 8;
+/// Longest evidence line shown unless verbose.
+const EVIDENCE_WIDTH: usize = 160;
+
+/// How much of each finding's evidence to show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Detail {
+    /// Every evidence line, uncut (`-v`).
+    pub verbose: bool,
+    /// Columns available; `None` when not writing to a terminal.
+    pub width: Option<usize>,
+}
+
+impl Detail {
+    /// The width of the terminal stdout is, if it is one (`COLUMNS` wins when set).
+    #[must_use]
+    pub fn for_stdout(verbose: bool) -> Detail {
+        use std::io::IsTerminal as _;
+        let width = std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .or_else(|| {
+                std::io::stdout()
+                    .is_terminal()
+                    .then(|| terminal_size::terminal_size().map(|(w, _)| usize::from(w.0)))
+                    .flatten()
+            });
+        Detail { verbose, width }
+    }
+}
 
 #[must_use]
 pub fn render(report: &Report) -> String {
+    render_with(report, Detail::default())
+}
+
+#[must_use]
+pub fn render_with(report: &Report, detail: Detail) -> String {
     let mut out = String::new();
     let lock = report
         .lock_digest
@@ -35,28 +72,68 @@ pub fn render(report: &Report) -> String {
                 .unwrap_or(0)
         })
         .collect();
-    push_row(&mut out, &header, &widths);
+    let table: usize = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
+    let stacked = detail.width.is_some_and(|w| table > w);
+    if !stacked {
+        push_row(&mut out, &header, &widths);
+    }
     for (pin, cells) in report.pins.iter().zip(&rows) {
-        push_row(&mut out, cells, &widths);
+        if stacked {
+            push_block(&mut out, &header, cells);
+        } else {
+            push_row(&mut out, cells, &widths);
+        }
         for finding in &pin.findings {
-            push_finding(&mut out, finding);
+            push_finding(&mut out, finding, detail);
         }
     }
     let s = &report.summary;
+    let unpriced = report
+        .pins
+        .iter()
+        .any(|p| p.cost_usd.is_none() && p.calls.ok > 0);
+    let cost = match (s.cost_usd > 0.0, unpriced) {
+        (_, false) => money(Some(s.cost_usd)),
+        (true, true) => format!("{} + unpriced calls", money(Some(s.cost_usd))),
+        (false, true) => money(None),
+    };
     let _ = writeln!(
         out,
-        "\n{} pins: {} ok, {} warning, {} drift, {} inconclusive · {} calls · {} tokens · ${:.4} · exit {}",
-        s.pins,
+        "\n{}: {} ok, {} warning, {} drift, {} inconclusive · {} · {} · {cost} · exit {}",
+        plural(s.pins, "pin"),
         s.ok,
         s.warning,
         s.drift,
         s.inconclusive,
-        s.calls.sent,
-        s.tokens.input + s.tokens.output,
-        s.cost_usd,
+        plural(s.calls.sent, "call"),
+        plural(s.tokens.input.saturating_add(s.tokens.output), "token"),
         report.exit_code.code()
     );
     out
+}
+
+/// `1 pin`, `2 pins`.
+#[must_use]
+pub fn plural(n: u64, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// Cost as every place shows it: dollars, or `unpriced` when neither the provider nor a `price`
+/// says.
+fn money(cost: Option<f64>) -> String {
+    cost.map_or_else(|| "unpriced".to_owned(), |c| format!("${c:.4}"))
+}
+
+/// A pin as `HEADER: value` lines, for terminals too narrow for the table.
+fn push_block(out: &mut String, header: &[String; 7], cells: &[String; 7]) {
+    let _ = writeln!(out, "{}", cells[0]);
+    for (name, value) in header.iter().zip(cells).skip(1) {
+        let _ = writeln!(out, "  {}: {value}", name.to_lowercase());
+    }
 }
 
 fn row(pin: &PinReport) -> [String; 7] {
@@ -76,7 +153,7 @@ fn row(pin: &PinReport) -> [String; 7] {
         pin.status.as_str().to_uppercase(),
         served,
         format!("{}/{}", pin.calls.ok, pin.calls.sent),
-        pin.cost_usd.map_or("-".to_owned(), |c| format!("${c:.4}")),
+        money(pin.cost_usd),
     ]
 }
 
@@ -89,19 +166,81 @@ fn push_row(out: &mut String, cells: &[String; 7], widths: &[usize]) {
     out.push('\n');
 }
 
-fn push_finding(out: &mut String, finding: &Finding) {
+fn push_finding(out: &mut String, finding: &Finding, detail: Detail) {
     let mark = match finding.severity {
         Some(Severity::Error) => "error",
         Some(Severity::Warning) => "warn ",
         Some(Severity::Info) => "info ",
-        None => "?    ",
+        None => "note ",
     };
     let _ = writeln!(out, "  {mark} {}: {}", finding.code, finding.message);
-    let mut evidence = finding.evidence.to_string();
-    if evidence.chars().count() > EVIDENCE_WIDTH {
-        evidence = evidence.chars().take(EVIDENCE_WIDTH).collect::<String>() + "…";
+    let mut lines = Vec::new();
+    evidence_lines(&finding.evidence, "", &mut lines);
+    let shown = if detail.verbose {
+        lines.len()
+    } else {
+        lines.len().min(EVIDENCE_LINES)
+    };
+    for line in &lines[..shown] {
+        let line = if detail.verbose || line.chars().count() <= EVIDENCE_WIDTH {
+            line.clone()
+        } else {
+            line.chars().take(EVIDENCE_WIDTH).collect::<String>() + "…"
+        };
+        let _ = writeln!(out, "        {line}");
     }
-    let _ = writeln!(out, "        evidence: {evidence}");
+    if shown < lines.len() {
+        let _ = writeln!(
+            out,
+            "        … {} more (`-v` shows all; `--format json` has everything)",
+            plural((lines.len() - shown) as u64, "line")
+        );
+    }
+    if let Some(action) = &finding.action {
+        let _ = writeln!(out, "        → {action}");
+    }
+}
+
+/// Evidence as `path: value` lines: objects by key, lists of plain values on one line.
+fn evidence_lines(value: &Value, path: &str, out: &mut Vec<String>) {
+    let key = |k: &str| {
+        if path.is_empty() {
+            k.to_owned()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
+    match value {
+        Value::Object(map) if map.is_empty() => {}
+        Value::Object(map) => {
+            for (k, v) in map {
+                evidence_lines(v, &key(k), out);
+            }
+        }
+        Value::Array(items) if items.iter().all(|i| !i.is_object() && !i.is_array()) => {
+            let joined: Vec<String> = items.iter().map(scalar).collect();
+            let text = if joined.is_empty() {
+                "none".to_owned()
+            } else {
+                joined.join(", ")
+            };
+            out.push(format!("{path}: {text}"));
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                evidence_lines(item, &format!("{path}[{i}]"), out);
+            }
+        }
+        other => out.push(format!("{path}: {}", scalar(other))),
+    }
+}
+
+fn scalar(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => "none".to_owned(),
+        other => other.to_string(),
+    }
 }
 
 fn short_digest(digest: &str) -> String {

@@ -111,8 +111,11 @@ impl PinReport {
         pin: &Pin,
         obs: &Observation,
         locked: Option<&LockedPin>,
-        findings: Vec<Finding>,
+        mut findings: Vec<Finding>,
     ) -> PinReport {
+        for finding in &mut findings {
+            finding.action = Some(crate::finding::action::action(finding, &pin.id));
+        }
         let mut calls = Calls::default();
         let mut tokens = Tokens::default();
         for call in obs.calls.iter().filter(|c| c.attempts > 0) {

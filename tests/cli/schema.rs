@@ -81,6 +81,7 @@ pub struct Finding {
     pub severity: Option<String>,
     pub message: String,
     pub evidence: serde_json::Value,
+    pub action: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
