@@ -154,11 +154,18 @@ pub async fn notify(config: &Config, report: &Report, out: Output) -> Result<(),
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         run_due(&store, &deliverer).await;
-        let pending = outbox::all(&store)?
+        let pending: Vec<_> = outbox::all(&store)?
             .into_iter()
             .filter(|e| e.delivery.state == DeliveryState::Pending)
-            .count();
-        if pending == 0 || tokio::time::Instant::now() >= deadline {
+            .collect();
+        // A receiver that refused twice will not answer within this check: say so now rather
+        // than after the whole wait; the outbox keeps the notification for the next run.
+        let hopeless = pending
+            .iter()
+            .filter(|e| queued.contains(&e.notification.id))
+            .all(|e| e.delivery.attempts >= 2);
+        let pending = pending.len();
+        if pending == 0 || hopeless || tokio::time::Instant::now() >= deadline {
             summarize(&store, &queued, pending, out)?;
             return Ok(());
         }
@@ -189,7 +196,14 @@ fn summarize(
                     e.delivery.last_error.as_deref().unwrap_or("unknown")
                 ));
             }
-            DeliveryState::Pending => {}
+            DeliveryState::Pending => out.progress(&format!(
+                "notify: {} to `{}` NOT delivered yet ({} attempt{}): {}; it stays in the outbox",
+                e.notification.id,
+                e.notification.channel,
+                e.delivery.attempts,
+                if e.delivery.attempts == 1 { "" } else { "s" },
+                e.delivery.last_error.as_deref().unwrap_or("no answer")
+            )),
         }
     }
     out.progress(&format!(

@@ -9,6 +9,7 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 
 use crate::app::AppError;
+use crate::audit::plan::select_pins;
 use crate::cli::ListFormat as Format;
 use crate::exit::Exit;
 use crate::store::{AuditRecord, Store, StoreError};
@@ -24,10 +25,16 @@ pub async fn run(
     let back = crate::config::parse_duration(since)
         .map_err(|e| AppError::Usage(format!("--since {since}: {e}")))?;
     let since = Utc::now() - chrono::Duration::from_std(back).unwrap_or(chrono::Duration::MAX);
+    if let Some(pin) = pin {
+        // The same refusal as `check --pin`: a typo must not read as "no audits".
+        select_pins(&config, &[pin.to_owned()])?;
+    }
     // A running daemon holds the store: ask it first, so this command never takes the store's
     // lock from under a daemon that is starting.
     let records = match from_daemon(config.settings.metrics, pin, since).await {
         Ok(records) => records,
+        // No store yet: nothing was audited; opening it would create one.
+        Err(_) if !config.settings.store.exists() => Vec::new(),
         Err(daemon_error) => match Store::open(&config.settings.store) {
             Ok(store) => store.history(pin, Some(since))?,
             Err(StoreError::InUse { .. }) => return Err(daemon_error),

@@ -278,12 +278,17 @@ async fn delivery_worker(daemon: Arc<Daemon>, stop: CancellationToken) {
 /// holds it for a moment), then refuses: a second daemon must not share a store.
 async fn open_store(path: &Path) -> Result<Store, DaemonError> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let mut said = false;
     loop {
         match Store::open(path) {
             Ok(store) => return Ok(store),
             Err(crate::store::StoreError::InUse { .. })
                 if tokio::time::Instant::now() < deadline =>
             {
+                if !said {
+                    tracing::warn!(store = %path.display(), "the store is in use by another modelpin process; waiting up to 5s for it");
+                    said = true;
+                }
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
             Err(e) => return Err(DaemonError::Store(e)),

@@ -122,3 +122,54 @@ fn memory_stays_flat_in_the_number_of_planned_calls() {
         "samples 10: {small} KiB, samples 10000: {large} KiB"
     );
 }
+
+#[test]
+fn history_refuses_an_unknown_pin_and_creates_no_store() {
+    let test = Test::new()
+        .pins(&one_pin_with(
+            "metrics = \"127.0.0.1:1\"",
+            ProviderKind::OpenAi,
+            "https://api.example.com/v1",
+            ID,
+            "",
+        ))
+        .file("probes/arith.toml", ARITH);
+    let run = test.run(&["history", "--pin", "nope"]);
+    run.code(2);
+    assert!(run.stderr.contains("no pin `nope`"), "{}", run.stderr);
+    let run = test.run(&["history"]);
+    run.code(0);
+    assert!(run.stdout.contains("no audits"), "{}", run.stdout);
+    assert!(!test.path(".modelpin").exists(), "history created a store");
+}
+
+#[test]
+fn check_notify_with_a_dead_channel_says_it_was_not_delivered() {
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
+    let dead = crate::daemon::free_port();
+    let pins = one_pin_with(
+        "timeout = \"3s\"\nbudget = \"20s\"",
+        ProviderKind::OpenAi,
+        &sim.url(ProviderKind::OpenAi),
+        ID,
+        "samples = 1",
+    ) + &format!(
+        "\n[alerts.hook]\nkind = \"webhook\"\nurl = \"http://127.0.0.1:{dead}/hook\"\n"
+    );
+    let test = Test::new().pins(&pins).probes();
+    test.run(&["lock"]).code(0);
+    sim.set(single(ID, model("acme-small-2025-01-01", 2.0, (1.0, 2.0))));
+    let started = Instant::now();
+    let run = test.run(&["check", "--notify"]);
+    run.code(1);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        run.stderr.contains("NOT delivered") && run.stderr.contains("`hook`"),
+        "{}",
+        run.stderr
+    );
+}
