@@ -70,16 +70,16 @@ pub struct LockedProbe {
 
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
-    #[error("cannot read {path}: {source}")]
+    #[error("error: cannot read {path}: {source}")]
     Read {
         path: PathBuf,
         source: std::io::Error,
     },
     #[error(
-        "{path} is not a valid modelpin.lock: {message}\n  = help: run `modelpin lock` to record a fresh baseline"
+        "error: {path} is not a valid modelpin.lock: {message}\n  = help: `modelpin lock` records a fresh baseline; it keeps the unreadable file as {path}.unreadable-<time>"
     )]
     Invalid { path: PathBuf, message: String },
-    #[error("cannot write {path}: {source}")]
+    #[error("error: cannot write {path}: {source}")]
     Write {
         path: PathBuf,
         source: std::io::Error,
@@ -122,6 +122,19 @@ pub fn read(path: &Path) -> Result<Option<LoadedLock>, LockError> {
         lock,
         digest: digest(&bytes),
     }))
+}
+
+/// Moves an unreadable lock aside (`<path>.unreadable-<unix time>`) so a new one can be
+/// recorded without losing the old bytes; returns where it went.
+pub fn set_aside(path: &Path) -> std::io::Result<PathBuf> {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut aside = path.as_os_str().to_owned();
+    aside.push(format!(".unreadable-{stamp}"));
+    let aside = PathBuf::from(aside);
+    std::fs::rename(path, &aside)?;
+    Ok(aside)
 }
 
 /// The exact bytes `write` puts on disk.

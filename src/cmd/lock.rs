@@ -37,7 +37,25 @@ pub async fn lock_pins(
     options: &LockOptions,
     out: Output,
 ) -> Result<Exit, AppError> {
-    let previous = crate::lock::read(&config.settings.lockfile)?;
+    let previous = match crate::lock::read(&config.settings.lockfile) {
+        Ok(previous) => previous,
+        // The way out a check's error names: record anew, keeping the unreadable bytes.
+        Err(crate::lock::LockError::Invalid { path, message }) => {
+            let aside = crate::lock::set_aside(&path).map_err(|e| {
+                AppError::Io(format!(
+                    "cannot move the unreadable {} aside: {e}",
+                    path.display()
+                ))
+            })?;
+            out.progress(&format!(
+                "warning: {} was unreadable ({message}); kept as {}, recording a new baseline",
+                path.display(),
+                aside.display()
+            ));
+            None
+        }
+        Err(e) => return Err(e.into()),
+    };
     let pins = select_pins(config, &options.pins)?;
     let estimate = Estimate::of(config, &pins, options.samples);
     out.progress(&format!("lock: {estimate}"));

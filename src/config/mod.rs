@@ -83,8 +83,8 @@ fn load_with(
         }
         d
     })?;
-    let text = String::from_utf8(bytes)
-        .map_err(|_| Diagnostic::new(format!("`{}` is not UTF-8 text", path.display())))?;
+    let text =
+        String::from_utf8(bytes).map_err(|e| not_utf8(path, e.as_bytes(), e.utf8_error()))?;
     let src = Source::parse(path, text)?;
     check_version(&src)?;
     let secrets = secrets::scan(&src);
@@ -93,6 +93,21 @@ fn load_with(
     }
     let raw: RawPins = decode(&src)?;
     validate(&src, raw, env, key_env)
+}
+
+/// Where the first byte that is not UTF-8 sits, as line and column (of characters before it).
+fn not_utf8(path: &Path, bytes: &[u8], error: std::str::Utf8Error) -> Diagnostic {
+    let good = &bytes[..error.valid_up_to()];
+    let line = good.split(|b| *b == b'\n').count();
+    let start = good.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let column = String::from_utf8_lossy(&good[start..]).chars().count() + 1;
+    let mut d = Diagnostic::new(format!(
+        "`{}` is not UTF-8 text: byte 0x{:02x} at {line}:{column}",
+        path.display(),
+        bytes[error.valid_up_to()]
+    ));
+    d.help("save the file as UTF-8 (pins.toml is TOML, which is UTF-8 only)");
+    d
 }
 
 /// `load` with keys read from the process environment.

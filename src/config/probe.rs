@@ -136,9 +136,18 @@ fn rule(check: &mut Check, r: &RawExpect) -> Option<Expect> {
         return check.non_empty(v, "contains").map(Expect::Contains);
     }
     if let Some(v) = &r.regex {
-        // No regex engine is linked into the config layer: the auditor compiles the pattern;
-        // here it only has to be there.
-        return check.non_empty(v, "regex").map(Expect::Regex);
+        // Compiled here with the engine the judge uses, so a pattern that can never match is an
+        // error at load, with a caret, not a probe that silently never passes.
+        let pattern = check.non_empty(v, "regex")?;
+        if let Err(e) = regex::Regex::new(&pattern) {
+            let why = e.to_string();
+            let why = why.lines().last().unwrap_or("invalid pattern").trim();
+            check
+                .error(v.span(), format!("`regex` is not a valid pattern: {why}"))
+                .help("the syntax is Rust's `regex` crate (no look-around, no backreferences); `(?i)` ignores case");
+            return None;
+        }
+        return Some(Expect::Regex(pattern));
     }
     if let Some(v) = &r.one_of {
         if v.get_ref().is_empty() {

@@ -109,6 +109,22 @@ impl ProviderTable<'_> {
             return None;
         };
         let url = check.http_url(url, "base_url")?;
+        if let Some(at) = url.find(['?', '#']) {
+            let what = if url[at..].starts_with('?') {
+                "a query"
+            } else {
+                "a fragment"
+            };
+            let mut d = check.error(
+                self.raw.base_url.as_ref().map_or(0..0, toml::Spanned::span),
+                format!("`base_url` has {what}; it must be the API root only"),
+            );
+            if url[at..].to_ascii_lowercase().contains("key") {
+                d = d.note("a key in the URL would be written into every log and report that shows the URL");
+            }
+            d.help("put the key in an environment variable named by `api_key_env`, and extra parameters in `headers`");
+            return None;
+        }
         Some(url.trim_end_matches('/').to_string())
     }
 

@@ -173,3 +173,87 @@ fn check_notify_with_a_dead_channel_says_it_was_not_delivered() {
         run.stderr
     );
 }
+
+#[test]
+fn rules_are_checked_at_load_with_the_place_and_a_way_out() {
+    let pins = one_pin_with(
+        "",
+        ProviderKind::OpenAi,
+        "https://api.example.com/v1",
+        ID,
+        "",
+    );
+    let bad_regex = ARITH.replace("equals = \"391\"", "regex = \"^(391\"");
+    let run = Test::new()
+        .pins(&pins)
+        .file("probes/arith.toml", &bad_regex)
+        .run(&["check"]);
+    run.code(2);
+    assert!(
+        run.stderr.contains("`regex` is not a valid pattern") && run.stderr.contains("^^^"),
+        "{}",
+        run.stderr
+    );
+    let keyed = pins.replace(
+        "https://api.example.com/v1",
+        "https://api.example.com/v1?key=sk-live-abc123",
+    );
+    let run = Test::new()
+        .pins(&keyed)
+        .file("probes/arith.toml", ARITH)
+        .run(&["check"]);
+    run.code(2);
+    assert!(
+        run.stderr.contains("`base_url` has a query"),
+        "{}",
+        run.stderr
+    );
+    let mut latin1 = pins.clone().into_bytes();
+    latin1.extend_from_slice(b"# caf\xe9\n");
+    let test = Test::new().file("probes/arith.toml", ARITH);
+    std::fs::write(test.path("pins.toml"), &latin1).unwrap();
+    let run = test.run(&["check"]);
+    run.code(2);
+    let line = pins.lines().count() + 1;
+    assert!(
+        run.stderr.contains(&format!("byte 0xe9 at {line}:6")),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_corrupt_lock_is_replaced_by_lock_and_kept_aside() {
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
+    let test = Test::new()
+        .pins(&one_pin_with(
+            "",
+            ProviderKind::OpenAi,
+            &sim.url(ProviderKind::OpenAi),
+            ID,
+            "",
+        ))
+        .probes()
+        .file("modelpin.lock", "{ not json");
+    let run = test.run(&["check"]);
+    run.code(2);
+    assert!(
+        run.stderr.starts_with("error: ") && run.stderr.contains("`modelpin lock`"),
+        "{}",
+        run.stderr
+    );
+    let run = test.run(&["lock"]);
+    run.code(0);
+    assert!(run.stderr.contains("was unreadable"), "{}", run.stderr);
+    let kept = std::fs::read_dir(test.dir.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .find(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("modelpin.lock.unreadable-")
+        })
+        .expect("the old bytes are kept");
+    assert_eq!(std::fs::read_to_string(kept.path()).unwrap(), "{ not json");
+    test.run(&["check"]).code(0);
+}
