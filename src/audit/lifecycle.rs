@@ -26,6 +26,17 @@ pub struct Facts {
     pub warnings: Vec<String>,
 }
 
+impl Facts {
+    /// The built-in table alone (feeds not loaded).
+    #[must_use]
+    pub fn builtin_only() -> Facts {
+        Facts {
+            facts: builtin().to_vec(),
+            warnings: Vec::new(),
+        }
+    }
+}
+
 /// A feed body as cached next to the lock.
 #[derive(Serialize, Deserialize)]
 struct CachedFeed {

@@ -67,17 +67,25 @@ pub async fn audit(
         ctx.cancel.clone(),
         ctx.progress.clone(),
     );
+    // Lookups are advisory and must not hold an interrupted audit: on a signal they give way to
+    // the built-in table and no provider signals.
     let facts = async {
-        match &ctx.facts {
-            Some(facts) => facts.clone(),
-            None => Arc::new(load_facts(config, ctx.transport).await),
+        if let Some(facts) = &ctx.facts {
+            return facts.clone();
+        }
+        tokio::select! {
+            loaded = load_facts(config, ctx.transport) => Arc::new(loaded),
+            () = ctx.cancel.cancelled() => Arc::new(Facts::builtin_only()),
         }
     };
-    let (observations, mut signals, facts) = tokio::join!(
-        observe(&plan, ctx.transport),
-        provider_signals(config, &request.pins, ctx.transport),
-        facts
-    );
+    let signals = async {
+        tokio::select! {
+            seen = provider_signals(config, &request.pins, ctx.transport) => seen,
+            () = ctx.cancel.cancelled() => std::collections::BTreeMap::new(),
+        }
+    };
+    let (observations, mut signals, facts) =
+        tokio::join!(observe(&plan, ctx.transport), signals, facts);
     let finished_at = now_rfc3339();
     let reports = request
         .pins
@@ -96,7 +104,7 @@ pub async fn audit(
                 .with_behaviour(verdict.as_ref())
         })
         .collect();
-    let report = Report::new(
+    let mut report = Report::new(
         config.digest.clone(),
         lock.map(|l| l.digest.clone()),
         started_at,
@@ -104,6 +112,7 @@ pub async fn audit(
         reports,
         request.strict,
     );
+    report.lock_config_digest = lock.map(|l| l.lock.config_digest.clone());
     Audited {
         report,
         warnings: facts.warnings.clone(),

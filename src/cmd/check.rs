@@ -34,11 +34,17 @@ pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<E
     let lock = crate::lock::read(&config.settings.lockfile)?;
     let transport = transport_for(&config)?;
     let pins = select_pins(&config, &options.pins)?;
-    if lock.is_none() {
-        out.progress(&format!(
-            "warning: {} does not exist yet: run `modelpin lock` to record a baseline",
+    match &lock {
+        None => out.progress(&format!(
+            "warning: {} does not exist yet: every pin is inconclusive until you run `modelpin lock` to record a baseline",
             config.settings.lockfile.display()
-        ));
+        )),
+        Some(l) if l.lock.config_digest != config.digest => out.progress(&format!(
+            "note: {} was recorded for another pins.toml ({}); pins whose entries still match are compared, the others are inconclusive",
+            config.settings.lockfile.display(),
+            l.lock.config_digest
+        )),
+        Some(_) => {}
     }
     let samples = options.no_probes.then_some(1);
     let estimate = Estimate::of(&config, &pins, samples);

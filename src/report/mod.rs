@@ -28,6 +28,10 @@ pub struct Report {
     pub modelpin_version: String,
     pub config_digest: String,
     pub lock_digest: Option<String>,
+    /// The digest of the pins.toml the lock was recorded for; differs from `config_digest` when
+    /// pins.toml changed since (entries still matching their pin are compared).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_config_digest: Option<String>,
     pub started_at: String,
     pub finished_at: String,
     pub status: PinStatus,
@@ -224,6 +228,7 @@ impl Report {
             modelpin_version: env!("CARGO_PKG_VERSION").to_owned(),
             config_digest,
             lock_digest,
+            lock_config_digest: None,
             started_at,
             finished_at,
             status,

@@ -14,6 +14,7 @@ pub struct Report {
     pub modelpin_version: String,
     pub config_digest: String,
     pub lock_digest: Option<String>,
+    pub lock_config_digest: Option<String>,
     pub started_at: String,
     pub finished_at: String,
     pub status: String,
