@@ -247,3 +247,37 @@ fn short_digest(digest: &str) -> String {
     let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
     format!("sha256:{}", hex.chars().take(12).collect::<String>())
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn evidence_reads_as_key_value_lines() {
+        let mut lines = Vec::new();
+        evidence_lines(
+            &json!({"served": {"a": 3}, "locked": [20, 21], "probes": [{"probe": "x"}], "none": [], "n": null}),
+            "",
+            &mut lines,
+        );
+        assert_eq!(
+            lines,
+            [
+                "locked: 20, 21",
+                "n: none",
+                "none: none",
+                "probes[0].probe: x",
+                "served.a: 3"
+            ]
+        );
+    }
+
+    #[test]
+    fn plurals() {
+        assert_eq!(plural(1, "pin"), "1 pin");
+        assert_eq!(plural(0, "pin"), "0 pins");
+        assert_eq!(plural(2, "call"), "2 calls");
+    }
+}

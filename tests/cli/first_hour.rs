@@ -257,3 +257,29 @@ fn a_corrupt_lock_is_replaced_by_lock_and_kept_aside() {
     assert_eq!(std::fs::read_to_string(kept.path()).unwrap(), "{ not json");
     test.run(&["check"]).code(0);
 }
+
+#[test]
+fn a_narrow_terminal_gets_one_block_per_pin_and_singular_words() {
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
+    let test = Test::new()
+        .pins(&one_pin_with(
+            "",
+            ProviderKind::OpenAi,
+            &sim.url(ProviderKind::OpenAi),
+            ID,
+            "samples = 1",
+        ))
+        .probes();
+    test.run(&["lock"]).code(0);
+    let wide = test.run(&["check"]);
+    wide.code(0);
+    assert!(wide.stdout.contains("PIN  "), "{}", wide.stdout);
+    assert!(wide.stdout.contains("\n1 pin: 1 ok"), "{}", wide.stdout);
+    let narrow = test.env("COLUMNS", "40").run(&["check"]);
+    narrow.code(0);
+    assert!(
+        !narrow.stdout.contains("PIN  ") && narrow.stdout.contains("\n  provider: p\n"),
+        "{}",
+        narrow.stdout
+    );
+}
