@@ -318,6 +318,20 @@ mod tests {
         assert_eq!(store.history(None, None).unwrap().len(), 100);
     }
 
+    /// sled releases its file lock from a background thread shortly after the last handle drops:
+    /// a reopen right away can find it still held, as a second process would.
+    fn reopen(path: &Path) -> Store {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            match Store::open(path) {
+                Err(StoreError::InUse { .. }) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                other => return other.unwrap(),
+            }
+        }
+    }
+
     #[tokio::test]
     async fn history_is_time_ordered_filterable_and_survives_reopening() {
         let dir = tempfile::tempdir().unwrap();
@@ -330,7 +344,7 @@ mod tests {
             // A pin whose id is a prefix of another must not see the other's history.
             store.append(&record("a-long", 150, "4")).await.unwrap();
         }
-        let store = Store::open(&path).unwrap();
+        let store = reopen(&path);
         let ids = |v: Vec<AuditRecord>| v.into_iter().map(|r| r.audit_id).collect::<Vec<_>>();
         assert_eq!(
             ids(store.history(None, None).unwrap()),

@@ -16,6 +16,10 @@ pub enum AuditError {
         config: String,
         known: String,
     },
+    #[error(
+        "pin `{id}` in {config} names no probes, so nothing could be measured for it\n  = help: add `probes = [\"probes/*.toml\"]` to the pin (`modelpin init` writes example probes)"
+    )]
+    NoProbes { id: String, config: String },
 }
 
 /// The pins named on the command line, in config order; all when none are named.
@@ -31,11 +35,18 @@ pub fn select_pins<'a>(config: &'a Config, ids: &[String]) -> Result<Vec<&'a Pin
             known: known.join(", "),
         });
     }
-    Ok(config
+    let pins: Vec<&Pin> = config
         .pins
         .iter()
         .filter(|p| ids.is_empty() || ids.contains(&p.id))
-        .collect())
+        .collect();
+    if let Some(empty) = pins.iter().find(|p| p.probes.is_empty()) {
+        return Err(AuditError::NoProbes {
+            id: empty.id.clone(),
+            config: config.path.display().to_string(),
+        });
+    }
+    Ok(pins)
 }
 
 /// Calls, tokens and cost an audit plans, said before it starts.

@@ -283,3 +283,24 @@ fn a_narrow_terminal_gets_one_block_per_pin_and_singular_words() {
         narrow.stdout
     );
 }
+
+#[test]
+fn a_pin_without_probes_is_refused_before_any_call() {
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
+    let pins = one_pin_with(
+        "",
+        ProviderKind::OpenAi,
+        &sim.url(ProviderKind::OpenAi),
+        ID,
+        "",
+    )
+    .replace("probes = [\"probes/*.toml\"]", "probes = []");
+    let test = Test::new().pins(&pins);
+    for command in ["lock", "check"] {
+        let run = test.run(&[command]);
+        run.code(2);
+        assert!(run.stderr.contains("names no probes"), "{}", run.stderr);
+    }
+    assert_eq!(sim.requests(), 0);
+    assert!(!test.path("modelpin.lock").exists());
+}
