@@ -304,3 +304,66 @@ fn a_pin_without_probes_is_refused_before_any_call() {
     assert_eq!(sim.requests(), 0);
     assert!(!test.path("modelpin.lock").exists());
 }
+
+/// Runs `modelpin args` on a pseudo-terminal (util-linux `script`) with `answer` typed in.
+#[cfg(unix)]
+fn on_a_terminal(test: &Test, args: &str, answer: &str) -> Option<(i32, String)> {
+    use std::io::Write as _;
+    let bin = assert_cmd::cargo::cargo_bin("modelpin");
+    let mut cmd = std::process::Command::new("script");
+    cmd.current_dir(test.dir.path())
+        .args(["-qec", &format!("{} {args}", bin.display()), "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (k, v) in test.envs() {
+        cmd.env(k, v);
+    }
+    let Ok(mut child) = cmd.spawn() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "`script` (util-linux) is required in CI"
+        );
+        eprintln!("notice: `script` is not installed; skipping this test");
+        return None;
+    };
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(answer.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    Some((
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    ))
+}
+
+#[cfg(unix)]
+#[test]
+fn a_large_plan_asks_on_a_terminal_and_yes_skips_the_question() {
+    let sim = Sim::start(single(ID, model(ID, 4.0, (0.0, 0.0))));
+    let test = Test::new()
+        .pins(&one_pin_with(
+            "",
+            ProviderKind::OpenAi,
+            &sim.url(ProviderKind::OpenAi),
+            ID,
+            "samples = 600",
+        ))
+        .probes();
+    let Some((code, screen)) = on_a_terminal(&test, "lock", "n\n") else {
+        return;
+    };
+    assert!(
+        screen.contains("1200 calls planned") && screen.contains("Proceed? [y/N]"),
+        "{screen}"
+    );
+    assert!(screen.contains("not confirmed"), "{screen}");
+    assert_eq!(code, 2, "{screen}");
+    assert_eq!(sim.requests(), 0);
+    let (code, screen) = on_a_terminal(&test, "-q lock --yes", "").unwrap();
+    assert_eq!(code, 0, "{screen}");
+    assert_eq!(sim.requests(), 1200);
+}
