@@ -18,7 +18,7 @@ use crate::finding::evidence::{
 };
 use crate::finding::{Evidence, Finding};
 use crate::lifecycle::{Lifecycle, Signal};
-use crate::lock::{LockedPin, LockedPrice};
+use crate::lock::{LockedPin, LockedPrice, LockedProbe};
 use crate::provider::{ErrorClass, Reply, normalize_model_id};
 use crate::retry::StopClass;
 use crate::stats::drift::{DriftVerdict, ProbeSamples, Samples, compare_pin};
@@ -76,6 +76,24 @@ impl<'a> Case<'a> {
         self.lifecycle = Some(lifecycle);
         self.provider_signals = provider_signals;
         self
+    }
+}
+
+impl Case<'_> {
+    /// The probe's baseline when it is comparable (same digest), with this audit's answers to it.
+    fn comparable(&self, probe: &Probe) -> Option<(&LockedProbe, Vec<&Reply>)> {
+        let locked = self
+            .baseline?
+            .probes
+            .get(&probe.id)
+            .filter(|l| l.digest == probe.digest)?;
+        let replies = self
+            .observation
+            .replies()
+            .filter(|(c, _)| c.probe == probe.id)
+            .map(|(_, r)| r)
+            .collect();
+        Some((locked, replies))
     }
 }
 
@@ -213,22 +231,11 @@ fn all_reasons(obs: &Observation) -> BTreeMap<String, u64> {
 /// Probes whose baseline has prompt token counts while this audit's answers have none: the
 /// tokenizer and cost checks would otherwise pass by having nothing to compare.
 fn tokens_missing(case: &Case<'_>) -> Option<Unmeasured> {
-    let base = case.baseline?;
     let (mut probes, mut answers, mut without) = (Vec::new(), 0, 0);
     for probe in &case.probes {
-        let Some(locked) = base
-            .probes
-            .get(&probe.id)
-            .filter(|l| l.digest == probe.digest)
-        else {
+        let Some((locked, replies)) = case.comparable(probe) else {
             continue;
         };
-        let replies: Vec<&Reply> = case
-            .observation
-            .replies()
-            .filter(|(c, _)| c.probe == probe.id)
-            .map(|(_, r)| r)
-            .collect();
         let missing = replies.iter().filter(|r| r.usage.input.is_none()).count() as u64;
         if !locked.prompt_tokens.is_empty() && missing > 0 {
             probes.push(probe.id.clone());
@@ -409,22 +416,11 @@ fn upstream(case: &Case<'_>) -> Option<UpstreamMismatch> {
 
 /// Prompt token counts per probe seen now, for probes whose baseline is comparable.
 fn comparable_prompt_tokens(case: &Case<'_>) -> Vec<(String, Vec<u64>, BTreeSet<u64>)> {
-    let Some(base) = case.baseline else {
-        return Vec::new();
-    };
     case.probes
         .iter()
         .filter_map(|probe| {
-            let locked = base
-                .probes
-                .get(&probe.id)
-                .filter(|l| l.digest == probe.digest)?;
-            let now: BTreeSet<u64> = case
-                .observation
-                .replies()
-                .filter(|(c, _)| c.probe == probe.id)
-                .filter_map(|(_, r)| r.usage.input)
-                .collect();
+            let (locked, replies) = case.comparable(probe)?;
+            let now: BTreeSet<u64> = replies.iter().filter_map(|r| r.usage.input).collect();
             (!now.is_empty()).then(|| (probe.id.clone(), locked.prompt_tokens.clone(), now))
         })
         .collect()
@@ -586,21 +582,11 @@ fn unmeasured_probes(case: &Case<'_>) -> Vec<Evidence> {
 /// lengths against this audit's, Holm-corrected across all of the pin's tests at `alpha`.
 #[must_use]
 pub fn behaviour_verdict(case: &Case<'_>) -> Option<DriftVerdict> {
-    let base = case.baseline?;
     let probes: Vec<ProbeSamples> = case
         .probes
         .iter()
         .filter_map(|probe| {
-            let locked = base
-                .probes
-                .get(&probe.id)
-                .filter(|l| l.digest == probe.digest)?;
-            let replies: Vec<&Reply> = case
-                .observation
-                .replies()
-                .filter(|(c, _)| c.probe == probe.id)
-                .map(|(_, r)| r)
-                .collect();
+            let (locked, replies) = case.comparable(probe)?;
             if replies.is_empty() {
                 return None;
             }

@@ -34,14 +34,7 @@ pub async fn lock(
     request: &Request<'_>,
     ctx: &Context<'_>,
 ) -> Locking {
-    let plan = Plan::new(
-        config,
-        request.pins.clone(),
-        request.samples,
-        request.max_cost,
-        ctx.cancel.clone(),
-        ctx.progress.clone(),
-    );
+    let plan = Plan::for_request(config, request, ctx);
     let observations = observe(&plan, ctx.transport).await;
     let mut lock = previous.map_or_else(|| empty_lock(config), |l| l.lock);
     lock.config_digest.clone_from(&config.digest);

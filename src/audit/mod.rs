@@ -182,6 +182,23 @@ impl<'a> Plan<'a> {
         }
     }
 
+    /// The plan for a request, in its context (cancellation, progress).
+    #[must_use]
+    pub fn for_request(
+        config: &'a Config,
+        request: &run::Request<'a>,
+        ctx: &run::Context<'_>,
+    ) -> Plan<'a> {
+        Plan::new(
+            config,
+            request.pins.clone(),
+            request.samples,
+            request.max_cost,
+            ctx.cancel.clone(),
+            ctx.progress.clone(),
+        )
+    }
+
     /// Calls the audit will make at most (retries not counted).
     #[must_use]
     pub fn planned_calls(&self) -> u64 {

@@ -59,14 +59,7 @@ pub async fn audit(
     ctx: &Context<'_>,
 ) -> Audited {
     let started_at = now_rfc3339();
-    let plan = Plan::new(
-        config,
-        request.pins.clone(),
-        request.samples,
-        request.max_cost,
-        ctx.cancel.clone(),
-        ctx.progress.clone(),
-    );
+    let plan = Plan::for_request(config, request, ctx);
     // Lookups are advisory and must not hold an interrupted audit: on a signal they give way to
     // the built-in table and no provider signals.
     let facts = async {

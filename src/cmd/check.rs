@@ -3,10 +3,9 @@
 use std::path::Path;
 
 use crate::app::AppError;
-use crate::audit::plan::{Estimate, select_pins};
+use crate::audit::plan::select_pins;
 use crate::audit::run::{Audited, Context, Request, audit};
 use crate::cli::Format;
-use crate::cmd::progress::{Planned, Progress};
 use crate::cmd::{Output, transport_for};
 use crate::config::Config;
 use crate::exit::Exit;
@@ -47,18 +46,8 @@ pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<E
         Some(_) => {}
     }
     let samples = options.no_probes.then_some(1);
-    let estimate = Estimate::of(&config, &pins, samples);
-    out.progress(&format!("check: {estimate}"));
-    let cap = options.max_cost.or(config.settings.max_cost_usd);
-    crate::cmd::guard_spend(&estimate, cap, options.yes, out)?;
-    let progress = Progress::start(
-        out,
-        "check",
-        Planned {
-            calls: estimate.calls,
-            pins: estimate.pins as u64,
-        },
-    );
+    let spend = (options.max_cost, options.yes);
+    let progress = crate::cmd::announce("check", &config, &pins, samples, spend, out)?;
     let request = Request {
         pins,
         samples,

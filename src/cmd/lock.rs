@@ -4,9 +4,8 @@ use std::path::Path;
 
 use crate::app::AppError;
 use crate::audit::locking::{Locked, lock};
-use crate::audit::plan::{Estimate, select_pins};
+use crate::audit::plan::select_pins;
 use crate::audit::run::{Context, Request};
-use crate::cmd::progress::{Planned, Progress};
 use crate::cmd::{Output, transport_for};
 use crate::config::Config;
 use crate::exit::Exit;
@@ -57,18 +56,8 @@ pub async fn lock_pins(
         Err(e) => return Err(e.into()),
     };
     let pins = select_pins(config, &options.pins)?;
-    let estimate = Estimate::of(config, &pins, options.samples);
-    out.progress(&format!("lock: {estimate}"));
-    let cap = options.max_cost.or(config.settings.max_cost_usd);
-    crate::cmd::guard_spend(&estimate, cap, options.yes, out)?;
-    let progress = Progress::start(
-        out,
-        "lock",
-        Planned {
-            calls: estimate.calls,
-            pins: estimate.pins as u64,
-        },
-    );
+    let spend = (options.max_cost, options.yes);
+    let progress = crate::cmd::announce("lock", config, &pins, options.samples, spend, out)?;
     let transport = transport_for(config)?;
     let request = Request {
         pins,

@@ -43,6 +43,34 @@ pub fn transport_for(config: &Config) -> Result<Transport, AppError> {
     Transport::for_config(config).map_err(|f| AppError::Io(f.message))
 }
 
+/// Says what an audit of `pins` will do, refuses it when its estimate passes the spend cap
+/// (`--max-cost`, else `settings.max_cost_usd`), and starts its progress display.
+pub fn announce(
+    label: &'static str,
+    config: &Config,
+    pins: &[&crate::config::Pin],
+    samples: Option<u32>,
+    (max_cost, yes): (Option<f64>, bool),
+    out: Output,
+) -> Result<progress::Progress, AppError> {
+    let estimate = Estimate::of(config, pins, samples);
+    out.progress(&format!("{label}: {estimate}"));
+    guard_spend(
+        &estimate,
+        max_cost.or(config.settings.max_cost_usd),
+        yes,
+        out,
+    )?;
+    Ok(progress::Progress::start(
+        out,
+        label,
+        progress::Planned {
+            calls: estimate.calls,
+            pins: estimate.pins as u64,
+        },
+    ))
+}
+
 /// Plans above this many calls are confirmed on a terminal before they start.
 const CONFIRM_ABOVE_CALLS: u64 = 1_000;
 
