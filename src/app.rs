@@ -107,28 +107,7 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
             };
             cmd::lock::run(&cli.config, &options, out).await
         }
-        Command::Check {
-            pins,
-            format,
-            strict,
-            no_probes,
-            notify,
-            max_cost,
-            output,
-            yes,
-        } => {
-            let options = cmd::check::Options {
-                pins: pins.clone(),
-                format: *format,
-                strict: *strict,
-                no_probes: *no_probes,
-                notify: *notify,
-                max_cost: *max_cost,
-                output: output.clone(),
-                yes: *yes,
-            };
-            cmd::check::run(&cli.config, &options, out).await
-        }
+        Command::Check(args) => cmd::check::run(&cli.config, &args.into(), out).await,
         Command::Daemon { reset_store } => {
             init_logging(cli.quiet);
             Ok(crate::daemon::run(&cli.config, *reset_store).await?)
@@ -144,6 +123,11 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
         Command::Alerts {
             command: crate::cli::AlertsCommand::Test { channel },
         } => cmd::alerts::test(&cli.config, channel.as_deref(), out).await,
+        Command::Traffic {
+            file,
+            format,
+            strict,
+        } => cmd::traffic::run(&cli.config, file, *format, *strict, out),
         Command::Demo => cmd::demo::run(out).await,
         Command::Sim { scenario, listen } => cmd::sim::run(scenario, *listen, out).await,
     }

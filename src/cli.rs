@@ -58,40 +58,25 @@ pub enum Command {
     },
     /// Audit every pin once against modelpin.lock. Exit 0 ok, 1 drift, 2 usage or config
     /// error, 3 inconclusive.
-    Check {
-        /// Check only these pins (repeatable).
-        #[arg(long = "pin", value_name = "ID")]
-        pins: Vec<String>,
-        /// Output format on stdout.
-        #[arg(long, value_enum, default_value_t = Format::Human)]
-        format: Format,
-        /// Warnings fail the check too (exit 1).
-        #[arg(long)]
-        strict: bool,
-        /// One call per probe: identity, tokenizer and price only.
-        #[arg(long)]
-        no_probes: bool,
-        /// Send alert notifications through the configured channels (same outbox and dedup as
-        /// the daemon, via the store).
-        #[arg(long)]
-        notify: bool,
-        /// Stop calling once this many USD are spent (over `settings.max_cost_usd`); the rest is
-        /// inconclusive.
-        #[arg(long, value_name = "USD", value_parser = positive_usd)]
-        max_cost: Option<f64>,
-        /// Write the report in `--format` to FILE; the human table still goes to stdout.
-        #[arg(long, value_name = "FILE")]
-        output: Option<PathBuf>,
-        /// Start a large plan without asking on a terminal.
-        #[arg(long)]
-        yes: bool,
-    },
+    Check(CheckArgs),
     /// Audit every pin on its cron schedule, keep history in the store, serve /metrics and
     /// /healthz. SIGTERM/SIGINT stop it cleanly; SIGHUP reloads pins.toml.
     Daemon {
         /// Move an unreadable store aside (to `<store>.broken-<time>`) and start a new one.
         #[arg(long)]
         reset_store: bool,
+    },
+    /// Judge an exported OTLP/JSON file of GenAI spans against the pins: same findings, formats
+    /// and exit codes as `check`, no provider called.
+    Traffic {
+        /// An OTLP/JSON `ExportTraceServiceRequest`, or one per line.
+        file: PathBuf,
+        /// Output format on stdout.
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+        /// Warnings fail too (exit 1).
+        #[arg(long)]
+        strict: bool,
     },
     /// Alert channels.
     Alerts {
@@ -214,4 +199,36 @@ pub enum AlertsCommand {
         #[arg(long, value_name = "NAME")]
         channel: Option<String>,
     },
+}
+
+/// `modelpin check`'s options (flags are independent switches, hence the bools).
+#[derive(Debug, clap::Args)]
+#[allow(clippy::struct_excessive_bools)]
+pub struct CheckArgs {
+    /// Check only these pins (repeatable).
+    #[arg(long = "pin", value_name = "ID")]
+    pub pins: Vec<String>,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+    /// Warnings fail the check too (exit 1).
+    #[arg(long)]
+    pub strict: bool,
+    /// One call per probe: identity, tokenizer and price only.
+    #[arg(long)]
+    pub no_probes: bool,
+    /// Send alert notifications through the configured channels (same outbox and dedup as
+    /// the daemon, via the store).
+    #[arg(long)]
+    pub notify: bool,
+    /// Stop calling once this many USD are spent (over `settings.max_cost_usd`); the rest is
+    /// inconclusive.
+    #[arg(long, value_name = "USD", value_parser = positive_usd)]
+    pub max_cost: Option<f64>,
+    /// Write the report in `--format` to FILE; the human table still goes to stdout.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Start a large plan without asking on a terminal.
+    #[arg(long)]
+    pub yes: bool,
 }

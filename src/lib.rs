@@ -24,4 +24,5 @@ pub mod scan;
 pub mod sim;
 pub mod stats;
 pub mod store;
+pub mod traffic;
 pub mod transport;

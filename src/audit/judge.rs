@@ -39,6 +39,8 @@ pub struct Case<'a> {
     pub provider_signals: Vec<Signal>,
     /// Family-wise false-alarm rate for the behaviour tests (`settings.alpha`).
     pub alpha: f64,
+    /// The calls are real traffic, not probes: no probe baseline is needed to judge them.
+    pub traffic: bool,
 }
 
 impl<'a> Case<'a> {
@@ -58,7 +60,16 @@ impl<'a> Case<'a> {
             lifecycle: None,
             provider_signals: Vec::new(),
             alpha: 0.001,
+            traffic: false,
         }
+    }
+
+    /// Judged as real traffic: served identity and lifecycle against `accept` and the lock,
+    /// without asking for a probe baseline.
+    #[must_use]
+    pub fn from_traffic(mut self) -> Case<'a> {
+        self.traffic = true;
+        self
     }
 
     #[must_use]
@@ -121,7 +132,9 @@ fn evidence(case: &Case<'_>) -> (Vec<Evidence>, Option<DriftVerdict>) {
         retirement::after_refusals(case, &mut found);
         return (found, None);
     }
-    found.extend(baseline_notice(case).map(Evidence::NoBaseline));
+    if !case.traffic {
+        found.extend(baseline_notice(case).map(Evidence::NoBaseline));
+    }
     found.extend(served_identity(case).map(Evidence::ServedModelMismatch));
     found.extend(upstream(case).map(Evidence::UpstreamMismatch));
     found.extend(tokenizer(case).map(Evidence::TokenizerChanged));
@@ -335,6 +348,17 @@ fn served_identity(case: &Case<'_>) -> Option<ServedMismatch> {
     if unexpected.is_empty() {
         return None;
     }
+    let examples = case
+        .observation
+        .replies()
+        .filter(|(_, r)| {
+            r.served_model
+                .as_deref()
+                .is_some_and(|m| unexpected.contains_key(&normalize_model_id(m)))
+        })
+        .filter_map(|(_, r)| r.request_id.clone())
+        .take(3)
+        .collect();
     Some(ServedMismatch {
         requested: case.pin.model.clone(),
         accepted,
@@ -357,6 +381,7 @@ fn served_identity(case: &Case<'_>) -> Option<ServedMismatch> {
             let g = r.gateway.as_ref()?;
             (g.fallbacks > 0).then(|| g.name.to_owned())
         })),
+        examples,
     })
 }
 

@@ -114,7 +114,7 @@ pub async fn audit(
 
 /// The pin's lifecycle from every source: table and feeds, the provider's models endpoint, and
 /// the lifecycle headers on its own answers.
-fn lifecycle_of(
+pub(crate) fn lifecycle_of(
     config: &Config,
     pin: &Pin,
     obs: &Observation,

@@ -28,6 +28,21 @@ pub struct Options {
     pub yes: bool,
 }
 
+impl From<&crate::cli::CheckArgs> for Options {
+    fn from(args: &crate::cli::CheckArgs) -> Options {
+        Options {
+            pins: args.pins.clone(),
+            format: args.format,
+            strict: args.strict,
+            no_probes: args.no_probes,
+            notify: args.notify,
+            max_cost: args.max_cost,
+            output: args.output.clone(),
+            yes: args.yes,
+        }
+    }
+}
+
 pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<Exit, AppError> {
     let config = crate::config::load_from_env(config_path)?;
     let lock = crate::lock::read(&config.settings.lockfile)?;
@@ -96,7 +111,7 @@ pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<E
     Ok(report.exit_code)
 }
 
-fn render(config: &Config, report: &Report, format: Format) -> String {
+pub(crate) fn render(config: &Config, report: &Report, format: Format) -> String {
     match format {
         Format::Human => human::render(report),
         Format::Json => to_json(report),
@@ -122,7 +137,7 @@ fn pin_line(text: &str, pin: &str) -> Option<usize> {
 }
 
 /// Appends the Markdown summary to `$GITHUB_STEP_SUMMARY` when the runner sets it.
-fn append_step_summary(report: &Report, out: Output) {
+pub(crate) fn append_step_summary(report: &Report, out: Output) {
     let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") else {
         return;
     };

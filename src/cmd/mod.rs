@@ -12,6 +12,7 @@ pub mod lock;
 pub mod progress;
 pub mod scan;
 pub mod sim;
+pub mod traffic;
 
 use tokio_util::sync::CancellationToken;
 

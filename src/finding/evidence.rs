@@ -129,6 +129,9 @@ pub struct ServedMismatch {
     /// Answers a gateway says came from a fallback step, by gateway.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub gateway_fallbacks: BTreeMap<String, u64>,
+    /// Up to three request ids (or trace and span ids, for traffic) of unexpected answers.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<String>,
 }
 
 impl ServedMismatch {

@@ -18,3 +18,4 @@ mod litellm;
 mod receivers;
 mod retry;
 mod scan;
+mod traffic;

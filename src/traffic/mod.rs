@@ -1,0 +1,143 @@
+//! Judging real traffic: GenAI spans from OpenTelemetry, matched to pins and judged by the same
+//! identity and lifecycle rules as probe calls, at no probe cost.
+//!
+//! A pin matches the spans whose requested model is the pin's model and whose provider (when
+//! the span names one) is the pin's provider kind, so a pins.toml that works for `check` works
+//! for traffic unchanged. Each matched span becomes an answered call of the pin; the judge then
+//! compares served IDs with `accept` and the lock, and a retired ID still answering is
+//! `retired_still_served`. Probe-only checks (tokenizer, behaviour) have nothing to compare.
+
+pub mod spans;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::audit::judge::{Case, judge_with_statistics};
+use crate::audit::lifecycle::{Facts, ProviderSignals};
+use crate::audit::{CallRecord, CallResult, Observation};
+use crate::config::{Config, Pin};
+use crate::lock::LoadedLock;
+use crate::provider::{ProviderKind, Reply, Usage, normalize_model_id};
+use crate::report::{PinReport, Report};
+use spans::GenAiSpan;
+
+/// The report over the pins that had traffic, and what did not match any pin.
+pub struct Judged {
+    pub report: Report,
+    /// GenAI spans that matched no pin.
+    pub unmatched: u64,
+}
+
+/// Judges `spans` against the config's pins and the lock.
+#[must_use]
+pub fn judge(
+    config: &Config,
+    lock: Option<&LoadedLock>,
+    spans: &[GenAiSpan],
+    facts: &Facts,
+    strict: bool,
+) -> Judged {
+    let started_at = crate::audit::run::now_rfc3339();
+    let mut by_pin: BTreeMap<&str, Vec<&GenAiSpan>> = BTreeMap::new();
+    let mut unmatched = 0;
+    for span in spans {
+        match config.pins.iter().find(|pin| matches(pin, span)) {
+            Some(pin) => by_pin.entry(pin.id.as_str()).or_default().push(span),
+            None => unmatched += 1,
+        }
+    }
+    let reports = config
+        .pins
+        .iter()
+        .filter_map(|pin| {
+            Some(pin_report(
+                config,
+                lock,
+                pin,
+                by_pin.get(pin.id.as_str())?,
+                facts,
+            ))
+        })
+        .collect();
+    let mut report = Report::new(
+        config.digest.clone(),
+        lock.map(|l| l.digest.clone()),
+        started_at,
+        crate::audit::run::now_rfc3339(),
+        reports,
+        strict,
+    );
+    report.lock_config_digest = lock.map(|l| l.lock.config_digest.clone());
+    Judged { report, unmatched }
+}
+
+fn pin_report(
+    config: &Config,
+    lock: Option<&LoadedLock>,
+    pin: &Pin,
+    spans: &[&GenAiSpan],
+    facts: &Facts,
+) -> PinReport {
+    let calls = spans.iter().enumerate().map(|(i, s)| call(i, s)).collect();
+    let obs = Observation::complete(&pin.id, calls);
+    let locked = lock.and_then(|l| l.lock.pins.get(&pin.id));
+    let life =
+        crate::audit::run::lifecycle_of(config, pin, &obs, &ProviderSignals::default(), facts);
+    let case = Case::new(pin, Vec::new(), &obs, locked)
+        .with_lifecycle(life.clone(), Vec::new())
+        .with_alpha(config.settings.alpha)
+        .from_traffic();
+    let (findings, _) = judge_with_statistics(&case);
+    PinReport::new(pin, &obs, locked, findings).with_lifecycle(&life)
+}
+
+/// A span as an answered call; its trace and span ids stand where a request id would.
+fn call(index: usize, span: &GenAiSpan) -> CallRecord {
+    CallRecord {
+        probe: "traffic".to_owned(),
+        sample: u32::try_from(index).unwrap_or(u32::MAX),
+        result: CallResult::Reply(Reply {
+            served_model: span.served.as_deref().map(normalize_model_id),
+            usage: Usage {
+                input: span.input_tokens,
+                output: span.output_tokens,
+                ..Usage::default()
+            },
+            request_id: Some(format!("trace {} span {}", span.trace_id, span.span_id)),
+            ..Reply::default()
+        }),
+        latency: Duration::ZERO,
+        attempts: 1,
+        waits: Vec::new(),
+        stopped: None,
+    }
+}
+
+fn matches(pin: &Pin, span: &GenAiSpan) -> bool {
+    let asked = span.requested.as_deref().map(normalize_model_id);
+    asked.as_deref() == Some(normalize_model_id(&pin.model).as_str())
+        && span
+            .provider
+            .as_deref()
+            .is_none_or(|p| provider_names(pin).contains(&p.to_ascii_lowercase().as_str()))
+}
+
+/// The provider names instrumentations write for a pin's kind: GenAI conventions'
+/// `gen_ai.provider.name` (and the older `gen_ai.system`) and OpenInference's `llm.provider`.
+fn provider_names(pin: &Pin) -> &'static [&'static str] {
+    match pin.kind {
+        // An OpenAI-compatible endpoint is usually called through the OpenAI SDK.
+        ProviderKind::OpenAi | ProviderKind::OpenAiCompatible => &["openai"],
+        ProviderKind::Anthropic => &["anthropic"],
+        ProviderKind::Gemini => &[
+            "gcp.gemini",
+            "gcp.gen_ai",
+            "gcp.vertex_ai",
+            "vertex_ai",
+            "gemini",
+            "google",
+        ],
+        ProviderKind::Azure => &["azure.ai.openai", "az.ai.openai", "azure"],
+        ProviderKind::OpenRouter => &["openrouter", "openai"],
+    }
+}
