@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use crate::app::AppError;
 use crate::cli::ListFormat as Format;
 use crate::exit::Exit;
-use crate::store::{AuditRecord, Store, StoreError};
+use crate::store::{AuditRecord, Holder, Store, StoreError};
 
 pub async fn run(
     config_path: &Path,
@@ -28,7 +28,7 @@ pub async fn run(
     // lock from under a daemon that is starting.
     let records = match from_daemon(config.settings.metrics, pin, since).await {
         Ok(records) => records,
-        Err(daemon_error) => match Store::open(&config.settings.store) {
+        Err(daemon_error) => match Store::open(&config.settings.store, Holder::History) {
             Ok(store) => store.history(pin, Some(since))?,
             Err(StoreError::InUse { .. }) => return Err(daemon_error),
             Err(e) => return Err(e.into()),

@@ -321,7 +321,7 @@ fn a_second_daemon_on_the_same_store_is_refused() {
     let run = test.run(&["daemon"]);
     run.code(2);
     assert!(
-        run.stderr.contains("in use by another modelpin process"),
+        run.stderr.contains("in use by a modelpin daemon (pid "),
         "{}",
         run.stderr
     );
