@@ -14,5 +14,7 @@ mod docs;
 mod honesty;
 mod lifecycle;
 mod litellm;
+mod outages;
+mod pair;
 mod receivers;
 mod retry;
