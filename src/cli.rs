@@ -79,6 +79,9 @@ pub enum Command {
         /// Move an unreadable store aside (to `<store>.broken-<time>`) and start a new one.
         #[arg(long)]
         reset_store: bool,
+        /// Audit only the pins whose id matches GLOB (repeatable), to split pins across daemons.
+        #[arg(long = "pins", value_name = "GLOB")]
+        pins: Vec<String>,
     },
     /// Alert channels.
     Alerts {

@@ -62,6 +62,8 @@ pub struct Snapshot {
 pub struct Daemon {
     snapshot: RwLock<Arc<Snapshot>>,
     config_path: PathBuf,
+    /// The pins this daemon audits (`--pins`), applied on every load.
+    selection: Selection,
     pub store: Store,
     pub metrics: Metrics,
     started: DateTime<Utc>,
@@ -184,6 +186,46 @@ async fn fresh_facts(config: &Config, transport: &Transport) -> Arc<Facts> {
     Arc::new(facts)
 }
 
+/// The pins one daemon audits when several split them: those whose id matches a `--pins` glob,
+/// or every pin when none is given.
+struct Selection {
+    globs: Vec<(String, globset::GlobMatcher)>,
+}
+
+impl Selection {
+    fn new(patterns: &[String]) -> Result<Selection, DaemonError> {
+        let globs = patterns
+            .iter()
+            .map(|p| {
+                globset::Glob::new(p)
+                    .map(|g| (p.clone(), g.compile_matcher()))
+                    .map_err(|e| DaemonError::Io(format!("--pins {p}: {e}")))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Selection { globs })
+    }
+
+    /// Loads pins.toml and keeps the selected pins; selecting none is an error.
+    fn load(&self, path: &Path) -> Result<Config, DaemonError> {
+        let mut config = crate::config::load_from_env(path)?;
+        if self.globs.is_empty() {
+            return Ok(config);
+        }
+        config
+            .pins
+            .retain(|p| self.globs.iter().any(|(_, g)| g.is_match(&p.id)));
+        if config.pins.is_empty() {
+            let listed: Vec<&str> = self.globs.iter().map(|(p, _)| p.as_str()).collect();
+            return Err(DaemonError::Io(format!(
+                "no pin in {} matches --pins {}",
+                path.display(),
+                listed.join(", ")
+            )));
+        }
+        Ok(config)
+    }
+}
+
 /// A snapshot of `config` with a new client; facts are loaded by the caller.
 fn snapshot_of(config: Config, facts: Arc<Facts>) -> Result<Snapshot, DaemonError> {
     let transport = Transport::for_config(&config).map_err(|f| DaemonError::Io(f.message))?;
@@ -205,8 +247,13 @@ fn schedule_of(config: &Config, pin: &str) -> Option<Schedule> {
     )
 }
 
-pub async fn run(config_path: &Path, reset_store: bool) -> Result<Exit, DaemonError> {
-    let config = crate::config::load_from_env(config_path)?;
+pub async fn run(
+    config_path: &Path,
+    reset_store: bool,
+    pins: &[String],
+) -> Result<Exit, DaemonError> {
+    let selection = Selection::new(pins)?;
+    let config = selection.load(config_path)?;
     if reset_store {
         match crate::store::reset(&config.settings.store) {
             Ok(Some(aside)) => {
@@ -231,6 +278,7 @@ pub async fn run(config_path: &Path, reset_store: bool) -> Result<Exit, DaemonEr
     let daemon = Arc::new(Daemon {
         snapshot: RwLock::new(Arc::new(snapshot)),
         config_path: config_path.to_owned(),
+        selection,
         store,
         metrics: Metrics::new(),
         started: Utc::now(),
@@ -458,7 +506,7 @@ impl Loop {
 
     async fn reload(&mut self, old: &mut JobScheduler) -> Option<JobScheduler> {
         let path = self.daemon.config_path.clone();
-        let config = match crate::config::load_from_env(&path) {
+        let config = match self.daemon.selection.load(&path) {
             Ok(config) => config,
             Err(e) => {
                 tracing::error!(error = %e, "SIGHUP: the new pins.toml is invalid; keeping the running config");

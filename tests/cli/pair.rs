@@ -2,6 +2,7 @@
 //! cluster (real `prometheus-alertmanager`, gossip on loopback) to one webhook: the cluster,
 //! not modelpin, deduplicates, so one drift reaches the receiver once and its resolve once.
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use crate::daemon::{Daemon, free_port, until};
@@ -88,5 +89,32 @@ fn a_daemon_pair_through_an_alertmanager_cluster_notifies_once() {
         count(&hook, "resolved"),
         1,
         "one resolve: {seen:?}\n{am_logs}"
+    );
+}
+
+/// `daemon --pins GLOB` splits one pins.toml across daemons: each audits only its share.
+#[test]
+fn pins_split_across_daemons_by_glob() {
+    let sim = clean_sim();
+    let (a, b) = (project(&sim, 3, ""), project(&sim, 3, ""));
+    let first = Daemon::spawn(&a, &["daemon", "--pins", "pin-*"], &[]);
+    let second = Daemon::spawn(&b, &["daemon", "--pins", "pin"], &[]);
+    assert!(until(Duration::from_secs(20), || first.stored_ids().len()
+        >= 4
+        && second.stored_ids().len() >= 2));
+    let pins = |test| -> BTreeSet<String> {
+        crate::daemon::history(test)
+            .iter()
+            .map(|r| r["pin"]["id"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    assert_eq!(pins(&a), BTreeSet::from(["pin-2".into(), "pin-3".into()]));
+    assert_eq!(pins(&b), BTreeSet::from(["pin".into()]));
+    let none = a.run(&["daemon", "--pins", "nothing-*"]);
+    none.code(2);
+    assert!(
+        none.stderr.contains("no pin in") && none.stderr.contains("matches --pins nothing-*"),
+        "{}",
+        none.stderr
     );
 }
