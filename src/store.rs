@@ -66,6 +66,8 @@ pub struct Store {
     /// `None` while the store is being reopened.
     trees: Arc<RwLock<Option<Arc<Trees>>>>,
     failing: Arc<Mutex<Option<Failing>>>,
+    /// One reopen at a time: two would fight over sled's file lock.
+    reopening: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -106,6 +108,7 @@ impl Store {
             holder,
             trees: Arc::new(RwLock::new(Some(Arc::new(trees)))),
             failing: Arc::default(),
+            reopening: Arc::default(),
         })
     }
 
@@ -153,6 +156,7 @@ impl Store {
     /// the only way back once the disk has room again. Waits (up to 10 s) for operations still
     /// holding the old database, since sled's file lock is released only when it is dropped.
     pub async fn recover(&self) -> Result<(), StoreError> {
+        let _one = self.reopening.lock().await;
         let old = self.trees.write().expect("store lock").take();
         if let Some(old) = old {
             let weak = Arc::downgrade(&old);
@@ -326,12 +330,12 @@ fn time_key(millis: u64, pin: &str, audit_id: &str) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::finding::PinStatus;
     use crate::report::{Calls, Tokens};
 
-    fn record(pin: &str, at: i64, id: &str) -> AuditRecord {
+    pub(crate) fn record(pin: &str, at: i64, id: &str) -> AuditRecord {
         let t = DateTime::from_timestamp(at, 0).unwrap();
         AuditRecord {
             audit_id: id.into(),

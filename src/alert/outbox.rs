@@ -274,8 +274,13 @@ pub fn channels_waiting(store: &Store) -> Result<BTreeSet<String>, StoreError> {
 /// Indexes pending entries written before channel queues existed (a store from an older
 /// modelpin), so they are still sent.
 pub async fn index_older_entries(store: &Store) -> Result<(), StoreError> {
+    const DONE: &[u8] = b"outbox_indexed";
     let trees = store.trees()?;
-    if !trees.pending.is_empty() {
+    if trees
+        .alerts
+        .contains_key(DONE)
+        .map_err(|e| store.write_error(e))?
+    {
         return Ok(());
     }
     let mut missing = Vec::new();
@@ -287,14 +292,12 @@ pub async fn index_older_entries(store: &Store) -> Result<(), StoreError> {
             missing.push((queue_key(&entry.notification), key.to_vec()));
         }
     }
-    if missing.is_empty() {
-        return Ok(());
-    }
     store
         .write(|t| {
             for (index, key) in missing {
                 t.pending.insert(index, key).map_err(|e| e.to_string())?;
             }
+            t.alerts.insert(DONE, &[]).map_err(|e| e.to_string())?;
             Ok(())
         })
         .await
@@ -336,4 +339,157 @@ pub async fn update(store: &Store, queued: &Queued, entry: &Entry) -> Result<(),
                 .map_err(|e: TransactionError<()>| format!("{e:?}"))
         })
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::alert::AlertItem;
+    use crate::store::Holder;
+
+    fn item(fingerprint: &str, status: AlertStatus) -> AlertItem {
+        AlertItem {
+            fingerprint: fingerprint.into(),
+            code: fingerprint.into(),
+            severity: None,
+            status,
+            message: String::new(),
+            evidence: serde_json::Value::Null,
+            starts_at: DateTime::from_timestamp(0, 0).unwrap(),
+            ends_at: None,
+        }
+    }
+
+    fn notification(id: &str, at: i64, alerts: &[(&str, AlertStatus)]) -> Notification {
+        let alerts: Vec<AlertItem> = alerts.iter().map(|(f, s)| item(f, *s)).collect();
+        let firing = alerts.iter().any(|a| a.status == AlertStatus::Firing);
+        Notification {
+            id: id.into(),
+            channel: "hook".into(),
+            pin: "bot".into(),
+            provider: "p".into(),
+            model: "m".into(),
+            status: if firing {
+                AlertStatus::Firing
+            } else {
+                AlertStatus::Resolved
+            },
+            alerts,
+            created_at: DateTime::from_timestamp(at, 0).unwrap(),
+            test: false,
+            audit_id: None,
+        }
+    }
+
+    async fn queue_one(store: &Store, n: Notification) {
+        let commit = Commit {
+            audit: None,
+            pin: "bot",
+            state: None,
+            notifications: &[n],
+        };
+        commit_ok(store, &commit).await;
+    }
+
+    async fn commit_ok(store: &Store, c: &Commit<'_>) {
+        commit(store, c).await.unwrap();
+    }
+
+    /// What the channel would send now: (id, fingerprints) in order.
+    fn waiting(store: &Store) -> Vec<(String, Vec<String>)> {
+        queued(store, "hook")
+            .unwrap()
+            .into_iter()
+            .flatten()
+            .map(|q| {
+                let n = q.entry.notification;
+                (n.id, n.alerts.into_iter().map(|a| a.fingerprint).collect())
+            })
+            .collect()
+    }
+
+    /// A notification committed, and what the channel waits to send afterwards.
+    type Case<'a> = (
+        &'a str,
+        &'a [(&'a str, AlertStatus)],
+        &'a [(&'a str, &'a [&'a str])],
+    );
+
+    #[tokio::test]
+    async fn a_newer_notification_takes_its_alerts_out_of_older_waiting_ones() {
+        use AlertStatus::{Firing, Resolved};
+        let cases: &[Case] = &[
+            (
+                "n1",
+                &[("a", Firing), ("b", Firing)],
+                &[("n1", &["a", "b"])],
+            ),
+            // A newer firing of `a` replaces it in n1; n1 keeps `b`.
+            ("n2", &[("a", Firing)], &[("n1", &["b"]), ("n2", &["a"])]),
+            // A resolve of both cancels every queued firing.
+            (
+                "n3",
+                &[("a", Resolved), ("b", Resolved)],
+                &[("n3", &["a", "b"])],
+            ),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s"), Holder::Daemon).unwrap();
+        for (at, (id, alerts, want)) in (0..).zip(cases) {
+            queue_one(&store, notification(id, at, alerts)).await;
+            let want: Vec<(String, Vec<String>)> = want
+                .iter()
+                .map(|(id, f)| {
+                    (
+                        (*id).to_owned(),
+                        f.iter().map(|s| (*s).to_owned()).collect(),
+                    )
+                })
+                .collect();
+            assert_eq!(waiting(&store), want, "after {id}");
+        }
+        let superseded = all(&store)
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.delivery.state == DeliveryState::Superseded)
+            .count();
+        assert_eq!(superseded, 2);
+    }
+
+    #[tokio::test]
+    async fn an_attempt_finishing_after_its_entry_was_superseded_does_not_revive_it() {
+        use AlertStatus::{Firing, Resolved};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s"), Holder::Daemon).unwrap();
+        queue_one(&store, notification("n1", 1, &[("a", Firing)])).await;
+        let in_flight = queued(&store, "hook").unwrap().remove(0).remove(0);
+        queue_one(&store, notification("n2", 2, &[("a", Resolved)])).await;
+        let mut retried = in_flight.entry.clone();
+        retried.delivery.attempts = 1;
+        update(&store, &in_flight, &retried).await.unwrap();
+        let ids: Vec<String> = waiting(&store).into_iter().map(|(id, _)| id).collect();
+        assert_eq!(ids, ["n2"]);
+    }
+
+    #[tokio::test]
+    async fn one_commit_holds_the_audit_the_state_and_the_notifications() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s"), Holder::Daemon).unwrap();
+        let record = crate::store::tests::record("bot", 100, "a1");
+        let state = PinAlerts {
+            inconclusive_streak: 2,
+            ..PinAlerts::default()
+        };
+        let n = notification("n1", 1, &[("a", AlertStatus::Firing)]);
+        let commit = Commit {
+            audit: Some(&record),
+            pin: "bot",
+            state: Some(&state),
+            notifications: std::slice::from_ref(&n),
+        };
+        commit_ok(&store, &commit).await;
+        assert_eq!(store.history(Some("bot"), None).unwrap(), [record]);
+        assert_eq!(load(&store, "bot").unwrap(), state);
+        assert_eq!(waiting(&store).len(), 1);
+    }
 }

@@ -478,6 +478,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn retirement_dates_and_instants_become_unix_seconds() {
+        let cases = [
+            ("2026-10-20", Some(1_792_454_400)),
+            ("2026-10-20T12:00:00Z", Some(1_792_497_600)),
+            ("2026-10-20T12:00:00+02:00", Some(1_792_490_400)),
+            ("soon", None),
+            ("", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(retirement_seconds(text), want, "{text}");
+        }
+    }
+
+    #[test]
     fn renders_help_type_and_escaped_labels() {
         let m = Metrics::new();
         m.add(Family::AuditsTotal, &[("pin", "a"), ("result", "ok")], 1.0);
