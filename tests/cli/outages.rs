@@ -244,6 +244,36 @@ fn a_dead_channel_beside_a_live_one_costs_the_live_one_nothing() {
     assert_eq!(pins.len(), PINS);
 }
 
+/// Regression: a backlog was sent one notification at a time (680 at 0.2 s each took 165 s);
+/// now a channel keeps several in flight, so the backlog drains at the receiver's speed.
+#[test]
+fn a_backlog_drains_with_several_notifications_in_flight() {
+    const PINS: usize = 16;
+    let each = Duration::from_millis(500);
+    let hook = Webhook::slow(each);
+    let sim = clean_sim();
+    let test = project(&sim, PINS, &webhook("hook", &hook.url(), "1h"));
+    let daemon = Daemon::start(&test);
+    assert!(until(Duration::from_secs(30), || daemon.stored_ids().len()
+        >= PINS));
+    reroute_now(&sim);
+    assert!(
+        until(Duration::from_secs(30), || !hook.hits().is_empty()),
+        "{}",
+        daemon.log()
+    );
+    let started = Instant::now();
+    assert!(
+        until(Duration::from_secs(60), || hook.hits().len() >= PINS),
+        "{}",
+        daemon.log()
+    );
+    let took = started.elapsed();
+    eprintln!("measured: {PINS} notifications at {each:?} per request drained in {took:?}");
+    let serial = each * u32::try_from(PINS - 1).unwrap();
+    assert!(took < serial / 2, "{took:?} (one at a time: {serial:?})");
+}
+
 /// Kills the daemon (abort, as `kill -9`) at each step of the first drifted audit's commit, then
 /// restarts it: the receiver gets exactly one firing notification, and it comes from the first
 /// audit in history — no audit is stored without its alert evaluation, none evaluated twice.

@@ -37,6 +37,8 @@ impl Hit {
 struct Shared {
     hits: Arc<Mutex<Vec<Hit>>>,
     slow_first: Option<Duration>,
+    /// How long every request takes to answer.
+    each: Duration,
 }
 
 pub struct Webhook {
@@ -48,6 +50,15 @@ pub struct Webhook {
 impl Webhook {
     /// Listens on `port` (0 for any); the first request is answered only after `slow_first`.
     pub fn start(port: u16, slow_first: Option<Duration>) -> Webhook {
+        Webhook::serve(port, slow_first, Duration::ZERO)
+    }
+
+    /// A receiver that takes `each` to answer every request.
+    pub fn slow(each: Duration) -> Webhook {
+        Webhook::serve(0, None, each)
+    }
+
+    fn serve(port: u16, slow_first: Option<Duration>, each: Duration) -> Webhook {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -57,6 +68,7 @@ impl Webhook {
         let shared = Shared {
             hits: hits.clone(),
             slow_first,
+            each,
         };
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind(("127.0.0.1", port)))
@@ -95,6 +107,7 @@ async fn receive(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) 
     if let (true, Some(delay)) = (first, shared.slow_first) {
         tokio::time::sleep(delay).await;
     }
+    tokio::time::sleep(shared.each).await;
     "ok"
 }
 
