@@ -1,5 +1,6 @@
 //! Delivery: one attempt per channel kind, classified by the same rules as provider calls, and
-//! the worker that drains the outbox.
+//! the passes that drain each channel's queue (the daemon runs one worker per channel, so a dead
+//! receiver costs only its own queue).
 //!
 //! Every notification is a write with an idempotency key (its id), so an attempt whose outcome is
 //! unknown — a timeout, a dropped connection — is repeated with the same id; a refusal that will

@@ -3,12 +3,14 @@
 //!
 //! An alert is (pin, finding code) with a stable fingerprint. Each audit runs the pure state
 //! machine (`state`), which decides what fires, repeats and resolves per channel and groups one
-//! pin's changes into one notification per channel. The new alert state and the notifications
-//! are written to the store in one transaction and flushed before any attempt to send (`outbox`),
-//! so a crash can neither lose a notification nor make a restart send it again. The delivery
-//! worker (`deliver`) sends with the transport's classifier: every notification carries one id —
-//! `webhook-id` and `Idempotency-Key` headers, the email `Message-ID` — reused on every retry, so
-//! an attempt whose outcome is unknown can be repeated and the receiver can drop the duplicate.
+//! pin's changes into one notification per channel. The audit, the new alert state and the
+//! notifications are written to the store in one transaction and flushed before any attempt to
+//! send (`outbox`), so a crash can neither lose a notification, skip an audit's evaluation, nor
+//! make a restart send it again; a newer notification supersedes older undelivered ones. The
+//! delivery workers (`deliver`) send with the transport's classifier: every notification carries
+//! one id — `webhook-id` and `Idempotency-Key` headers, the email `Message-ID` — reused on every
+//! retry, so an attempt whose outcome is unknown can be repeated and the receiver can drop the
+//! duplicate.
 
 pub mod deliver;
 pub mod email;

@@ -140,7 +140,9 @@ impl Family {
                 "Adjusted p-value of each behaviour test in the pin's last audit."
             }
             Family::NotificationsTotal => "Alert notifications, by channel and result.",
-            Family::StoreWriteFailuresTotal => "Audits that could not be written to the store.",
+            Family::StoreWriteFailuresTotal => {
+                "Failed attempts to write an audit to the store (each audit is retried until stored)."
+            }
         }
     }
 }
