@@ -76,7 +76,7 @@ pub enum Command {
     /// Audit every pin on its cron schedule, keep history in the store, serve /metrics and
     /// /healthz. SIGTERM/SIGINT stop it cleanly; SIGHUP reloads pins.toml.
     Daemon {
-        /// Move an unreadable store aside (to `<store>.broken-<time>`) and start a new one.
+        /// Move a corrupt store aside (to `<store>.broken-<time>`) and start a new one.
         #[arg(long)]
         reset_store: bool,
         /// Audit only the pins whose id matches GLOB (repeatable), to split pins across daemons.
