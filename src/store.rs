@@ -15,6 +15,7 @@
 mod open;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -68,6 +69,9 @@ pub struct Store {
     failing: Arc<Mutex<Option<Failing>>>,
     /// One reopen at a time: two would fight over sled's file lock.
     reopening: Arc<tokio::sync::Mutex<()>>,
+    /// How many times the store was reopened: a writer that failed on an older generation
+    /// need not reopen again.
+    generation: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Store {
@@ -109,6 +113,7 @@ impl Store {
             trees: Arc::new(RwLock::new(Some(Arc::new(trees)))),
             failing: Arc::default(),
             reopening: Arc::default(),
+            generation: Arc::default(),
         })
     }
 
@@ -152,11 +157,21 @@ impl Store {
         }
     }
 
-    /// Closes and reopens the database after a failed write: sled's error is sticky, so this is
-    /// the only way back once the disk has room again. Waits (up to 10 s) for operations still
-    /// holding the old database, since sled's file lock is released only when it is dropped.
-    pub async fn recover(&self) -> Result<(), StoreError> {
+    /// The current generation, to pass to `recover` after a write on it failed.
+    #[must_use]
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Closes and reopens the database after a write on `failed` (a generation) failed: sled's
+    /// error is sticky, so this is the only way back once the disk has room again. Does nothing
+    /// when another writer reopened it since. Waits (up to 10 s) for operations still holding
+    /// the old database, since sled's file lock is released only when it is dropped.
+    pub async fn recover(&self, failed: u64) -> Result<(), StoreError> {
         let _one = self.reopening.lock().await;
+        if self.generation() != failed {
+            return Ok(());
+        }
         let old = self.trees.write().expect("store lock").take();
         if let Some(old) = old {
             let weak = Arc::downgrade(&old);
@@ -173,6 +188,7 @@ impl Store {
         match opened {
             Ok(trees) => {
                 *self.trees.write().expect("store lock") = Some(Arc::new(trees));
+                self.generation.fetch_add(1, Ordering::AcqRel);
                 open::leave_name(&self.path, self.holder);
                 Ok(())
             }

@@ -675,6 +675,7 @@ async fn commit_audit(
     let keep = crate::alert::Keep::Audit;
     let mut wait = Duration::from_millis(500);
     loop {
+        let generation = daemon.store.generation();
         match crate::alert::process(&daemon.store, config, record, keep).await {
             Ok(queued) => return Some(queued),
             Err(e) => {
@@ -689,7 +690,7 @@ async fn commit_audit(
                 return None;
             }
         }
-        if let Err(e) = daemon.store.recover().await {
+        if let Err(e) = daemon.store.recover(generation).await {
             tracing::warn!(error = %e, "store not reopened yet");
         }
         wait = (wait * 2).min(Duration::from_secs(10));

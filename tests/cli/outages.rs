@@ -374,7 +374,7 @@ impl Drop for Tmpfs {
 #[test]
 fn a_full_disk_makes_healthz_503_and_heals_without_a_restart() {
     let sim = clean_sim();
-    let test = project(&sim, 1, "");
+    let test = project(&sim, 4, "");
     let Some(fs) = Tmpfs::mount(&test.path("store"), "size=8m") else {
         return;
     };
