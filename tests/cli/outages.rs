@@ -1,6 +1,7 @@
 //! The daemon under faults, as a user sees them: a receiver or Alertmanager down and back (what
-//! it holds afterwards must be the current truth), a dead channel beside a live one, a crash at
-//! each step of an audit's commit, and a store that refuses to open for different reasons.
+//! it holds afterwards must be the current truth), a dead channel beside a live one, a backlog, a
+//! crash at each step of an audit's commit, a disk that fills and frees (tmpfs), start-up
+//! refusals by cause, reloads that need a restart, and promtool on the metrics and rules.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
