@@ -108,9 +108,9 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
             cmd::lock::run(&cli.config, &options, out).await
         }
         Command::Check(args) => cmd::check::run(&cli.config, &args.into(), out).await,
-        Command::Daemon { reset_store } => {
+        Command::Daemon { reset_store, pins } => {
             init_logging(cli.quiet);
-            Ok(crate::daemon::run(&cli.config, *reset_store).await?)
+            Ok(crate::daemon::run(&cli.config, *reset_store, pins).await?)
         }
         Command::History { pin, since, format } => {
             cmd::history::run(&cli.config, pin.as_deref(), since, *format).await

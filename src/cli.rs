@@ -62,9 +62,12 @@ pub enum Command {
     /// Audit every pin on its cron schedule, keep history in the store, serve /metrics and
     /// /healthz. SIGTERM/SIGINT stop it cleanly; SIGHUP reloads pins.toml.
     Daemon {
-        /// Move an unreadable store aside (to `<store>.broken-<time>`) and start a new one.
+        /// Move a corrupt store aside (to `<store>.broken-<time>`) and start a new one.
         #[arg(long)]
         reset_store: bool,
+        /// Audit only the pins whose id matches GLOB (repeatable), to split pins across daemons.
+        #[arg(long = "pins", value_name = "GLOB")]
+        pins: Vec<String>,
     },
     /// Judge an exported OTLP/JSON file of GenAI spans against the pins: same findings, formats
     /// and exit codes as `check`, no provider called.

@@ -12,6 +12,7 @@ pub mod cmd;
 pub mod config;
 pub mod daemon;
 pub mod exit;
+pub mod fault;
 pub mod finding;
 #[cfg(test)]
 pub(crate) mod fixtures;

@@ -1,18 +1,31 @@
 //! The daemon's durable memory (sled): audit history, alert state and the alert outbox.
 //!
-//! A monitor that runs for months must survive restarts and crashes without losing what it
-//! reported. Every write here is followed by an explicit flush before it is acknowledged — sled's
-//! background flush alone can lose the last half second — so "stored" in the log means on disk.
-//! Audits are keyed `pin \0 millis` (one pin's history in time order) with a `millis \0 pin` index
-//! for time-range queries and pruning. A schema version key guards against reading a future
-//! layout. sled allows one process per store; a second daemon is refused with a clear message.
+//! A monitor that runs for months must survive restarts, crashes and full disks without losing
+//! what it reported. Every write here is followed by an explicit flush before it is acknowledged —
+//! sled's background flush alone can lose the last half second — so "stored" in the log means on
+//! disk. Audits are keyed `pin \0 millis` (one pin's history in time order) with a `millis \0 pin`
+//! index for time-range queries and pruning. A schema version key guards against reading a future
+//! layout. sled allows one process per store; whoever holds it leaves its name in `holder`, so a
+//! refusal says who.
+//!
+//! After one failed write sled refuses every later one (its error is sticky), so a store that hit
+//! a full disk is closed and reopened (`recover`) rather than used on: that is how the daemon heals
+//! when space comes back, without a restart.
+
+mod open;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use sled::Transactional as _;
 
 use crate::report::PinReport;
+
+pub use open::{Holder, StoreError, reset};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -28,28 +41,37 @@ pub struct AuditRecord {
     pub pin: PinReport,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error(
-        "error: the store at {path} is in use by another modelpin process (a daemon is already running on it)\n  = help: stop the other daemon, or give this one its own `store` in [settings]"
-    )]
-    InUse { path: PathBuf },
-    #[error(
-        "error: the store at {path} cannot be opened: {message}\n  = help: run `modelpin daemon --reset-store` to move it aside (kept as {path}.broken-<time>) and start a new one"
-    )]
-    Unusable { path: PathBuf, message: String },
-    #[error("error: store write failed at {path}: {message}")]
-    Write { path: PathBuf, message: String },
+/// The open sled database and its trees; replaced whole when the store is reopened.
+pub struct Trees {
+    db: sled::Db,
+    pub(crate) audits: sled::Tree,
+    pub(crate) by_time: sled::Tree,
+    pub alerts: sled::Tree,
+    pub outbox: sled::Tree,
+    /// `channel \0 pin \0 outbox key` of every pending notification: each channel's queue, in
+    /// order per pin, without reading delivered history.
+    pub pending: sled::Tree,
+}
+
+/// Why writes fail now, and since when: the daemon's health.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failing {
+    pub since: DateTime<Utc>,
+    pub reason: String,
 }
 
 #[derive(Clone)]
 pub struct Store {
     path: PathBuf,
-    db: sled::Db,
-    audits: sled::Tree,
-    by_time: sled::Tree,
-    pub alerts: sled::Tree,
-    pub outbox: sled::Tree,
+    holder: Holder,
+    /// `None` while the store is being reopened.
+    trees: Arc<RwLock<Option<Arc<Trees>>>>,
+    failing: Arc<Mutex<Option<Failing>>>,
+    /// One reopen at a time: two would fight over sled's file lock.
+    reopening: Arc<tokio::sync::Mutex<()>>,
+    /// How many times the store was reopened: a writer that failed on an older generation
+    /// need not reopen again.
+    generation: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Store {
@@ -60,28 +82,39 @@ impl std::fmt::Debug for Store {
     }
 }
 
+/// The key, time-index key and bytes of one audit, ready to be written in a transaction.
+pub struct AuditRow {
+    key: Vec<u8>,
+    index: Vec<u8>,
+    value: Vec<u8>,
+}
+
+impl AuditRow {
+    /// Writes the row inside a transaction over (audits, `by_time`).
+    pub fn insert(
+        &self,
+        audits: &sled::transaction::TransactionalTree,
+        by_time: &sled::transaction::TransactionalTree,
+    ) -> sled::transaction::ConflictableTransactionResult<(), ()> {
+        audits.insert(self.key.as_slice(), self.value.as_slice())?;
+        by_time.insert(self.index.as_slice(), self.key.as_slice())?;
+        Ok(())
+    }
+}
+
 impl Store {
-    /// Opens (or creates) the store. A small page cache keeps the daemon's memory flat.
-    pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let db = sled::Config::new()
-            .path(path)
-            .cache_capacity(4 * 1024 * 1024)
-            .open()
-            .map_err(|e| open_error(path, &e))?;
-        let unusable = |e: sled::Error| StoreError::Unusable {
+    /// Opens (or creates) the store for `holder`. A small page cache keeps memory flat.
+    pub fn open(path: &Path, holder: Holder) -> Result<Store, StoreError> {
+        let trees = open::trees(path)?;
+        open::leave_name(path, holder);
+        Ok(Store {
             path: path.to_owned(),
-            message: e.to_string(),
-        };
-        let store = Store {
-            path: path.to_owned(),
-            audits: db.open_tree("audits").map_err(unusable)?,
-            by_time: db.open_tree("audits_by_time").map_err(unusable)?,
-            alerts: db.open_tree("alerts").map_err(unusable)?,
-            outbox: db.open_tree("outbox").map_err(unusable)?,
-            db,
-        };
-        store.check_schema()?;
-        Ok(store)
+            holder,
+            trees: Arc::new(RwLock::new(Some(Arc::new(trees)))),
+            failing: Arc::default(),
+            reopening: Arc::default(),
+            generation: Arc::default(),
+        })
     }
 
     #[must_use]
@@ -89,67 +122,146 @@ impl Store {
         &self.path
     }
 
-    fn check_schema(&self) -> Result<(), StoreError> {
-        let key = b"schema_version";
-        let found = self.db.get(key).map_err(|e| self.unusable(&e))?;
-        match found {
-            None => {
-                self.db
-                    .insert(key, &SCHEMA_VERSION.to_be_bytes())
-                    .map_err(|e| self.unusable(&e))?;
-                self.db.flush().map_err(|e| self.unusable(&e))?;
+    /// The open trees, or an error while the store is being reopened.
+    pub fn trees(&self) -> Result<Arc<Trees>, StoreError> {
+        self.trees
+            .read()
+            .expect("store lock")
+            .clone()
+            .ok_or_else(|| self.write_error("the store is being reopened after a failed write"))
+    }
+
+    /// Why writes fail now (`None` while they succeed).
+    #[must_use]
+    pub fn failing(&self) -> Option<Failing> {
+        self.failing.lock().expect("failing lock").clone()
+    }
+
+    /// Notes a write's outcome for the health check.
+    fn note(&self, outcome: &Result<(), StoreError>) {
+        let mut failing = self.failing.lock().expect("failing lock");
+        match outcome {
+            Ok(()) => *failing = None,
+            Err(e) => {
+                let reason = e.to_string();
+                match failing.as_mut() {
+                    Some(f) => f.reason = reason,
+                    None => {
+                        *failing = Some(Failing {
+                            since: Utc::now(),
+                            reason,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// The current generation, to pass to `recover` after a write on it failed.
+    #[must_use]
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Closes and reopens the database after a write on `failed` (a generation) failed: sled's
+    /// error is sticky, so this is the only way back once the disk has room again. Does nothing
+    /// when another writer reopened it since. Waits (up to 10 s) for operations still holding
+    /// the old database, since sled's file lock is released only when it is dropped.
+    pub async fn recover(&self, failed: u64) -> Result<(), StoreError> {
+        let _one = self.reopening.lock().await;
+        if self.generation() != failed {
+            return Ok(());
+        }
+        let old = self.trees.write().expect("store lock").take();
+        if let Some(old) = old {
+            let weak = Arc::downgrade(&old);
+            drop(old);
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+            while weak.strong_count() > 0 && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        let path = self.path.clone();
+        let opened = tokio::task::spawn_blocking(move || open::trees(&path))
+            .await
+            .map_err(|e| self.write_error(e))?;
+        match opened {
+            Ok(trees) => {
+                *self.trees.write().expect("store lock") = Some(Arc::new(trees));
+                self.generation.fetch_add(1, Ordering::AcqRel);
+                open::leave_name(&self.path, self.holder);
                 Ok(())
             }
-            Some(bytes) if bytes.as_ref() == SCHEMA_VERSION.to_be_bytes() => Ok(()),
-            Some(bytes) => Err(StoreError::Unusable {
-                path: self.path.clone(),
-                message: format!(
-                    "schema version {:?} is not {SCHEMA_VERSION}, the one this modelpin reads",
-                    bytes.as_ref()
-                ),
-            }),
+            Err(e) => Err(e),
         }
     }
 
-    fn unusable(&self, e: &sled::Error) -> StoreError {
-        StoreError::Unusable {
-            path: self.path.clone(),
-            message: e.to_string(),
-        }
-    }
-
-    fn write_error(&self, message: impl std::fmt::Display) -> StoreError {
+    pub(crate) fn write_error(&self, message: impl std::fmt::Display) -> StoreError {
         StoreError::Write {
             path: self.path.clone(),
             message: message.to_string(),
         }
     }
 
+    fn read_error(&self, e: &sled::Error) -> StoreError {
+        StoreError::Write {
+            path: self.path.clone(),
+            message: format!("read failed: {e}"),
+        }
+    }
+
+    /// One audit's row for a transaction.
+    pub fn audit_row(&self, record: &AuditRecord) -> Result<AuditRow, StoreError> {
+        let millis = record.started_at.timestamp_millis().max(0) as u64;
+        Ok(AuditRow {
+            key: audit_key(&record.pin.id, millis, &record.audit_id),
+            index: time_key(millis, &record.pin.id, &record.audit_id),
+            value: serde_json::to_vec(record).map_err(|e| self.write_error(e))?,
+        })
+    }
+
     /// Appends one audit and flushes; when this returns `Ok`, the audit survives a crash.
     pub async fn append(&self, record: &AuditRecord) -> Result<(), StoreError> {
-        let millis = record.started_at.timestamp_millis().max(0) as u64;
-        let value = serde_json::to_vec(record).map_err(|e| self.write_error(e))?;
-        let key = audit_key(&record.pin.id, millis, &record.audit_id);
-        let index = time_key(millis, &record.pin.id, &record.audit_id);
-        (&self.audits, &self.by_time)
-            .transaction(|(audits, by_time)| {
-                audits.insert(key.as_slice(), value.as_slice())?;
-                by_time.insert(index.as_slice(), key.as_slice())?;
-                Ok(())
-            })
-            .map_err(|e: sled::transaction::TransactionError<()>| {
-                self.write_error(format!("{e:?}"))
-            })?;
-        self.flush().await
+        let row = self.audit_row(record)?;
+        self.write(|t| {
+            (&t.audits, &t.by_time)
+                .transaction(|(audits, by_time)| row.insert(audits, by_time))
+                .map_err(|e: sled::transaction::TransactionError<()>| format!("{e:?}"))
+        })
+        .await
+    }
+
+    /// Runs `write` on the current trees and flushes, noting the outcome for the health check:
+    /// `Ok` means on disk.
+    pub async fn write<F>(&self, write: F) -> Result<(), StoreError>
+    where
+        F: FnOnce(&Trees) -> Result<(), String>,
+    {
+        let outcome = match self.trees() {
+            Ok(trees) => match write(&trees) {
+                Ok(()) => self.flush_trees(trees).await,
+                Err(e) => Err(self.write_error(e)),
+            },
+            Err(e) => Err(e),
+        };
+        self.note(&outcome);
+        outcome
     }
 
     /// Flushes everything written so far to disk.
-    ///
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        let outcome = match self.trees() {
+            Ok(trees) => self.flush_trees(trees).await,
+            Err(e) => Err(e),
+        };
+        self.note(&outcome);
+        outcome
+    }
+
     /// sled 0.34's `flush_async` never wakes when several flushes run at once (spacejam/sled#1308,
     /// seen here with 100 pins audited together), so the blocking flush runs on the blocking pool.
-    pub async fn flush(&self) -> Result<(), StoreError> {
-        let db = self.db.clone();
-        match tokio::task::spawn_blocking(move || db.flush()).await {
+    async fn flush_trees(&self, trees: Arc<Trees>) -> Result<(), StoreError> {
+        match tokio::task::spawn_blocking(move || trees.db.flush()).await {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) => Err(self.write_error(e)),
             Err(e) => Err(self.write_error(e)),
@@ -162,16 +274,17 @@ impl Store {
         pin: Option<&str>,
         since: Option<DateTime<Utc>>,
     ) -> Result<Vec<AuditRecord>, StoreError> {
+        let t = self.trees()?;
         let from = since
             .map_or(0, |t| t.timestamp_millis().max(0) as u64)
             .to_be_bytes();
         let mut records = Vec::new();
-        for entry in self.by_time.range(from.as_slice()..) {
-            let (_, key) = entry.map_err(|e| self.unusable(&e))?;
+        for entry in t.by_time.range(from.as_slice()..) {
+            let (_, key) = entry.map_err(|e| self.read_error(&e))?;
             if pin.is_some_and(|p| !key.starts_with(&pin_prefix(p))) {
                 continue;
             }
-            if let Some(bytes) = self.audits.get(&key).map_err(|e| self.unusable(&e))?
+            if let Some(bytes) = t.audits.get(&key).map_err(|e| self.read_error(&e))?
                 && let Ok(record) = serde_json::from_slice::<AuditRecord>(&bytes)
             {
                 records.push(record);
@@ -182,11 +295,12 @@ impl Store {
 
     /// The latest audit of a pin.
     pub fn last_audit(&self, pin: &str) -> Result<Option<AuditRecord>, StoreError> {
-        let last = self.audits.scan_prefix(pin_prefix(pin)).next_back();
+        let t = self.trees()?;
+        let last = t.audits.scan_prefix(pin_prefix(pin)).next_back();
         match last {
             None => Ok(None),
             Some(entry) => {
-                let (_, bytes) = entry.map_err(|e| self.unusable(&e))?;
+                let (_, bytes) = entry.map_err(|e| self.read_error(&e))?;
                 Ok(serde_json::from_slice(&bytes).ok())
             }
         }
@@ -196,22 +310,19 @@ impl Store {
     pub async fn prune(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
         let end = (cutoff.timestamp_millis().max(0) as u64).to_be_bytes();
         let mut removed = 0;
-        for entry in self.by_time.range(..end.as_slice()) {
-            let (index, key) = entry.map_err(|e| self.unusable(&e))?;
-            self.audits.remove(&key).map_err(|e| self.write_error(e))?;
-            self.by_time
-                .remove(&index)
-                .map_err(|e| self.write_error(e))?;
-            removed += 1;
-        }
-        if removed > 0 {
-            self.flush().await?;
-        }
+        self.write(|t| {
+            for entry in t.by_time.range(..end.as_slice()) {
+                let (index, key) = entry.map_err(|e| e.to_string())?;
+                t.audits.remove(&key).map_err(|e| e.to_string())?;
+                t.by_time.remove(&index).map_err(|e| e.to_string())?;
+                removed += 1;
+            }
+            Ok(())
+        })
+        .await?;
         Ok(removed)
     }
 }
-
-use sled::Transactional as _;
 
 fn pin_prefix(pin: &str) -> Vec<u8> {
     let mut key = pin.as_bytes().to_vec();
@@ -234,43 +345,13 @@ fn time_key(millis: u64, pin: &str, audit_id: &str) -> Vec<u8> {
     key
 }
 
-fn open_error(path: &Path, e: &sled::Error) -> StoreError {
-    let text = e.to_string();
-    let locked = matches!(e, sled::Error::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock)
-        || text.contains("could not acquire lock")
-        || text.contains("Resource temporarily unavailable");
-    if locked {
-        StoreError::InUse {
-            path: path.to_owned(),
-        }
-    } else {
-        StoreError::Unusable {
-            path: path.to_owned(),
-            message: text,
-        }
-    }
-}
-
-/// Moves a store aside (`<path>.broken-<unix seconds>`) so a fresh one can start; returns where.
-pub fn reset(path: &Path) -> std::io::Result<Option<PathBuf>> {
-    if !path.exists() {
-        return Ok(None);
-    }
-    let stamp = Utc::now().timestamp();
-    let mut aside = path.as_os_str().to_owned();
-    aside.push(format!(".broken-{stamp}"));
-    let aside = PathBuf::from(aside);
-    std::fs::rename(path, &aside)?;
-    Ok(Some(aside))
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::finding::PinStatus;
     use crate::report::{Calls, Tokens};
 
-    fn record(pin: &str, at: i64, id: &str) -> AuditRecord {
+    pub(crate) fn record(pin: &str, at: i64, id: &str) -> AuditRecord {
         let t = DateTime::from_timestamp(at, 0).unwrap();
         AuditRecord {
             audit_id: id.into(),
@@ -299,7 +380,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn many_concurrent_appends_all_complete() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("store")).unwrap();
+        let store = Store::open(&dir.path().join("store"), Holder::Daemon).unwrap();
         let mut tasks = tokio::task::JoinSet::new();
         for i in 0..100 {
             let store = store.clone();
@@ -323,7 +404,7 @@ mod tests {
     fn reopen(path: &Path) -> Store {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         loop {
-            match Store::open(path) {
+            match Store::open(path, Holder::Daemon) {
                 Err(StoreError::InUse { .. }) if std::time::Instant::now() < deadline => {
                     std::thread::sleep(std::time::Duration::from_millis(20));
                 }
@@ -337,7 +418,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("store");
         {
-            let store = Store::open(&path).unwrap();
+            let store = Store::open(&path, Holder::Daemon).unwrap();
             store.append(&record("b", 200, "2")).await.unwrap();
             store.append(&record("a", 100, "1")).await.unwrap();
             store.append(&record("a", 300, "3")).await.unwrap();
@@ -363,32 +444,5 @@ mod tests {
             3
         );
         assert_eq!(ids(store.history(None, None).unwrap()), ["3"]);
-    }
-
-    #[test]
-    /// A second process on the same store is refused; that needs two processes and is tested at
-    /// the CLI (`a_second_daemon_on_the_same_store_is_refused`). Here: an unreadable store.
-    fn a_corrupt_store_says_how_to_recover() {
-        let dir = tempfile::tempdir().unwrap();
-        let garbage = dir.path().join("garbage");
-        std::fs::create_dir(&garbage).unwrap();
-        std::fs::write(garbage.join("conf"), b"\x00\x01 not a sled config").unwrap();
-        std::fs::write(garbage.join("db"), b"\xff\xfe not a sled database").unwrap();
-        let err = Store::open(&garbage).unwrap_err().to_string();
-        assert!(
-            err.contains("cannot be opened") && err.contains("--reset-store"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn reset_moves_the_store_aside() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("store");
-        assert_eq!(reset(&path).unwrap(), None);
-        std::fs::create_dir(&path).unwrap();
-        let aside = reset(&path).unwrap().unwrap();
-        assert!(aside.exists() && !path.exists());
-        assert!(aside.to_string_lossy().contains(".broken-"));
     }
 }

@@ -1,5 +1,6 @@
 //! Delivery: one attempt per channel kind, classified by the same rules as provider calls, and
-//! the worker that drains the outbox.
+//! the passes that drain each channel's queue (the daemon runs one worker per channel, so a dead
+//! receiver costs only its own queue).
 //!
 //! Every notification is a write with an idempotency key (its id), so an attempt whose outcome is
 //! unknown — a timeout, a dropped connection — is repeated with the same id; a refusal that will
@@ -9,6 +10,7 @@
 use std::time::{Duration, SystemTime};
 
 use chrono::{DateTime, Utc};
+use futures::StreamExt as _;
 use serde_json::{Value, json};
 
 use crate::alert::email::{self, EmailChannel, SmtpOutcome};
@@ -205,6 +207,7 @@ pub fn webhook_payload(n: &Notification) -> Value {
         "startsAt": starts,
         "endsAt": ends,
         "createdAt": n.created_at,
+        "auditId": n.audit_id,
         "findings": n.alerts,
     })
 }
@@ -279,23 +282,62 @@ impl DeliveryResult {
     }
 }
 
-/// Tries every due notification once; returns each attempt's outcome.
+/// Notifications of one channel in flight at once (each for a different pin): a backlog drains
+/// at the receiver's speed without opening a connection per queued notification.
+pub const PER_CHANNEL: usize = 4;
+
+/// Tries every due notification of every channel once; returns each attempt's outcome.
 pub async fn run_due(store: &Store, deliverer: &Deliverer) -> Vec<Outcome> {
-    let now = Utc::now();
-    let Ok(due) = outbox::due(store, now) else {
+    let Ok(channels) = outbox::channels_waiting(store) else {
         return Vec::new();
     };
-    let mut outcomes = Vec::with_capacity(due.len());
-    for (key, mut entry) in due {
-        let outcome = deliverer.attempt(&entry.notification).await;
-        let result = record(&mut entry.delivery, &outcome, entry.notification.created_at);
-        log(&entry, &outcome);
+    let runs = channels
+        .iter()
+        .map(|channel| run_channel(store, deliverer, channel));
+    futures::future::join_all(runs)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// Tries one channel's due notifications: pins in parallel (up to `PER_CHANNEL`), each pin's in
+/// order, stopping at the first that is not due or not delivered so none overtakes an older one.
+pub async fn run_channel(store: &Store, deliverer: &Deliverer, channel: &str) -> Vec<Outcome> {
+    let Ok(pins) = outbox::queued(store, channel) else {
+        return Vec::new();
+    };
+    futures::stream::iter(pins)
+        .map(|queue| run_pin(store, deliverer, queue))
+        .buffer_unordered(PER_CHANNEL)
+        .concat()
+        .await
+}
+
+async fn run_pin(store: &Store, deliverer: &Deliverer, queue: Vec<outbox::Queued>) -> Vec<Outcome> {
+    let mut outcomes = Vec::new();
+    for queued in queue {
+        if queued.entry.delivery.next_attempt_at > Utc::now() {
+            break;
+        }
+        let mut entry = queued.entry.clone();
+        let attempted = deliverer.attempt(&entry.notification).await;
+        let result = record(
+            &mut entry.delivery,
+            &attempted,
+            entry.notification.created_at,
+        );
+        log(&entry, &attempted);
         outcomes.push(Outcome {
             channel: entry.notification.channel.clone(),
             result,
         });
-        if let Err(e) = outbox::update(store, &key, &entry).await {
+        if let Err(e) = outbox::update(store, &queued, &entry).await {
             tracing::error!(error = %e, notification = %entry.notification.id, "outbox update failed");
+            break;
+        }
+        if result == DeliveryResult::Retried {
+            break;
         }
     }
     outcomes

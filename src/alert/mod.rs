@@ -3,12 +3,14 @@
 //!
 //! An alert is (pin, finding code) with a stable fingerprint. Each audit runs the pure state
 //! machine (`state`), which decides what fires, repeats and resolves per channel and groups one
-//! pin's changes into one notification per channel. The new alert state and the notifications
-//! are written to the store in one transaction and flushed before any attempt to send (`outbox`),
-//! so a crash can neither lose a notification nor make a restart send it again. The delivery
-//! worker (`deliver`) sends with the transport's classifier: every notification carries one id —
-//! `webhook-id` and `Idempotency-Key` headers, the email `Message-ID` — reused on every retry, so
-//! an attempt whose outcome is unknown can be repeated and the receiver can drop the duplicate.
+//! pin's changes into one notification per channel. The audit, the new alert state and the
+//! notifications are written to the store in one transaction and flushed before any attempt to
+//! send (`outbox`), so a crash can neither lose a notification, skip an audit's evaluation, nor
+//! make a restart send it again; a newer notification supersedes older undelivered ones. The
+//! delivery workers (`deliver`) send with the transport's classifier: every notification carries
+//! one id — `webhook-id` and `Idempotency-Key` headers, the email `Message-ID` — reused on every
+//! retry, so an attempt whose outcome is unknown can be repeated and the receiver can drop the
+//! duplicate.
 
 pub mod deliver;
 pub mod email;
@@ -71,6 +73,9 @@ pub struct Notification {
     pub created_at: DateTime<Utc>,
     /// A `modelpin alerts test` notification.
     pub test: bool,
+    /// The audit that produced it (absent in test notifications and older stores).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit_id: Option<String>,
 }
 
 impl Notification {
@@ -188,19 +193,36 @@ pub fn channels_for<'a>(
         .collect()
 }
 
-/// Runs one audit through the state machine and commits state and notifications to the
-/// outbox (flushed); returns the ids of the notifications queued.
+/// What `process` writes besides alert state and notifications.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// The daemon: the audit joins the history in the same transaction.
+    Audit,
+    /// `check --notify`: no history, only alerts.
+    AlertsOnly,
+}
+
+/// Runs one audit through the state machine and commits the audit (for `Keep::Audit`), the new
+/// alert state and the notifications in one transaction, flushed; returns the ids queued.
 pub async fn process(
     store: &crate::store::Store,
     config: &crate::config::Config,
     record: &crate::store::AuditRecord,
+    keep: Keep,
 ) -> Result<Vec<String>, crate::store::StoreError> {
     let channels = channels_for(config, &record.pin.id);
     let before = outbox::load(store, &record.pin.id)?;
     let step = state::step(&before, record, &channels, chrono::Utc::now());
-    if step.state == before && step.notifications.is_empty() {
+    let changed = step.state != before;
+    if !changed && step.notifications.is_empty() && keep == Keep::AlertsOnly {
         return Ok(Vec::new());
     }
-    outbox::commit(store, &record.pin.id, &step.state, &step.notifications).await?;
+    let commit = outbox::Commit {
+        audit: (keep == Keep::Audit).then_some(record),
+        pin: &record.pin.id,
+        state: changed.then_some(&step.state),
+        notifications: &step.notifications,
+    };
+    outbox::commit(store, &commit).await?;
     Ok(step.notifications.into_iter().map(|n| n.id).collect())
 }

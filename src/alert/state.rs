@@ -212,6 +212,7 @@ fn notification(
         alerts,
         created_at: now,
         test: false,
+        audit_id: Some(record.audit_id.clone()),
     }
 }
 

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::alert::deliver::{Attempted, Deliverer, run_due};
 use crate::alert::outbox::{self, DeliveryState};
-use crate::alert::{AlertItem, AlertStatus, Notification};
+use crate::alert::{AlertItem, AlertStatus, Keep, Notification};
 use crate::app::AppError;
 use crate::cmd::{Output, transport_for};
 use crate::config::Config;
@@ -16,7 +16,7 @@ use crate::exit::Exit;
 use crate::finding::Severity;
 use crate::report::Report;
 use crate::retry::RetryPolicy;
-use crate::store::{AuditRecord, Store, StoreError};
+use crate::store::{AuditRecord, Holder, Store, StoreError};
 
 /// Sends a clearly marked test notification through each channel (or one); exit 1 if any failed.
 pub async fn test(
@@ -91,6 +91,7 @@ fn test_notification(channel: &str) -> Notification {
         }],
         created_at: now,
         test: true,
+        audit_id: None,
     }
 }
 
@@ -129,7 +130,7 @@ async fn deliver_now(deliverer: &Deliverer, n: &Notification) -> Result<u32, Str
 /// delivery for up to `WAIT`. Undelivered notifications stay in the outbox for the next run.
 pub async fn notify(config: &Config, report: &Report, out: Output) -> Result<(), AppError> {
     const WAIT: Duration = Duration::from_secs(30);
-    let store = match Store::open(&config.settings.store) {
+    let store = match Store::open(&config.settings.store, Holder::CheckNotify) {
         Ok(store) => store,
         Err(StoreError::InUse { .. }) => {
             out.progress("notify: a daemon holds the store and sends its own notifications; nothing sent from this check");
@@ -148,7 +149,7 @@ pub async fn notify(config: &Config, report: &Report, out: Output) -> Result<(),
             lock_digest: report.lock_digest.clone(),
             pin: pin.clone(),
         };
-        queued.extend(crate::alert::process(&store, config, &record).await?);
+        queued.extend(crate::alert::process(&store, config, &record, Keep::AlertsOnly).await?);
     }
     let deliverer = deliverer(config)?;
     let deadline = tokio::time::Instant::now() + WAIT;
@@ -204,6 +205,7 @@ fn summarize(
                 if e.delivery.attempts == 1 { "" } else { "s" },
                 e.delivery.last_error.as_deref().unwrap_or("no answer")
             )),
+            DeliveryState::Superseded => {}
         }
     }
     out.progress(&format!(

@@ -12,7 +12,7 @@ use crate::app::AppError;
 use crate::audit::plan::select_pins;
 use crate::cli::ListFormat as Format;
 use crate::exit::Exit;
-use crate::store::{AuditRecord, Store, StoreError};
+use crate::store::{AuditRecord, Holder, Store, StoreError};
 
 pub async fn run(
     config_path: &Path,
@@ -35,7 +35,7 @@ pub async fn run(
         Ok(records) => records,
         // No store yet: nothing was audited; opening it would create one.
         Err(_) if !config.settings.store.exists() => Vec::new(),
-        Err(daemon_error) => match Store::open(&config.settings.store) {
+        Err(daemon_error) => match Store::open(&config.settings.store, Holder::History) {
             Ok(store) => store.history(pin, Some(since))?,
             Err(StoreError::InUse { .. }) => return Err(daemon_error),
             Err(e) => return Err(e.into()),

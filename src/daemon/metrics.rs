@@ -35,7 +35,7 @@ pub enum Family {
     CostPerRequestUsd,
     TokensSpentTotal,
     CostUsdTotal,
-    DaysToRetirement,
+    RetirementTimestampSeconds,
     AuditsTotal,
     AuditsSkippedTotal,
     CallsTotal,
@@ -56,7 +56,7 @@ impl Family {
         Family::CostPerRequestUsd,
         Family::TokensSpentTotal,
         Family::CostUsdTotal,
-        Family::DaysToRetirement,
+        Family::RetirementTimestampSeconds,
         Family::AuditsTotal,
         Family::AuditsSkippedTotal,
         Family::CallsTotal,
@@ -77,7 +77,7 @@ impl Family {
             Family::CostPerRequestUsd => "modelpin_cost_per_request_usd",
             Family::TokensSpentTotal => "modelpin_tokens_spent_total",
             Family::CostUsdTotal => "modelpin_cost_usd_total",
-            Family::DaysToRetirement => "modelpin_days_to_retirement",
+            Family::RetirementTimestampSeconds => "modelpin_retirement_timestamp_seconds",
             Family::AuditsTotal => "modelpin_audits_total",
             Family::AuditsSkippedTotal => "modelpin_audits_skipped_total",
             Family::CallsTotal => "modelpin_calls_total",
@@ -105,7 +105,7 @@ impl Family {
             | Family::ServedModelMismatch
             | Family::Findings
             | Family::CostPerRequestUsd
-            | Family::DaysToRetirement
+            | Family::RetirementTimestampSeconds
             | Family::LastAuditTimestampSeconds
             | Family::AuditDurationSeconds
             | Family::ProbePValue => Kind::Gauge,
@@ -125,8 +125,8 @@ impl Family {
             Family::CostPerRequestUsd => "Mean cost of one probe call in the last audit, USD.",
             Family::TokensSpentTotal => "Tokens spent on probe calls, by pin and direction.",
             Family::CostUsdTotal => "Estimated USD spent on probe calls.",
-            Family::DaysToRetirement => {
-                "Days until the pinned model's known retirement date (negative when past)."
+            Family::RetirementTimestampSeconds => {
+                "Unix time of the pinned model's known retirement; days left: (this - time()) / 86400."
             }
             Family::AuditsTotal => "Audits finished, by pin and result.",
             Family::AuditsSkippedTotal => {
@@ -140,7 +140,9 @@ impl Family {
                 "Adjusted p-value of each behaviour test in the pin's last audit."
             }
             Family::NotificationsTotal => "Alert notifications, by channel and result.",
-            Family::StoreWriteFailuresTotal => "Audits that could not be written to the store.",
+            Family::StoreWriteFailuresTotal => {
+                "Failed attempts to write an audit to the store (each audit is retried until stored)."
+            }
         }
     }
 }
@@ -453,19 +455,43 @@ fn statistics_and_lifecycle(m: &Metrics, p: &PinReport) {
             t.adjusted_p.unwrap_or(t.p_value),
         );
     }
-    match p.lifecycle.as_ref().and_then(|l| l.days_left) {
-        Some(days) => m.set(
-            Family::DaysToRetirement,
+    let retires = p.lifecycle.as_ref().and_then(|l| l.retires.as_deref());
+    match retires.and_then(retirement_seconds) {
+        Some(seconds) => m.set(
+            Family::RetirementTimestampSeconds,
             &[("pin", &p.id), ("model", &p.model)],
-            days as f64,
+            seconds as f64,
         ),
-        None => m.clear(Family::DaysToRetirement, "pin", &p.id),
+        None => m.clear(Family::RetirementTimestampSeconds, "pin", &p.id),
     }
+}
+
+/// A retirement as Unix seconds: an RFC 3339 instant, or a date taken as its start in UTC.
+fn retirement_seconds(text: &str) -> Option<i64> {
+    if let Ok(instant) = chrono::DateTime::parse_from_rfc3339(text) {
+        return Some(instant.timestamp());
+    }
+    let day = chrono::NaiveDate::parse_from_str(text.get(..10)?, "%Y-%m-%d").ok()?;
+    Some(day.and_hms_opt(0, 0, 0)?.and_utc().timestamp())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retirement_dates_and_instants_become_unix_seconds() {
+        let cases = [
+            ("2026-10-20", Some(1_792_454_400)),
+            ("2026-10-20T12:00:00Z", Some(1_792_497_600)),
+            ("2026-10-20T12:00:00+02:00", Some(1_792_490_400)),
+            ("soon", None),
+            ("", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(retirement_seconds(text), want, "{text}");
+        }
+    }
 
     #[test]
     fn renders_help_type_and_escaped_labels() {

@@ -62,6 +62,8 @@ pub struct Snapshot {
 pub struct Daemon {
     snapshot: RwLock<Arc<Snapshot>>,
     config_path: PathBuf,
+    /// The pins this daemon audits (`--pins`), applied on every load.
+    selection: Selection,
     pub store: Store,
     pub metrics: Metrics,
     started: DateTime<Utc>,
@@ -77,8 +79,8 @@ pub struct Daemon {
     /// needs it, and parsing it once per due pin made the start-up burst of 100 audits hold
     /// 100 copies at once.
     lock_cache: Mutex<Option<(LockStamp, Arc<Option<LoadedLock>>)>>,
-    /// Wakes the delivery worker when notifications were queued.
-    outbox_wake: Arc<tokio::sync::Notify>,
+    /// Counts commits that queued notifications; wakes every channel's delivery worker.
+    outbox_wake: tokio::sync::watch::Sender<u64>,
 }
 
 type LockStamp = (Option<std::time::SystemTime>, u64);
@@ -133,8 +135,16 @@ impl Daemon {
         Ok(lock)
     }
 
-    /// Healthy when the loop turns and every pin was audited within two of its intervals.
+    /// Healthy when the store takes writes, the loop turns and every pin was audited within two
+    /// of its intervals.
     pub fn health(&self, now: DateTime<Utc>) -> Result<(), String> {
+        if let Some(failing) = self.store.failing() {
+            return Err(format!(
+                "store writes failing since {}: {}",
+                failing.since.to_rfc3339(),
+                failing.reason.lines().next().unwrap_or_default()
+            ));
+        }
         let beat = self.heartbeat.load(Ordering::Relaxed);
         if now.timestamp() - beat > 5 {
             return Err(format!(
@@ -176,6 +186,46 @@ async fn fresh_facts(config: &Config, transport: &Transport) -> Arc<Facts> {
     Arc::new(facts)
 }
 
+/// The pins one daemon audits when several split them: those whose id matches a `--pins` glob,
+/// or every pin when none is given.
+struct Selection {
+    globs: Vec<(String, globset::GlobMatcher)>,
+}
+
+impl Selection {
+    fn new(patterns: &[String]) -> Result<Selection, DaemonError> {
+        let globs = patterns
+            .iter()
+            .map(|p| {
+                globset::Glob::new(p)
+                    .map(|g| (p.clone(), g.compile_matcher()))
+                    .map_err(|e| DaemonError::Io(format!("--pins {p}: {e}")))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Selection { globs })
+    }
+
+    /// Loads pins.toml and keeps the selected pins; selecting none is an error.
+    fn load(&self, path: &Path) -> Result<Config, DaemonError> {
+        let mut config = crate::config::load_from_env(path)?;
+        if self.globs.is_empty() {
+            return Ok(config);
+        }
+        config
+            .pins
+            .retain(|p| self.globs.iter().any(|(_, g)| g.is_match(&p.id)));
+        if config.pins.is_empty() {
+            let listed: Vec<&str> = self.globs.iter().map(|(p, _)| p.as_str()).collect();
+            return Err(DaemonError::Io(format!(
+                "no pin in {} matches --pins {}",
+                path.display(),
+                listed.join(", ")
+            )));
+        }
+        Ok(config)
+    }
+}
+
 /// A snapshot of `config` with a new client; facts are loaded by the caller.
 fn snapshot_of(config: Config, facts: Arc<Facts>) -> Result<Snapshot, DaemonError> {
     let transport = Transport::for_config(&config).map_err(|f| DaemonError::Io(f.message))?;
@@ -197,8 +247,13 @@ fn schedule_of(config: &Config, pin: &str) -> Option<Schedule> {
     )
 }
 
-pub async fn run(config_path: &Path, reset_store: bool) -> Result<Exit, DaemonError> {
-    let config = crate::config::load_from_env(config_path)?;
+pub async fn run(
+    config_path: &Path,
+    reset_store: bool,
+    pins: &[String],
+) -> Result<Exit, DaemonError> {
+    let selection = Selection::new(pins)?;
+    let config = selection.load(config_path)?;
     if reset_store {
         match crate::store::reset(&config.settings.store) {
             Ok(Some(aside)) => {
@@ -209,6 +264,7 @@ pub async fn run(config_path: &Path, reset_store: bool) -> Result<Exit, DaemonEr
         }
     }
     let store = open_store(&config.settings.store).await?;
+    crate::alert::outbox::index_older_entries(&store).await?;
     let listener = tokio::net::TcpListener::bind(config.settings.metrics)
         .await
         .map_err(|e| {
@@ -222,6 +278,7 @@ pub async fn run(config_path: &Path, reset_store: bool) -> Result<Exit, DaemonEr
     let daemon = Arc::new(Daemon {
         snapshot: RwLock::new(Arc::new(snapshot)),
         config_path: config_path.to_owned(),
+        selection,
         store,
         metrics: Metrics::new(),
         started: Utc::now(),
@@ -230,7 +287,7 @@ pub async fn run(config_path: &Path, reset_store: bool) -> Result<Exit, DaemonEr
         last_audit: Mutex::new(BTreeMap::new()),
         cancel_audits: CancellationToken::new(),
         lock_cache: Mutex::new(None),
-        outbox_wake: Arc::new(tokio::sync::Notify::new()),
+        outbox_wake: tokio::sync::watch::Sender::new(0),
     });
     daemon.metrics.declare(&config);
     daemon.refresh_facts().await;
@@ -253,13 +310,40 @@ pub async fn run(config_path: &Path, reset_store: bool) -> Result<Exit, DaemonEr
     Ok(code)
 }
 
-/// Drains the outbox until `stop`: woken by new notifications, and every second for retries.
-/// The channels are read from the current config on every pass, so a reload applies.
+/// Starts one delivery worker per channel (those configured now, and any with notifications
+/// waiting), so a slow or dead receiver delays only its own queue; stops them all on `stop`.
 async fn delivery_worker(daemon: Arc<Daemon>, stop: CancellationToken) {
+    let mut workers = JoinSet::new();
+    let mut started: HashSet<String> = HashSet::new();
+    loop {
+        let mut names: HashSet<String> = daemon
+            .config()
+            .alerts
+            .iter()
+            .map(|c| c.name.clone())
+            .collect();
+        names.extend(crate::alert::outbox::channels_waiting(&daemon.store).unwrap_or_default());
+        for name in names {
+            if started.insert(name.clone()) {
+                workers.spawn(channel_worker(daemon.clone(), name, stop.clone()));
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            () = stop.cancelled() => break,
+        }
+    }
+    while workers.join_next().await.is_some() {}
+}
+
+/// Drains one channel's queue until `stop`: woken by new notifications, and every second for
+/// retries. The channel is read from the current config on every pass, so a reload applies.
+async fn channel_worker(daemon: Arc<Daemon>, channel: String, stop: CancellationToken) {
+    let mut wake = daemon.outbox_wake.subscribe();
     loop {
         let deliverer = daemon.deliverer();
         tokio::select! {
-            outcomes = crate::alert::deliver::run_due(&daemon.store, &deliverer) => {
+            outcomes = crate::alert::deliver::run_channel(&daemon.store, &deliverer, &channel) => {
                 for outcome in outcomes {
                     daemon.metrics.notification(&outcome.channel, outcome.result);
                 }
@@ -267,7 +351,7 @@ async fn delivery_worker(daemon: Arc<Daemon>, stop: CancellationToken) {
             () = stop.cancelled() => return,
         }
         tokio::select! {
-            () = daemon.outbox_wake.notified() => {}
+            _ = wake.changed() => {}
             () = tokio::time::sleep(Duration::from_secs(1)) => {}
             () = stop.cancelled() => return,
         }
@@ -275,12 +359,13 @@ async fn delivery_worker(daemon: Arc<Daemon>, stop: CancellationToken) {
 }
 
 /// Opens the store; while another process holds it, waits up to 5 s (a `modelpin history` run
-/// holds it for a moment), then refuses: a second daemon must not share a store.
+/// holds it for a moment), then refuses, naming the holder: a second daemon must not share a
+/// store.
 async fn open_store(path: &Path) -> Result<Store, DaemonError> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     let mut said = false;
     loop {
-        match Store::open(path) {
+        match Store::open(path, crate::store::Holder::Daemon) {
             Ok(store) => return Ok(store),
             Err(crate::store::StoreError::InUse { .. })
                 if tokio::time::Instant::now() < deadline =>
@@ -426,7 +511,7 @@ impl Loop {
 
     async fn reload(&mut self, old: &mut JobScheduler) -> Option<JobScheduler> {
         let path = self.daemon.config_path.clone();
-        let config = match crate::config::load_from_env(&path) {
+        let config = match self.daemon.selection.load(&path) {
             Ok(config) => config,
             Err(e) => {
                 tracing::error!(error = %e, "SIGHUP: the new pins.toml is invalid; keeping the running config");
@@ -441,6 +526,7 @@ impl Loop {
             }
         };
         let facts = fresh_facts(&config, &transport).await;
+        warn_restart_needed(&self.daemon.config().settings, &config.settings);
         self.daemon.metrics.declare(&config);
         self.daemon.swap(Snapshot {
             config: Arc::new(config),
@@ -500,6 +586,24 @@ impl Loop {
     }
 }
 
+/// Settings read once at start: a reload names those that changed, since they keep their
+/// old values until a restart.
+fn warn_restart_needed(old: &crate::config::Settings, new: &crate::config::Settings) {
+    let mut changed = Vec::new();
+    if old.store != new.store {
+        changed.push("store");
+    }
+    if old.metrics != new.metrics {
+        changed.push("metrics");
+    }
+    if !changed.is_empty() {
+        tracing::warn!(
+            settings = %changed.join(", "),
+            "SIGHUP: these settings changed but apply only after a restart; the running daemon keeps the old values"
+        );
+    }
+}
+
 /// Runs one pin's audit, stores it, and updates the metrics.
 async fn audit_pin(daemon: &Daemon, pin: &str) {
     let snapshot = daemon.snapshot();
@@ -542,34 +646,59 @@ async fn audit_pin(daemon: &Daemon, pin: &str) {
         lock_digest: report.lock_digest,
         pin: pin_report,
     };
-    match daemon.store.append(&record).await {
-        Ok(()) => tracing::info!(
-            pin,
-            audit_id = %record.audit_id,
-            status = record.pin.status.as_str(),
-            findings = record.pin.findings.len(),
-            "stored audit"
-        ),
-        Err(e) => {
-            daemon.metrics.store_write_failed();
-            tracing::error!(pin, audit_id = %record.audit_id, error = %e, "audit NOT stored");
-        }
-    }
     daemon
         .last_audit
         .lock()
         .expect("last audit lock")
         .insert(pin.to_owned(), finished);
     metrics::record(&daemon.metrics, &record);
-    match crate::alert::process(&daemon.store, config, &record).await {
-        Ok(queued) if queued.is_empty() => {}
-        Ok(queued) => {
-            tracing::info!(pin, audit_id = %record.audit_id, queued = queued.len(), "notifications queued");
-            daemon.outbox_wake.notify_one();
+    let Some(queued) = commit_audit(daemon, config, &record).await else {
+        return;
+    };
+    crate::fault::at(crate::fault::Point::AfterFlush);
+    tracing::info!(
+        pin,
+        audit_id = %record.audit_id,
+        status = record.pin.status.as_str(),
+        findings = record.pin.findings.len(),
+        "stored audit"
+    );
+    if !queued.is_empty() {
+        tracing::info!(pin, audit_id = %record.audit_id, queued = queued.len(), "notifications queued");
+        daemon.outbox_wake.send_modify(|n| *n += 1);
+    }
+}
+
+/// Stores the audit with its alert state and notifications (one transaction). A failed write is
+/// retried with capped backoff, reopening the store each time, until it succeeds or the daemon
+/// stops: the record waits in memory meanwhile, and `/healthz` reports the store failing.
+async fn commit_audit(
+    daemon: &Daemon,
+    config: &Config,
+    record: &AuditRecord,
+) -> Option<Vec<String>> {
+    let keep = crate::alert::Keep::Audit;
+    let mut wait = Duration::from_millis(500);
+    loop {
+        let generation = daemon.store.generation();
+        match crate::alert::process(&daemon.store, config, record, keep).await {
+            Ok(queued) => return Some(queued),
+            Err(e) => {
+                daemon.metrics.store_write_failed();
+                tracing::error!(pin = %record.pin.id, audit_id = %record.audit_id, error = %e, retry_in_ms = wait.as_millis(), "audit NOT stored yet; retrying");
+            }
         }
-        Err(e) => {
-            tracing::error!(pin, error = %e, "alert state NOT stored; notifications for this audit are lost");
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = daemon.cancel_audits.cancelled() => {
+                tracing::error!(pin = %record.pin.id, audit_id = %record.audit_id, "audit NOT stored: stopping while the store fails");
+                return None;
+            }
         }
+        if let Err(e) = daemon.store.recover(generation).await {
+            tracing::warn!(error = %e, "store not reopened yet");
+        }
+        wait = (wait * 2).min(Duration::from_secs(10));
     }
 }
 

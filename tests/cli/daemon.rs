@@ -50,15 +50,26 @@ pub struct Daemon {
 
 impl Daemon {
     pub fn start(test: &Test) -> Daemon {
+        Daemon::start_with(test, &[])
+    }
+
+    /// Starts with extra environment variables (a fault point, say).
+    pub fn start_with(test: &Test, env: &[(&str, &str)]) -> Daemon {
+        Daemon::spawn(test, &["daemon"], env)
+    }
+
+    /// Any modelpin command run in the background, killed when dropped.
+    pub fn spawn(test: &Test, args: &[&str], env: &[(&str, &str)]) -> Daemon {
         // Each daemon of a test gets its own log, so a restart never overwrites the first's.
         static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let log = test.path(&format!("daemon-{n}.log"));
         let child = Command::new(assert_cmd::cargo::cargo_bin("modelpin"))
             .current_dir(test.dir.path())
-            .arg("daemon")
+            .args(args)
             .envs(test.envs().iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .env(KEY_VAR, KEY)
+            .envs(env.iter().copied())
             .env_remove("MODELPIN_CONFIG")
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
@@ -92,7 +103,7 @@ impl Daemon {
     }
 
     /// Audit ids the log says were stored.
-    fn stored_ids(&self) -> Vec<String> {
+    pub fn stored_ids(&self) -> Vec<String> {
         self.log()
             .lines()
             .filter(|l| l.contains("stored audit"))
@@ -137,7 +148,7 @@ pub fn get(port: u16, path: &str) -> Option<(u16, String, String)> {
     Some((status, head.to_owned(), body.to_owned()))
 }
 
-fn history(test: &Test) -> Vec<serde_json::Value> {
+pub fn history(test: &Test) -> Vec<serde_json::Value> {
     let run = test.run(&["history", "--format", "json"]);
     serde_json::from_str(&run.stdout).unwrap_or_default()
 }
@@ -206,7 +217,7 @@ fn daemon_sees_a_switch_of_the_served_model_in_history_and_metrics() {
 }
 
 /// `promtool check metrics` on a scrape; skipped with a notice outside CI when promtool is absent.
-fn promtool_accepts(scrape: &str) {
+pub fn promtool_accepts(scrape: &str) {
     let Ok(mut child) = Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
@@ -321,7 +332,7 @@ fn a_second_daemon_on_the_same_store_is_refused() {
     let run = test.run(&["daemon"]);
     run.code(2);
     assert!(
-        run.stderr.contains("in use by another modelpin process"),
+        run.stderr.contains("in use by a modelpin daemon (pid "),
         "{}",
         run.stderr
     );

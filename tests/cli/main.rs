@@ -15,6 +15,8 @@ mod first_hour;
 mod honesty;
 mod lifecycle;
 mod litellm;
+mod outages;
+mod pair;
 mod receivers;
 mod retry;
 mod scan;

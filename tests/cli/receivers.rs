@@ -37,6 +37,8 @@ impl Hit {
 struct Shared {
     hits: Arc<Mutex<Vec<Hit>>>,
     slow_first: Option<Duration>,
+    /// How long every request takes to answer.
+    each: Duration,
 }
 
 pub struct Webhook {
@@ -48,6 +50,15 @@ pub struct Webhook {
 impl Webhook {
     /// Listens on `port` (0 for any); the first request is answered only after `slow_first`.
     pub fn start(port: u16, slow_first: Option<Duration>) -> Webhook {
+        Webhook::serve(port, slow_first, Duration::ZERO)
+    }
+
+    /// A receiver that takes `each` to answer every request.
+    pub fn slow(each: Duration) -> Webhook {
+        Webhook::serve(0, None, each)
+    }
+
+    fn serve(port: u16, slow_first: Option<Duration>, each: Duration) -> Webhook {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -57,6 +68,7 @@ impl Webhook {
         let shared = Shared {
             hits: hits.clone(),
             slow_first,
+            each,
         };
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind(("127.0.0.1", port)))
@@ -95,6 +107,7 @@ async fn receive(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) 
     if let (true, Some(delay)) = (first, shared.slow_first) {
         tokio::time::sleep(delay).await;
     }
+    tokio::time::sleep(shared.each).await;
     "ok"
 }
 
@@ -186,29 +199,83 @@ impl Drop for Smtp {
     }
 }
 
-/// A real Alertmanager with a minimal config, no clustering.
+/// A real Alertmanager with a minimal config, no clustering (or a cluster peer, `start_peer`).
 pub struct Alertmanager {
     pub port: u16,
     child: Child,
 }
 
+/// Cluster settings for a fast test on loopback (0.25 defaults: 200 ms gossip, 1 m push-pull,
+/// 1 m settle, 15 s peer timeout). The peer timeout must stay well under `group_interval`: the
+/// second peer sends its flush unless the first's log entry arrived within it, and a longer
+/// wait let it send a stale firing after the first peer's resolve. Logs at debug level go next
+/// to the peer's data directory.
+pub const CLUSTER_FLAGS: [&str; 5] = [
+    "--cluster.gossip-interval=50ms",
+    "--cluster.pushpull-interval=1s",
+    "--cluster.settle-timeout=2s",
+    "--cluster.peer-timeout=500ms",
+    "--log.level=debug",
+];
+
 impl Alertmanager {
     pub fn start(dir: &Path) -> Option<Alertmanager> {
+        Alertmanager::start_on(dir, crate::daemon::free_port())
+    }
+
+    /// On a given port (a restart keeps the address the daemon was configured with).
+    pub fn start_on(dir: &Path, port: u16) -> Option<Alertmanager> {
         program("prometheus-alertmanager", &["--version"])?;
-        let port = crate::daemon::free_port();
         let config = dir.join("alertmanager.yml");
         std::fs::write(
             &config,
             "route:\n  receiver: blackhole\nreceivers:\n  - name: blackhole\n",
         )
         .unwrap();
+        Alertmanager::spawn(
+            &config,
+            &dir.join("am-data"),
+            port,
+            &["--cluster.listen-address="],
+        )
+    }
+
+    /// A cluster peer routing everything to a webhook, listening for gossip on `gossip`.
+    pub fn start_peer(
+        dir: &Path,
+        hook_url: &str,
+        gossip: u16,
+        peers: &[u16],
+    ) -> Option<Alertmanager> {
+        program("prometheus-alertmanager", &["--version"])?;
+        let config = dir.join(format!("alertmanager-{gossip}.yml"));
+        std::fs::write(
+            &config,
+            format!(
+                "route:\n  receiver: hook\n  group_by: [pin]\n  group_wait: 1s\n  group_interval: 5s\n  repeat_interval: 1h\nreceivers:\n  - name: hook\n    webhook_configs:\n      - url: {hook_url}\n        send_resolved: true\n"
+            ),
+        )
+        .unwrap();
+        let mut args = vec![format!("--cluster.listen-address=127.0.0.1:{gossip}")];
+        args.extend(
+            peers
+                .iter()
+                .map(|p| format!("--cluster.peer=127.0.0.1:{p}")),
+        );
+        args.extend(CLUSTER_FLAGS.iter().map(|f| (*f).to_owned()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let data = dir.join(format!("am-data-{gossip}"));
+        Alertmanager::spawn(&config, &data, crate::daemon::free_port(), &args)
+    }
+
+    fn spawn(config: &Path, data: &Path, port: u16, args: &[&str]) -> Option<Alertmanager> {
         let child = Command::new("prometheus-alertmanager")
             .arg(format!("--config.file={}", config.display()))
-            .arg(format!("--storage.path={}", dir.join("am-data").display()))
+            .arg(format!("--storage.path={}", data.display()))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .arg("--cluster.listen-address=")
+            .args(args)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(data.with_extension("log")).ok()?)
             .spawn()
             .ok()?;
         let ready = crate::daemon::until(Duration::from_secs(20), || {
@@ -216,6 +283,14 @@ impl Alertmanager {
         });
         assert!(ready, "alertmanager becomes ready");
         Some(Alertmanager { port, child })
+    }
+
+    /// Cluster members this peer sees (from `/api/v2/status`).
+    pub fn peers(&self) -> usize {
+        crate::daemon::get(self.port, "/api/v2/status")
+            .and_then(|(_, _, body)| serde_json::from_str::<serde_json::Value>(&body).ok())
+            .and_then(|v| v["cluster"]["peers"].as_array().map(Vec::len))
+            .unwrap_or(0)
     }
 
     /// Alerts the API lists as active.
@@ -238,6 +313,43 @@ impl Drop for Alertmanager {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A receiver that accepts connections and never answers: a dead channel that still costs each
+/// attempt its whole timeout.
+pub struct Silent {
+    pub addr: SocketAddr,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Silent {
+    pub fn start() -> Silent {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((stream, _)) => held.push(stream),
+                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        });
+        Silent { addr, stop }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/hook", self.addr)
+    }
+}
+
+impl Drop for Silent {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

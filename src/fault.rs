@@ -1,0 +1,36 @@
+//! Crash points for tests: a debug build aborts the process at the point named by
+//! `MODELPIN_FAULT`, so a test can show that a crash anywhere in an audit's commit leaves the
+//! store with all of that audit or none of it. Release builds compile this to nothing.
+
+/// Where an audit's commit can be cut short.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Point {
+    /// The audit has run; nothing of it is written yet.
+    BeforeCommit,
+    /// The transaction is applied in memory, not yet flushed to disk.
+    AfterCommitBeforeFlush,
+    /// Everything is on disk; nothing is sent yet.
+    AfterFlush,
+}
+
+impl Point {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Point::BeforeCommit => "before-commit",
+            Point::AfterCommitBeforeFlush => "after-commit-before-flush",
+            Point::AfterFlush => "after-flush",
+        }
+    }
+}
+
+/// Aborts (as `kill -9` would end it, without unwinding or flushing) when this point is named.
+pub fn at(point: Point) {
+    #[cfg(debug_assertions)]
+    if std::env::var("MODELPIN_FAULT").is_ok_and(|v| v == point.as_str()) {
+        eprintln!("fault injected: aborting at {}", point.as_str());
+        std::process::abort();
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = point;
+}
