@@ -18,6 +18,7 @@ pub(crate) mod fixtures;
 pub mod lifecycle;
 pub mod lock;
 pub mod provider;
+pub mod redact;
 pub mod report;
 pub mod retry;
 pub mod sim;

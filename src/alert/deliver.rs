@@ -43,8 +43,21 @@ pub struct Deliverer {
 }
 
 impl Deliverer {
-    /// One attempt to deliver `n` to its channel.
+    /// One attempt to deliver `n` to its channel; its error text (an SMTP server's reply, a
+    /// client error quoting the Slack URL) has every configured secret masked.
     pub async fn attempt(&self, n: &Notification) -> Attempted {
+        let redactor = self.transport.redactor();
+        match self.attempt_unscrubbed(n).await {
+            Attempted::Delivered => Attempted::Delivered,
+            Attempted::Retry { min_wait, reason } => Attempted::Retry {
+                min_wait,
+                reason: redactor.scrub_owned(reason),
+            },
+            Attempted::Failed(why) => Attempted::Failed(redactor.scrub_owned(why)),
+        }
+    }
+
+    async fn attempt_unscrubbed(&self, n: &Notification) -> Attempted {
         let Some(channel) = self.channels.iter().find(|c| c.name == n.channel) else {
             return Attempted::Failed(format!(
                 "no alert channel `{}` in the config any more",

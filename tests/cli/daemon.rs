@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use modelpin::provider::ProviderKind;
 use modelpin::sim::scenario::Reported;
 
-use crate::harness::{KEY, KEY_VAR, Sim, Test, one_pin_with};
+use crate::harness::{Sim, Test, one_pin_with};
 use crate::world::{model, reroute, single};
 
 const ID: &str = "acme-pro-001";
@@ -58,7 +58,6 @@ impl Daemon {
             .current_dir(test.dir.path())
             .arg("daemon")
             .envs(test.envs().iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .env(KEY_VAR, KEY)
             .env_remove("MODELPIN_CONFIG")
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())

@@ -11,6 +11,7 @@ mod ci;
 mod config_errors;
 mod daemon;
 mod docs;
+mod hostile;
 mod lifecycle;
 mod receivers;
 mod retry;
