@@ -24,4 +24,5 @@ pub mod retry;
 pub mod sim;
 pub mod stats;
 pub mod store;
+pub mod text;
 pub mod transport;

@@ -128,7 +128,8 @@ pub fn read(path: &Path) -> Result<Option<LoadedLock>, LockError> {
 #[must_use]
 pub fn encode(lock: &Lock) -> Vec<u8> {
     // Struct fields serialise in declaration order and maps are BTreeMaps: stable bytes.
-    let mut bytes = serde_json::to_vec_pretty(lock).expect("lock types always serialise");
+    let text = serde_json::to_string_pretty(lock).expect("lock types always serialise");
+    let mut bytes = crate::text::json_inert(text).into_bytes();
     bytes.push(b'\n');
     bytes
 }

@@ -3,6 +3,7 @@
 //! sled lets one process open a store, so while the daemon runs this command asks the daemon
 //! (its `/api/history` on `settings.metrics`) instead of opening the files itself.
 
+use crate::text::display_id;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -36,7 +37,9 @@ pub async fn run(
     };
     let text = match format {
         Format::Json => {
-            let mut text = serde_json::to_string_pretty(&records).expect("records serialise");
+            let mut text = crate::text::json_inert(
+                serde_json::to_string_pretty(&records).expect("records serialise"),
+            );
             text.push('\n');
             text
         }
@@ -89,14 +92,14 @@ fn render(records: &[AuditRecord]) -> String {
             .pin
             .served_models
             .iter()
-            .map(|(m, n)| format!("{m} ×{n}"))
+            .map(|(m, n)| format!("{} ×{n}", display_id(m)))
             .collect();
         let codes: Vec<&str> = r.pin.findings.iter().map(|f| f.code.as_str()).collect();
         let _ = writeln!(
             out,
             "{}  {:<20} {:<13} {:<40} {}",
             r.started_at.format("%Y-%m-%d %H:%M:%S"),
-            r.pin.id,
+            display_id(&r.pin.id),
             r.pin.status.as_str(),
             if served.is_empty() {
                 "-".to_owned()

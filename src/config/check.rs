@@ -185,6 +185,28 @@ impl<'s> Check<'s> {
         Some(value.get_ref().clone())
     }
 
+    /// A name that labels output everywhere (a pin id, a model ID): not empty, at most `max`
+    /// characters, and no control characters, so every report, metric and alert can show it.
+    pub fn label(&mut self, value: &Spanned<String>, what: &str, max: usize) -> Option<String> {
+        let text = self.non_empty(value, what)?;
+        let chars = text.chars().count();
+        if chars > max {
+            self.error(
+                value.span(),
+                format!("`{what}` is {chars} characters long; at most {max} are allowed"),
+            );
+            return None;
+        }
+        if text.chars().any(crate::text::needs_escape) {
+            self.error(
+                value.span(),
+                format!("`{what}` must not contain control or invisible characters"),
+            );
+            return None;
+        }
+        Some(text)
+    }
+
     pub fn finish(self) -> Vec<Diagnostic> {
         self.errors
     }

@@ -1,12 +1,21 @@
 //! The human form: one line per pin, then each finding with its evidence.
+//!
+//! Everything a provider or the config controls goes through `text::display_id` or
+//! `text::terminal` here, where it is written: no control character reaches the terminal raw and
+//! no outside text can begin a line. Cells are padded by hand, since `format!`'s width argument
+//! panics past 65,535.
 
 use std::fmt::Write as _;
 
 use crate::finding::{Finding, Severity};
 use crate::report::{PinReport, Report};
+use crate::text::{bounded, display_id, terminal};
 
 /// Longest evidence line printed; the JSON report has it all.
 const EVIDENCE_WIDTH: usize = 240;
+
+/// Longest finding message printed, in characters.
+const MESSAGE_WIDTH: usize = 1000;
 
 #[must_use]
 pub fn render(report: &Report) -> String {
@@ -65,14 +74,14 @@ fn row(pin: &PinReport) -> [String; 7] {
     } else {
         pin.served_models
             .iter()
-            .map(|(id, n)| format!("{id} ×{n}"))
+            .map(|(id, n)| format!("{} ×{n}", display_id(id)))
             .collect::<Vec<_>>()
             .join(", ")
     };
     [
-        pin.id.clone(),
-        pin.provider.clone(),
-        pin.model.clone(),
+        display_id(&pin.id),
+        display_id(&pin.provider),
+        display_id(&pin.model),
         pin.status.as_str().to_uppercase(),
         served,
         format!("{}/{}", pin.calls.ok, pin.calls.sent),
@@ -83,7 +92,9 @@ fn row(pin: &PinReport) -> [String; 7] {
 fn push_row(out: &mut String, cells: &[String; 7], widths: &[usize]) {
     let mut line = String::new();
     for (cell, width) in cells.iter().zip(widths) {
-        let _ = write!(line, "{cell:<width$}  ");
+        line.push_str(cell);
+        let pad = width.saturating_sub(cell.chars().count()) + 2;
+        line.extend(std::iter::repeat_n(' ', pad));
     }
     out.push_str(line.trim_end());
     out.push('\n');
@@ -96,8 +107,13 @@ fn push_finding(out: &mut String, finding: &Finding) {
         Some(Severity::Info) => "info ",
         None => "?    ",
     };
-    let _ = writeln!(out, "  {mark} {}: {}", finding.code, finding.message);
-    let mut evidence = finding.evidence.to_string();
+    let _ = writeln!(
+        out,
+        "  {mark} {}: {}",
+        finding.code,
+        bounded(&terminal(&finding.message), MESSAGE_WIDTH)
+    );
+    let mut evidence = terminal(&finding.evidence.to_string()).into_owned();
     if evidence.chars().count() > EVIDENCE_WIDTH {
         evidence = evidence.chars().take(EVIDENCE_WIDTH).collect::<String>() + "…";
     }

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use modelpin::provider::ProviderKind;
-use modelpin::sim::scenario::FaultKind;
+use modelpin::sim::scenario::{FaultKind, Reported};
 
 use crate::daemon::{Daemon, free_port, get, until};
 use crate::harness::{KEY_VAR, Sim, Test, one_pin_with};
@@ -168,4 +168,142 @@ fn a_slack_url_in_a_delivery_error_is_masked() {
     assert!(run.stdout.contains("team: FAILED"), "{}", run.stdout);
     assert_no_marker("alerts test stdout", run.stdout.as_bytes(), MARKER);
     assert_no_marker("alerts test stderr", run.stderr.as_bytes(), MARKER);
+}
+
+/// A provider that reports `served` as its model for every call.
+fn reporting_sim(served: &str) -> Sim {
+    let mut scenario = single(ID, model(ID, 4.0, (1.0, 2.0)));
+    scenario.routes.get_mut(ID).unwrap().report = Reported::Fixed(served.to_owned());
+    Sim::start(scenario)
+}
+
+fn plain_project(sim: &Sim, pin_id: &str) -> Test {
+    let pins = one_pin_with(
+        crate::harness::SETTINGS,
+        ProviderKind::OpenAi,
+        &sim.url(ProviderKind::OpenAi),
+        ID,
+        "samples = 1",
+    )
+    .replace("id = \"pin\"", &format!("id = \"{pin_id}\""));
+    Test::new()
+        .pins(&pins)
+        .file("probes/arith.toml", crate::harness::ARITH)
+}
+
+/// Every output a user or a CI runner reads from `check` in each format, plus `lock`.
+fn every_output(test: &Test) -> Vec<(String, i32, String)> {
+    let summary_path = test.path("summary.md");
+    let mut out = Vec::new();
+    for format in ["human", "json", "junit", "github"] {
+        let mut cmd = assert_cmd::Command::cargo_bin("modelpin").unwrap();
+        cmd.current_dir(test.dir.path())
+            .args(["check", "--format", format])
+            .env("GITHUB_STEP_SUMMARY", &summary_path)
+            .envs(test.envs().iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let run = cmd.output().unwrap();
+        let code = run.status.code().unwrap_or(-1);
+        for (stream, bytes) in [("stdout", run.stdout), ("stderr", run.stderr)] {
+            let written = String::from_utf8_lossy(&bytes).into_owned();
+            out.push((format!("check --format {format} ({stream})"), code, written));
+        }
+    }
+    let summary = std::fs::read_to_string(&summary_path).unwrap_or_default();
+    out.push(("step summary".to_owned(), 0, summary));
+    let lock = test.run(&["lock"]);
+    out.push(("lock (stderr)".to_owned(), lock.code, lock.stderr));
+    out.push((
+        "modelpin.lock".to_owned(),
+        lock.code,
+        test.read("modelpin.lock"),
+    ));
+    out
+}
+
+#[test]
+fn a_served_model_with_control_bytes_and_workflow_commands_stays_data() {
+    let hostile = "gpt-x\u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}1m\n::error::injected\r\n::add-mask::x";
+    let sim = reporting_sim(hostile);
+    let test = plain_project(&sim, "pin");
+    let outputs = every_output(&test);
+    for (what, code, text) in &outputs {
+        assert!(*code != 101 && *code != -1, "{what} crashed: {text}");
+        let raw: Vec<char> = text
+            .chars()
+            .filter(|c| c.is_control() && *c != '\n')
+            .collect();
+        assert!(
+            raw.is_empty(),
+            "{what} writes raw control characters {raw:?}:\n{text}"
+        );
+        for line in text.lines() {
+            let line = line.trim_start();
+            assert!(
+                !line.starts_with("::error::injected") && !line.starts_with("::add-mask::"),
+                "{what}: provider text begins a line:\n{text}"
+            );
+        }
+    }
+    let json = &outputs[2].2;
+    let report: serde_json::Value = serde_json::from_str(json).unwrap();
+    assert!(
+        report["pins"][0]["served_models"]
+            .as_object()
+            .unwrap()
+            .contains_key(hostile),
+        "JSON keeps the exact ID, escaped by JSON itself: {json}"
+    );
+}
+
+#[test]
+fn a_very_long_served_id_is_bounded_and_never_crashes_a_renderer() {
+    let served = "s".repeat(65_600);
+    let sim = reporting_sim(&served);
+    let test = plain_project(&sim, "pin");
+    let outputs = every_output(&test);
+    for (what, code, text) in &outputs {
+        assert!(
+            *code != 101 && !text.contains("panicked"),
+            "{what} crashed: {}",
+            &text[..text.len().min(500)]
+        );
+        assert!(!text.contains(&served), "{what} holds the whole served ID");
+    }
+    let human = &outputs[0].2;
+    assert_eq!(outputs[0].1, 1, "a served ID outside `accept` is drift");
+    assert!(
+        human.lines().all(|l| l.chars().count() < 1200),
+        "lines are bounded: {}",
+        &human[..human.len().min(2000)]
+    );
+}
+
+#[test]
+fn a_very_long_pin_id_is_a_config_error_not_a_crash() {
+    let sim = reporting_sim(ID);
+    let test = plain_project(&sim, &"p".repeat(70_000));
+    let run = test.run(&["check"]);
+    run.code(2);
+    assert!(
+        run.stderr
+            .contains("`id` is 70000 characters long; at most 128 are allowed"),
+        "{}",
+        &run.stderr[..run.stderr.len().min(600)]
+    );
+}
+
+#[test]
+fn a_megabyte_model_id_adds_kilobytes_not_megabytes() {
+    let served = "m".repeat(1_000_000);
+    let sim = reporting_sim(&served);
+    let test = plain_project(&sim, "pin");
+    test.run(&["lock"]).code(0);
+    let lock = std::fs::metadata(test.path("modelpin.lock")).unwrap().len();
+    assert!(lock < 16 * 1024, "modelpin.lock is {lock} bytes");
+    let json = test.run(&["check", "--format", "json"]);
+    assert!(
+        json.stdout.len() < 32 * 1024,
+        "report is {} bytes",
+        json.stdout.len()
+    );
 }
