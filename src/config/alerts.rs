@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::check::{Check, Reported};
 use super::diagnostic::backticked;
 use super::raw::{Named, RawAlert, Str};
-use super::url::{host_of, strip_scheme};
+use super::url::{UrlProblem, parse};
 use super::{AlertChannel, AlertKind, Severity};
 
 pub(crate) const DEFAULT_REPEAT: Duration = Duration::from_secs(4 * 3600);
@@ -255,17 +255,30 @@ fn required_of(kind: &str) -> &'static [&'static str] {
     }
 }
 
-/// `smtp://host[:port]` (STARTTLS, required by the sender) or `smtps://host[:port]`.
+/// `smtp://host[:port]` (STARTTLS, required by the sender) or `smtps://host[:port]`, read by the
+/// same parser the sender uses; user info is refused (`username_env` / `password_env` hold it).
 fn smtp_url(check: &mut Check, value: &Str) -> Option<String> {
     let url = value.get_ref();
-    let rest = strip_scheme(url, "smtp://").or_else(|| strip_scheme(url, "smtps://"));
-    match rest.map(host_of) {
-        Some(host) if !host.is_empty() => Some(url.clone()),
-        Some(_) => {
+    match parse(url, &["smtp", "smtps"]) {
+        Ok(_) => Some(url.clone()),
+        Err(UrlProblem::NoHost) => {
             check.error(value.span(), "`smtp` has no host");
             None
         }
-        None => {
+        Err(UrlProblem::UserInfo) => {
+            check
+                .error(
+                    value.span(),
+                    "`smtp` must not contain user info (`user:password@`)",
+                )
+                .help("name the variables that hold them with `username_env` and `password_env`");
+            None
+        }
+        Err(UrlProblem::Invalid(why)) => {
+            check.error(value.span(), format!("`smtp` is not a valid URL: {why}"));
+            None
+        }
+        Err(UrlProblem::Scheme | UrlProblem::PlainHttp(_)) => {
             check
                 .error(
                     value.span(),

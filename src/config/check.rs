@@ -105,11 +105,23 @@ impl<'s> Check<'s> {
         };
         let span = value.span();
         match problem {
+            UrlProblem::Invalid(why) => {
+                self.error(span, format!("`{what}` is not a valid URL: {why}"));
+            }
             UrlProblem::Scheme => {
                 self.error(span, format!("`{what}` must be an `https://` URL"));
             }
             UrlProblem::NoHost => {
                 self.error(span, format!("`{what}` has no host"));
+            }
+            UrlProblem::UserInfo => {
+                self.error(
+                    span,
+                    format!("`{what}` must not contain user info (`user:password@`)"),
+                )
+                .help(
+                    "credentials come from the environment: name the variable with an `*_env` key",
+                );
             }
             UrlProblem::PlainHttp(host) => {
                 self.error(span, format!("refusing plain `http://` to `{host}`"))

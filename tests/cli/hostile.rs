@@ -307,3 +307,32 @@ fn a_megabyte_model_id_adds_kilobytes_not_megabytes() {
         json.stdout.len()
     );
 }
+
+#[test]
+fn a_base_url_that_hides_its_real_host_is_refused() {
+    for (url, says) in [
+        (
+            r"http://evil.example\@127.0.0.1:9/v1",
+            "refusing plain `http://` to `evil.example`",
+        ),
+        (
+            "http://user:pw@127.0.0.1:9/v1",
+            "`base_url` must not contain user info",
+        ),
+    ] {
+        let pins = one_pin_with(
+            crate::harness::SETTINGS,
+            ProviderKind::OpenAi,
+            "URL",
+            ID,
+            "",
+        )
+        .replace("base_url = \"URL\"", &format!("base_url = '{url}'"));
+        let test = Test::new()
+            .pins(&pins)
+            .file("probes/arith.toml", crate::harness::ARITH);
+        let run = test.run(&["check"]);
+        run.code(2);
+        assert!(run.stderr.contains(says), "{url}: {}", run.stderr);
+    }
+}
