@@ -35,7 +35,16 @@ pub async fn lock_pins(
     options: &LockOptions,
     out: Output,
 ) -> Result<Exit, AppError> {
-    let previous = crate::lock::read(&config.settings.lockfile)?;
+    let path = &config.settings.lockfile;
+    // Held from reading the previous lock to writing the new one: a second `lock` waits.
+    let _guard = crate::lock::WriterGuard::acquire(path, |guard| {
+        out.progress(&format!(
+            "lock: another `modelpin lock` is writing {} (it holds {}); waiting for it to finish",
+            path.display(),
+            guard.display()
+        ));
+    })?;
+    let previous = crate::lock::read(path)?;
     let pins = select_pins(config, &options.pins)?;
     let estimate = Estimate::of(config, &pins, options.samples);
     out.progress(&format!("lock: {estimate}"));

@@ -336,3 +336,77 @@ fn a_base_url_that_hides_its_real_host_is_refused() {
         assert!(run.stderr.contains(says), "{url}: {}", run.stderr);
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn a_symlink_planted_at_the_temporary_path_is_not_followed() {
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
+    let test = plain_project(&sim, "pin").file("victim", "precious");
+    std::os::unix::fs::symlink(test.path("victim"), test.path("modelpin.lock.tmp")).unwrap();
+    test.run(&["lock"]).code(0);
+    assert_eq!(test.read("victim"), "precious");
+    let lock = test.path("modelpin.lock");
+    assert!(!lock.symlink_metadata().unwrap().is_symlink());
+    assert!(test.read("modelpin.lock").contains("\"pin\""));
+}
+
+#[test]
+fn two_lock_runs_at_once_keep_both_baselines() {
+    let mut slow = model(ID, 4.0, (1.0, 2.0));
+    slow.latency_ms = 300;
+    let sim = Sim::start(single(ID, slow));
+    let one = one_pin_with(
+        crate::harness::SETTINGS,
+        ProviderKind::OpenAi,
+        &sim.url(ProviderKind::OpenAi),
+        ID,
+        "samples = 1",
+    );
+    let second = one[one.find("[[pin]]").unwrap()..].replace("id = \"pin\"", "id = \"pin2\"");
+    let test = Test::new()
+        .pins(&format!("{one}\n{second}"))
+        .file("probes/arith.toml", crate::harness::ARITH);
+    for round in 0..3 {
+        let _ = std::fs::remove_file(test.path("modelpin.lock"));
+        let runs: Vec<_> = ["pin", "pin2"]
+            .into_iter()
+            .map(|pin| {
+                std::process::Command::new(assert_cmd::cargo::cargo_bin("modelpin"))
+                    .current_dir(test.dir.path())
+                    .args(["lock", "--pin", pin])
+                    .envs(test.envs().iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                    .env_remove("MODELPIN_CONFIG")
+                    .output_async()
+            })
+            .collect();
+        for run in runs {
+            let out = run.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "round {round}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let lock: serde_json::Value = serde_json::from_str(&test.read("modelpin.lock")).unwrap();
+        let pins = lock["pins"].as_object().unwrap();
+        assert!(
+            pins.contains_key("pin") && pins.contains_key("pin2"),
+            "round {round}: a baseline was lost: {:?}",
+            pins.keys().collect::<Vec<_>>()
+        );
+    }
+}
+
+/// Starts a command with its output piped, for tests that run several at once.
+trait OutputAsync {
+    fn output_async(&mut self) -> std::process::Child;
+}
+
+impl OutputAsync for std::process::Command {
+    fn output_async(&mut self) -> std::process::Child {
+        self.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+}
