@@ -66,14 +66,22 @@ impl Deliverer {
         };
         match &channel.kind {
             AlertKind::Webhook { url, secret_env } => {
-                let secret = secret_env.as_deref().and_then(|v| std::env::var(v).ok());
                 let body = serde_json::to_vec(&webhook_payload(n)).expect("payload serialises");
                 let mut headers = id_headers(n);
-                if let Some(secret) = secret {
-                    let Some(key) = sign::decode_secret(&secret) else {
-                        return Attempted::Failed(
-                            "the webhook secret is not a `whsec_` secret".to_owned(),
-                        );
+                if let Some(var) = secret_env {
+                    // Fail closed: a channel configured to sign never sends unsigned.
+                    let Some(secret) = std::env::var(var).ok().filter(|v| !v.is_empty()) else {
+                        return Attempted::Failed(format!(
+                            "environment variable `{var}` (the webhook signing secret) is not set"
+                        ));
+                    };
+                    let key = match sign::decode_secret(&secret) {
+                        Ok(key) => key,
+                        Err(why) => {
+                            return Attempted::Failed(format!(
+                                "the webhook secret in `{var}` cannot sign: {why}"
+                            ));
+                        }
                     };
                     let ts = Utc::now().timestamp();
                     headers.push(("webhook-timestamp".into(), ts.to_string()));

@@ -23,6 +23,19 @@ pub(crate) enum UrlProblem {
     PlainHttp(String),
 }
 
+/// What is wrong, in words that never repeat the URL (for URLs that are secrets).
+pub(crate) fn describe(problem: &UrlProblem) -> String {
+    match problem {
+        UrlProblem::Invalid(why) => format!("it is not a valid URL: {why}"),
+        UrlProblem::Scheme => "it is not an `https://` URL".to_owned(),
+        UrlProblem::NoHost => "it has no host".to_owned(),
+        UrlProblem::UserInfo => "it contains user info (`user:password@`)".to_owned(),
+        UrlProblem::PlainHttp(_) => {
+            "it is plain `http://` to a host that is not loopback".to_owned()
+        }
+    }
+}
+
 /// Accepts `https://host...` and `http://loopback...`.
 pub(crate) fn check_http_url(url: &str) -> Result<(), UrlProblem> {
     let parsed = parse(url, &["http", "https"])?;

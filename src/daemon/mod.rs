@@ -198,7 +198,13 @@ fn schedule_of(config: &Config, pin: &str) -> Option<Schedule> {
 }
 
 pub async fn run(config_path: &Path, reset_store: bool) -> Result<Exit, DaemonError> {
-    let config = crate::config::load_from_env(config_path)?;
+    let config = crate::config::load_for(
+        config_path,
+        crate::config::Needs {
+            provider_keys: true,
+            channel_secrets: crate::config::ChannelSecrets::Required,
+        },
+    )?;
     if reset_store {
         match crate::store::reset(&config.settings.store) {
             Ok(Some(aside)) => {
@@ -421,7 +427,11 @@ impl Loop {
 
     async fn reload(&mut self, old: &mut JobScheduler) -> Option<JobScheduler> {
         let path = self.daemon.config_path.clone();
-        let config = match crate::config::load_from_env(&path) {
+        let needs = crate::config::Needs {
+            provider_keys: true,
+            channel_secrets: crate::config::ChannelSecrets::Required,
+        };
+        let config = match crate::config::load_for(&path, needs) {
             Ok(config) => config,
             Err(e) => {
                 tracing::error!(error = %e, "SIGHUP: the new pins.toml is invalid; keeping the running config");

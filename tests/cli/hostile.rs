@@ -410,3 +410,82 @@ impl OutputAsync for std::process::Command {
             .unwrap()
     }
 }
+
+fn hook_project(hook: &Webhook, secret: Option<&str>) -> Test {
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
+    let pins = format!(
+        "{}\n[alerts.hook]\nkind = \"webhook\"\nurl = \"{}\"\nsecret_env = \"HOOK_SECRET\"\n",
+        one_pin_with(
+            crate::harness::SETTINGS,
+            ProviderKind::OpenAi,
+            &sim.url(ProviderKind::OpenAi),
+            ID,
+            "samples = 1"
+        ),
+        hook.url()
+    );
+    let test = Test::new()
+        .pins(&pins)
+        .file("probes/arith.toml", crate::harness::ARITH);
+    // The simulator is not needed after loading; keep it alive for `check` anyway.
+    std::mem::forget(sim);
+    match secret {
+        Some(secret) => test.env("HOOK_SECRET", secret),
+        None => test,
+    }
+}
+
+#[test]
+fn a_channel_whose_secret_variable_is_unset_fails_closed_at_load() {
+    let hook = Webhook::start(0, None);
+    let test = hook_project(&hook, None);
+    for args in [
+        &["alerts", "test"][..],
+        &["daemon"][..],
+        &["check", "--notify"][..],
+    ] {
+        let run = test.run(args);
+        run.code(2);
+        assert!(
+            run.stderr
+                .contains("environment variable `HOOK_SECRET` is not set"),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+    assert!(hook.hits().is_empty(), "nothing was sent unsigned");
+    // Auditing alone needs no channel secret.
+    let check = test.run(&["check"]);
+    assert_ne!(check.code, 2, "{}", check.stderr);
+}
+
+#[test]
+fn an_unpadded_whsec_secret_signs() {
+    let hook = Webhook::start(0, None);
+    // 20 key bytes: base64 with one `=` of padding, dropped here.
+    let test = hook_project(&hook, Some("whsec_bWFya2VyLXdlYmhvb2stc2VjcmU"));
+    let run = test.run(&["alerts", "test"]);
+    run.code(0);
+    let hits = hook.hits();
+    assert_eq!(hits.len(), 1);
+    assert!(
+        hits[0]
+            .header("webhook-signature")
+            .is_some_and(|s| s.starts_with("v1,")),
+        "{hits:?}"
+    );
+}
+
+#[test]
+fn a_bad_webhook_secret_is_named_with_its_actual_problem() {
+    let hook = Webhook::start(0, None);
+    for (secret, says) in [
+        ("not-a-whsec-secret", "it does not start with `whsec_`"),
+        ("whsec_!!!!", "the part after `whsec_` is not base64"),
+    ] {
+        let run = hook_project(&hook, Some(secret)).run(&["alerts", "test"]);
+        run.code(2);
+        assert!(run.stderr.contains(says), "{secret}: {}", run.stderr);
+        assert!(!run.stderr.contains(secret), "the secret is not echoed");
+    }
+}
