@@ -51,8 +51,9 @@ impl Redactor {
             .filter_map(|p| p.endpoint.api_key.as_ref())
             .map(|k| k.expose().to_owned());
         let alert_vars = config.alerts.iter().flat_map(|c| secret_vars(&c.kind));
-        let alert_values = alert_vars.filter_map(|var| env(&var));
-        Redactor::new(keys.chain(alert_values))
+        let token_var = config.settings.api_token_env.iter().cloned();
+        let values = alert_vars.chain(token_var).filter_map(|var| env(&var));
+        Redactor::new(keys.chain(values))
     }
 
     /// `text` with every secret replaced by `MASK`; borrowed when there was nothing to mask.

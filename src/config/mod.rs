@@ -248,6 +248,10 @@ pub struct Settings {
     pub warn_before: Vec<Duration>,
     pub deprecation_feeds: Vec<String>,
     pub metrics: std::net::SocketAddr,
+    /// `metrics` may be a non-loopback address (an explicit opt-in; the daemon warns).
+    pub metrics_public: bool,
+    /// The variable holding the bearer token `/api/*` requires, when set.
+    pub api_token_env: Option<String>,
 }
 
 #[derive(Debug, Clone)]

@@ -9,6 +9,7 @@
 //! it is logged as stored.
 
 pub mod http;
+pub mod listener;
 pub mod metrics;
 
 use std::collections::{BTreeMap, HashSet};
@@ -79,6 +80,8 @@ pub struct Daemon {
     lock_cache: Mutex<Option<(LockStamp, Arc<Option<LoadedLock>>)>>,
     /// Wakes the delivery worker when notifications were queued.
     outbox_wake: Arc<tokio::sync::Notify>,
+    /// The bearer token `/api/*` requires (`settings.api_token_env`), read once at start.
+    pub api_token: Option<crate::provider::Secret>,
 }
 
 type LockStamp = (Option<std::time::SystemTime>, u64);
@@ -197,6 +200,33 @@ fn schedule_of(config: &Config, pin: &str) -> Option<Schedule> {
     )
 }
 
+/// The `/api/*` token from the variable `settings.api_token_env` names; an unset variable is an
+/// error, never an open API.
+fn api_token(config: &Config) -> Result<Option<crate::provider::Secret>, DaemonError> {
+    let Some(var) = &config.settings.api_token_env else {
+        return Ok(None);
+    };
+    match std::env::var(var) {
+        Ok(token) if !token.is_empty() => Ok(Some(crate::provider::Secret::new(token))),
+        _ => Err(DaemonError::Io(format!(
+            "environment variable `{var}` (settings.api_token_env, the /api bearer token) is not set"
+        ))),
+    }
+}
+
+/// A listener off loopback was asked for explicitly; say so where operators look.
+fn warn_if_public(config: &Config) {
+    let addr = config.settings.metrics;
+    if !addr.ip().is_loopback() {
+        let api = if config.settings.api_token_env.is_some() {
+            "/api requires the bearer token"
+        } else {
+            "/api is open to anyone who can connect (set api_token_env)"
+        };
+        tracing::warn!(%addr, "metrics_public: serving metrics and history off loopback; {api}");
+    }
+}
+
 pub async fn run(config_path: &Path, reset_store: bool) -> Result<Exit, DaemonError> {
     let config = crate::config::load_for(
         config_path,
@@ -223,6 +253,8 @@ pub async fn run(config_path: &Path, reset_store: bool) -> Result<Exit, DaemonEr
                 config.settings.metrics
             ))
         })?;
+    let api_token = api_token(&config)?;
+    warn_if_public(&config);
     let snapshot = snapshot_of(config, Arc::new(Facts::default()))?;
     let config = snapshot.config.clone();
     let daemon = Arc::new(Daemon {
@@ -237,6 +269,7 @@ pub async fn run(config_path: &Path, reset_store: bool) -> Result<Exit, DaemonEr
         cancel_audits: CancellationToken::new(),
         lock_cache: Mutex::new(None),
         outbox_wake: Arc::new(tokio::sync::Notify::new()),
+        api_token,
     });
     daemon.metrics.declare(&config);
     daemon.refresh_facts().await;

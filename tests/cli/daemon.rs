@@ -25,7 +25,7 @@ pub fn free_port() -> u16 {
 }
 
 /// A locked project whose pin is audited every second; metrics on their own port.
-fn project(sim: &Sim, port: u16) -> Test {
+pub fn project(sim: &Sim, port: u16) -> Test {
     let settings = format!(
         "timeout = \"5s\"\nbudget = \"30s\"\nschedule = \"* * * * * *\"\nmetrics = \"127.0.0.1:{port}\"\nstore = \"store\""
     );
@@ -66,6 +66,10 @@ impl Daemon {
         Daemon { child, log }
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
@@ -91,7 +95,7 @@ impl Daemon {
     }
 
     /// Audit ids the log says were stored.
-    fn stored_ids(&self) -> Vec<String> {
+    pub fn stored_ids(&self) -> Vec<String> {
         self.log()
             .lines()
             .filter(|l| l.contains("stored audit"))
@@ -136,7 +140,7 @@ pub fn get(port: u16, path: &str) -> Option<(u16, String, String)> {
     Some((status, head.to_owned(), body.to_owned()))
 }
 
-fn history(test: &Test) -> Vec<serde_json::Value> {
+pub fn history(test: &Test) -> Vec<serde_json::Value> {
     let run = test.run(&["history", "--format", "json"]);
     serde_json::from_str(&run.stdout).unwrap_or_default()
 }

@@ -10,6 +10,7 @@ mod check;
 mod ci;
 mod config_errors;
 mod daemon;
+mod daemon_bounds;
 mod docs;
 mod hostile;
 mod lifecycle;
