@@ -2,9 +2,6 @@
 
 use std::io::Write as _;
 
-use tracing_subscriber::layer::SubscriberExt as _;
-use tracing_subscriber::util::SubscriberInitExt as _;
-
 use crate::cli::{Cli, Command};
 use crate::cmd;
 use crate::exit::Exit;
@@ -89,8 +86,7 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
             cmd::check::run(&cli.config, &options, out).await
         }
         Command::Daemon { reset_store } => {
-            init_logging(cli.quiet);
-            Ok(crate::daemon::run(&cli.config, *reset_store).await?)
+            Ok(crate::daemon::run(&cli.config, *reset_store, cli.quiet).await?)
         }
         Command::History { pin, since, format } => {
             cmd::history::run(&cli.config, pin.as_deref(), since, *format).await
@@ -106,27 +102,4 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
         Command::Demo => cmd::demo::run(out).await,
         Command::Sim { scenario, listen } => cmd::sim::run(scenario, *listen, out).await,
     }
-}
-
-/// Structured logs on stderr for the daemon: `pin`, `audit_id` and outcome as fields; colour only
-/// on a terminal and never with `NO_COLOR`.
-fn init_logging(quiet: bool) {
-    use std::io::IsTerminal as _;
-    let level = if quiet {
-        tracing::Level::WARN
-    } else {
-        tracing::Level::INFO
-    };
-    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    // Only modelpin's own events: the scheduler crate logs every job it creates at INFO.
-    let filter = tracing_subscriber::filter::Targets::new().with_target("modelpin", level);
-    let _ = tracing_subscriber::registry()
-        .with(
-            tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
-                .with_target(false)
-                .with_ansi(ansi),
-        )
-        .with(filter)
-        .try_init();
 }

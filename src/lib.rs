@@ -17,6 +17,7 @@ pub mod finding;
 pub(crate) mod fixtures;
 pub mod lifecycle;
 pub mod lock;
+pub mod logging;
 pub mod provider;
 pub mod redact;
 pub mod report;

@@ -227,7 +227,7 @@ fn warn_if_public(config: &Config) {
     }
 }
 
-pub async fn run(config_path: &Path, reset_store: bool) -> Result<Exit, DaemonError> {
+pub async fn run(config_path: &Path, reset_store: bool, quiet: bool) -> Result<Exit, DaemonError> {
     let config = crate::config::load_for(
         config_path,
         crate::config::Needs {
@@ -235,6 +235,10 @@ pub async fn run(config_path: &Path, reset_store: bool) -> Result<Exit, DaemonEr
             channel_secrets: crate::config::ChannelSecrets::Required,
         },
     )?;
+    crate::logging::init(
+        quiet,
+        crate::redact::Redactor::from_config(&config, &|name| std::env::var(name).ok()),
+    );
     if reset_store {
         match crate::store::reset(&config.settings.store) {
             Ok(Some(aside)) => {

@@ -174,3 +174,28 @@ fn a_listener_off_loopback_needs_an_explicit_setting_and_is_logged() {
     );
     assert!(daemon.log().contains("WARN"), "{}", daemon.log());
 }
+
+#[test]
+fn rust_log_filters_the_daemon_log() {
+    let sim = sim();
+    let port = free_port();
+    let test = project(&sim, port).env("RUST_LOG", "warn");
+    let quiet = Daemon::start(&test);
+    let port2 = free_port();
+    let loud_test = project(&sim, port2).env("RUST_LOG", "modelpin=debug");
+    let loud = Daemon::start(&loud_test);
+    assert!(
+        until(Duration::from_secs(30), || loud
+            .log()
+            .contains("stored audit")),
+        "{}",
+        loud.log()
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        !quiet.log().contains(" INFO "),
+        "RUST_LOG=warn drops INFO: {}",
+        quiet.log()
+    );
+    assert!(get(port, "/healthz").is_some(), "the quiet daemon runs");
+}

@@ -115,7 +115,8 @@ fn a_key_echoed_to_the_daemon_reaches_no_store_history_log_metric_or_alert() {
         "timeout = \"3s\"\nbudget = \"10s\"\nschedule = \"* * * * * *\"\nmetrics = \"127.0.0.1:{port}\"\nstore = \"store\""
     );
     let extra = "samples = 1\nalerts = [\"hook\"]";
-    let test = echoing_project(&sim, &settings, extra).file(
+    // Every level of every library: the HTTP client's own logs included.
+    let test = echoing_project(&sim, &settings, extra).env("RUST_LOG", "trace").file(
         "pins.toml",
         &format!(
             "{}\n[alerts.hook]\nkind = \"webhook\"\nurl = \"{}\"\nsecret_env = \"HOOK_SECRET\"\n",
