@@ -119,6 +119,27 @@ fn load_with(
     })?;
     let text = String::from_utf8(bytes)
         .map_err(|_| Diagnostic::new(format!("`{}` is not UTF-8 text", path.display())))?;
+    from_text(path, text, env, key_env, channel_secrets)
+}
+
+/// Validates `text` as the contents of pins.toml at `path` (probe files are read relative to
+/// it). The loader's whole logic without the first read: the entry point for property tests and
+/// the fuzzer.
+pub fn load_text(
+    path: &Path,
+    text: String,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Config, ConfigError> {
+    from_text(path, text, env, env, ChannelSecrets::WhenSet)
+}
+
+fn from_text(
+    path: &Path,
+    text: String,
+    env: &dyn Fn(&str) -> Option<String>,
+    key_env: &dyn Fn(&str) -> Option<String>,
+    channel_secrets: ChannelSecrets,
+) -> Result<Config, ConfigError> {
     let src = Source::parse(path, text)?;
     check_version(&src)?;
     let secrets = secrets::scan(&src);

@@ -16,6 +16,8 @@ mod gemini;
 mod headers;
 mod json;
 mod openai;
+#[cfg(test)]
+mod props;
 mod refusal;
 
 use std::fmt;

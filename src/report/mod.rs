@@ -7,6 +7,8 @@
 pub mod github;
 pub mod human;
 pub mod junit;
+#[cfg(test)]
+mod props;
 
 use std::collections::BTreeMap;
 
