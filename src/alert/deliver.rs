@@ -104,7 +104,7 @@ impl Deliverer {
                     ));
                 };
                 let body = serde_json::to_vec(
-                    &json!({ "text": format!("*{}*\n{}", n.headline(), n.text()) }),
+                    &json!({ "text": format!("*{}*\n{}", slack_escape(&n.headline()), slack_escape(&n.text())) }),
                 )
                 .expect("payload serialises");
                 self.post(&url, id_headers(n), body, &n.id).await
@@ -197,6 +197,14 @@ impl Deliverer {
             }
         }
     }
+}
+
+/// Slack reads `<…>` in message text as links and mentions (`<!channel>`), so a served model ID
+/// could ping a whole channel; its formatting rules ask for `&`, `<` and `>` as entities.
+fn slack_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 fn id_headers(n: &Notification) -> Vec<(String, String)> {
@@ -370,5 +378,18 @@ fn log(entry: &outbox::Entry, outcome: &Attempted) {
         Attempted::Retry { reason, .. } => {
             tracing::warn!(pin = %n.pin, channel = %n.channel, notification = %n.id, attempts = entry.delivery.attempts, reason = %reason, "notification not delivered yet; will retry");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slack_escape;
+
+    #[test]
+    fn slack_text_cannot_mention_or_link() {
+        assert_eq!(
+            slack_escape("<!channel> & <https://x|y>"),
+            "&lt;!channel&gt; &amp; &lt;https://x|y&gt;"
+        );
     }
 }

@@ -118,7 +118,7 @@ fn idle_connections_are_capped_and_closed() {
     );
     let fds = || std::fs::read_dir(format!("/proc/{}/fd", daemon.pid())).map_or(0, Iterator::count);
     let before = fds();
-    let idle: Vec<TcpStream> = (0..400)
+    let idle: Vec<TcpStream> = (0..1100)
         .filter_map(|_| TcpStream::connect(("127.0.0.1", port)).ok())
         .collect();
     std::thread::sleep(Duration::from_millis(500));

@@ -13,6 +13,7 @@ mod daemon;
 mod daemon_bounds;
 mod docs;
 mod hostile;
+mod hostile_setup;
 mod lifecycle;
 mod receivers;
 mod retry;
