@@ -4,7 +4,10 @@
 //! Redaction happens here as well as where provider text enters because logs have sources the
 //! rest of the program does not control: at `debug` or `trace` the HTTP and SMTP libraries log
 //! what they send and receive. The writer masks each formatted event as a whole (the formatter
-//! writes one event per call), so no secret reaches the log at any level.
+//! writes one event per call), so no secret reaches the log at any level. It also keeps each
+//! event on one line: a line break inside a field (a receiver's error body, say) is written as
+//! `\n`, so nothing from outside can forge a log line; without colours, other control
+//! characters are escaped too.
 
 use std::str::FromStr as _;
 use std::sync::Arc;
@@ -25,7 +28,10 @@ pub fn init(quiet: bool, redactor: Redactor) {
     let _ = tracing_subscriber::registry()
         .with(
             tracing_subscriber::fmt::layer()
-                .with_writer(Scrubbed(Arc::new(redactor)))
+                .with_writer(Scrubbed {
+                    redactor: Arc::new(redactor),
+                    ansi,
+                })
                 .with_target(false)
                 .with_ansi(ansi),
         )
@@ -54,23 +60,34 @@ fn filter(rust_log: Option<&str>, quiet: bool) -> (Targets, Option<String>) {
     }
 }
 
-/// Stderr, with every configured secret masked.
-struct Scrubbed(Arc<Redactor>);
+/// Stderr, with every configured secret masked and one line per event.
+struct Scrubbed {
+    redactor: Arc<Redactor>,
+    /// Colours are on: escape sequences are the formatter's own and stay.
+    ansi: bool,
+}
 
 impl<'a> MakeWriter<'a> for Scrubbed {
     type Writer = ScrubbedWriter;
 
     fn make_writer(&'a self) -> ScrubbedWriter {
-        ScrubbedWriter(self.0.clone())
+        ScrubbedWriter {
+            redactor: self.redactor.clone(),
+            ansi: self.ansi,
+        }
     }
 }
 
-struct ScrubbedWriter(Arc<Redactor>);
+struct ScrubbedWriter {
+    redactor: Arc<Redactor>,
+    ansi: bool,
+}
 
 impl std::io::Write for ScrubbedWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let masked = self.0.scrub_bytes(buf.to_vec());
-        std::io::stderr().lock().write_all(&masked)?;
+        let masked = self.redactor.scrub_bytes(buf.to_vec());
+        let line = one_line(&String::from_utf8_lossy(&masked), self.ansi);
+        std::io::stderr().lock().write_all(line.as_bytes())?;
         Ok(buf.len())
     }
 
@@ -79,9 +96,42 @@ impl std::io::Write for ScrubbedWriter {
     }
 }
 
+/// `event` with every line break but the final one escaped (and, without colours, every other
+/// character `text::needs_escape` flags).
+fn one_line(event: &str, ansi: bool) -> String {
+    let (body, end) = match event.strip_suffix('\n') {
+        Some(body) => (body, "\n"),
+        None => (event, ""),
+    };
+    let mut out = String::with_capacity(event.len());
+    for c in body.chars() {
+        let escape = matches!(c, '\n' | '\r') || (!ansi && crate::text::needs_escape(c));
+        if escape {
+            out.push_str(&crate::text::escape_char(c));
+        } else {
+            out.push(c);
+        }
+    }
+    out.push_str(end);
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::filter;
+    use super::{filter, one_line};
+
+    #[test]
+    fn an_event_stays_one_line() {
+        let event = "WARN reason=\"HTTP 500: oops\n2026-01-01 INFO forged\u{1b}[2J\"\n";
+        assert_eq!(
+            one_line(event, false),
+            "WARN reason=\"HTTP 500: oops\\n2026-01-01 INFO forged\\u{1b}[2J\"\n"
+        );
+        assert_eq!(
+            one_line("\u{1b}[2mINFO\u{1b}[0m x\n", true),
+            "\u{1b}[2mINFO\u{1b}[0m x\n"
+        );
+    }
     use tracing::Level;
     use tracing_subscriber::filter::Targets;
 
