@@ -36,14 +36,20 @@ pub async fn lock_pins(
     out: Output,
 ) -> Result<Exit, AppError> {
     let path = &config.settings.lockfile;
-    // Held from reading the previous lock to writing the new one: a second `lock` waits.
-    let _guard = crate::lock::WriterGuard::acquire(path, |guard| {
-        out.progress(&format!(
-            "lock: another `modelpin lock` is writing {} (it holds {}); waiting for it to finish",
-            path.display(),
-            guard.display()
-        ));
-    })?;
+    // Held from reading the previous lock to writing the new one: a second `lock` waits, on the
+    // blocking pool so the runtime's workers stay free.
+    let guarded = path.clone();
+    let _guard = tokio::task::spawn_blocking(move || {
+        crate::lock::WriterGuard::acquire(&guarded, |guard| {
+            out.progress(&format!(
+                "lock: another `modelpin lock` is writing {} (it holds {}); waiting for it to finish",
+                guarded.display(),
+                guard.display()
+            ));
+        })
+    })
+    .await
+    .map_err(|e| AppError::Io(format!("waiting for the lock file: {e}")))??;
     let previous = crate::lock::read(path)?;
     let pins = select_pins(config, &options.pins)?;
     let estimate = Estimate::of(config, &pins, options.samples);
