@@ -2,9 +2,6 @@
 
 use std::io::Write as _;
 
-use tracing_subscriber::layer::SubscriberExt as _;
-use tracing_subscriber::util::SubscriberInitExt as _;
-
 use crate::cli::{Cli, Command};
 use crate::cmd;
 use crate::exit::Exit;
@@ -109,8 +106,7 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
         }
         Command::Check(args) => cmd::check::run(&cli.config, &args.into(), out).await,
         Command::Daemon { reset_store, pins } => {
-            init_logging(cli.quiet);
-            Ok(crate::daemon::run(&cli.config, *reset_store, pins).await?)
+            Ok(crate::daemon::run(&cli.config, *reset_store, pins, cli.quiet).await?)
         }
         Command::History { pin, since, format } => {
             cmd::history::run(&cli.config, pin.as_deref(), since, *format).await
@@ -137,27 +133,4 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
 /// `scan` works without one only at the default path.
 fn config_named(cli: &Cli) -> bool {
     cli.config != std::path::Path::new("pins.toml") || std::env::var_os("MODELPIN_CONFIG").is_some()
-}
-
-/// Structured logs on stderr for the daemon: `pin`, `audit_id` and outcome as fields; colour only
-/// on a terminal and never with `NO_COLOR`.
-fn init_logging(quiet: bool) {
-    use std::io::IsTerminal as _;
-    let level = if quiet {
-        tracing::Level::WARN
-    } else {
-        tracing::Level::INFO
-    };
-    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    // Only modelpin's own events: the scheduler crate logs every job it creates at INFO.
-    let filter = tracing_subscriber::filter::Targets::new().with_target("modelpin", level);
-    let _ = tracing_subscriber::registry()
-        .with(
-            tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
-                .with_target(false)
-                .with_ansi(ansi),
-        )
-        .with(filter)
-        .try_init();
 }

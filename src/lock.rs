@@ -141,22 +141,82 @@ pub fn set_aside(path: &Path) -> std::io::Result<PathBuf> {
 #[must_use]
 pub fn encode(lock: &Lock) -> Vec<u8> {
     // Struct fields serialise in declaration order and maps are BTreeMaps: stable bytes.
-    let mut bytes = serde_json::to_vec_pretty(lock).expect("lock types always serialise");
+    let text = serde_json::to_string_pretty(lock).expect("lock types always serialise");
+    let mut bytes = crate::text::json_inert(text).into_bytes();
     bytes.push(b'\n');
     bytes
 }
 
-/// Writes atomically (temp file then rename) so an interrupted lock never leaves half a file.
+/// Writes atomically so an interrupted lock never leaves half a file: the bytes go to a new
+/// temporary file created exclusively (a random name, never an existing file or a symlink to one)
+/// in the lock's own directory, are synced, and the file is renamed over `path`. A symlink at
+/// `path` is replaced, not followed.
 pub fn write(path: &Path, lock: &Lock) -> Result<String, LockError> {
+    use std::io::Write as _;
     let bytes = encode(lock);
-    let tmp = path.with_extension("lock.tmp");
     let fail = |source| LockError::Write {
         path: path.to_owned(),
         source,
     };
-    std::fs::write(&tmp, &bytes).map_err(fail)?;
-    std::fs::rename(&tmp, path).map_err(fail)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".modelpin.lock.")
+        .suffix(".tmp")
+        .tempfile_in(directory_of(path))
+        .map_err(fail)?;
+    tmp.write_all(&bytes).map_err(fail)?;
+    tmp.as_file().sync_all().map_err(fail)?;
+    tmp.persist(path).map_err(|e| fail(e.error))?;
     Ok(digest(&bytes))
+}
+
+/// The directory a file named by `path` lives in (`.` for a bare file name).
+fn directory_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
+/// Held by one `modelpin lock` from reading the previous lock to writing the new one, so two
+/// runs at once take turns instead of one overwriting the other's baselines. An OS file lock on
+/// `<lock>.guard` (released by the OS if the process dies); the guard file itself stays empty.
+#[derive(Debug)]
+pub struct WriterGuard {
+    _file: std::fs::File,
+}
+
+impl WriterGuard {
+    /// Takes the guard for `path`, calling `waiting` first when another process holds it.
+    pub fn acquire(path: &Path, waiting: impl FnOnce(&Path)) -> Result<WriterGuard, LockError> {
+        let guard = guard_path(path);
+        let fail = |source| LockError::Write {
+            path: guard.clone(),
+            source,
+        };
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&guard)
+            .map_err(fail)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                waiting(&guard);
+                file.lock().map_err(fail)?;
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(fail(e)),
+        }
+        Ok(WriterGuard { _file: file })
+    }
+}
+
+/// `modelpin.lock` → `modelpin.lock.guard`.
+#[must_use]
+pub fn guard_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".guard");
+    path.with_file_name(name)
 }
 
 #[must_use]
@@ -218,6 +278,40 @@ mod tests {
             text.find("\"a\"").unwrap() < text.find("\"b\"").unwrap(),
             "pins sorted"
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_at_the_temporary_or_the_lock_path_is_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let path = dir.path().join("modelpin.lock");
+        std::os::unix::fs::symlink(&victim, dir.path().join("modelpin.lock.tmp")).unwrap();
+        write(&path, &sample()).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(!path.symlink_metadata().unwrap().is_symlink());
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        write(&path, &sample()).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(!path.symlink_metadata().unwrap().is_symlink());
+    }
+
+    #[test]
+    fn a_second_writer_waits_for_the_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("modelpin.lock");
+        let first = WriterGuard::acquire(&path, |_| panic!("nobody holds it")).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let second = std::thread::spawn(move || {
+            let _guard = WriterGuard::acquire(&path, |_| tx.send(()).unwrap()).unwrap();
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(5))
+            .expect("the second writer says it waits");
+        assert!(!second.is_finished());
+        drop(first);
+        second.join().unwrap();
     }
 
     #[test]

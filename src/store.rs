@@ -293,6 +293,49 @@ impl Store {
         Ok(records)
     }
 
+    /// At most `limit` audits from `since` (or after `cursor`, the `next` of an earlier page),
+    /// oldest first, with the cursor of the next page when there is one. Reads one page of
+    /// records, never the whole history.
+    pub fn history_page(
+        &self,
+        pin: Option<&str>,
+        since: Option<DateTime<Utc>>,
+        cursor: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<Page, StoreError> {
+        let from = since
+            .map_or(0, |t| t.timestamp_millis().max(0) as u64)
+            .to_be_bytes()
+            .to_vec();
+        let range = match cursor {
+            Some(after) if after.0 >= from => (
+                std::ops::Bound::Excluded(after.0.clone()),
+                std::ops::Bound::Unbounded,
+            ),
+            _ => (std::ops::Bound::Included(from), std::ops::Bound::Unbounded),
+        };
+        let t = self.trees()?;
+        let mut page = Page::default();
+        for entry in t.by_time.range::<Vec<u8>, _>(range) {
+            let (index, key) = entry.map_err(|e| self.read_error(&e))?;
+            if pin.is_some_and(|p| !key.starts_with(&pin_prefix(p))) {
+                continue;
+            }
+            if page.records.len() == limit {
+                page.next = page.last.take();
+                break;
+            }
+            if let Some(bytes) = t.audits.get(&key).map_err(|e| self.read_error(&e))?
+                && let Ok(record) = serde_json::from_slice::<AuditRecord>(&bytes)
+            {
+                page.records.push(record);
+            }
+            page.last = Some(Cursor(index.to_vec()));
+        }
+        page.last = None;
+        Ok(page)
+    }
+
     /// The latest audit of a pin.
     pub fn last_audit(&self, pin: &str) -> Result<Option<AuditRecord>, StoreError> {
         let t = self.trees()?;
@@ -335,6 +378,44 @@ fn audit_key(pin: &str, millis: u64, audit_id: &str) -> Vec<u8> {
     key.extend_from_slice(&millis.to_be_bytes());
     key.extend_from_slice(audit_id.as_bytes());
     key
+}
+
+/// Where a page of history ended: the time index key of its last record, written as hex.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor(Vec<u8>);
+
+impl Cursor {
+    /// The cursor as it travels in a URL.
+    #[must_use]
+    pub fn to_hex(&self) -> String {
+        use std::fmt::Write as _;
+        self.0.iter().fold(String::new(), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        })
+    }
+
+    /// `None` unless `text` is hex of a plausible index key.
+    #[must_use]
+    pub fn from_hex(text: &str) -> Option<Cursor> {
+        if !text.len().is_multiple_of(2) || text.len() > 2048 {
+            return None;
+        }
+        let bytes: Option<Vec<u8>> = (0..text.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+            .collect();
+        bytes.filter(|b| b.len() >= 8).map(Cursor)
+    }
+}
+
+/// One page of history.
+#[derive(Debug, Default)]
+pub struct Page {
+    pub records: Vec<AuditRecord>,
+    /// Where the next page starts; `None` on the last page.
+    pub next: Option<Cursor>,
+    last: Option<Cursor>,
 }
 
 fn time_key(millis: u64, pin: &str, audit_id: &str) -> Vec<u8> {

@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use tokio::sync::Semaphore;
 
 use crate::provider::{HttpRequest, RawResponse};
+use crate::redact::Redactor;
 
 /// Largest response body accepted: real completions for probe-sized prompts are a few KiB.
 pub const DEFAULT_BODY_CAP: usize = 4 * 1024 * 1024;
@@ -77,6 +78,8 @@ pub struct Transport {
     limits: TransportLimits,
     overall: Arc<Semaphore>,
     per_provider: Arc<HashMap<String, Arc<Semaphore>>>,
+    /// Applied to every response and failure before anyone else sees it.
+    redactor: Arc<Redactor>,
 }
 
 impl Transport {
@@ -103,7 +106,21 @@ impl Transport {
             limits,
             overall: Arc::new(Semaphore::new(limits.concurrency.max(1))),
             per_provider: Arc::new(per_provider),
+            redactor: Arc::new(Redactor::default()),
         })
+    }
+
+    /// This transport, masking `redactor`'s secrets in everything it receives.
+    #[must_use]
+    pub fn with_redactor(mut self, redactor: Redactor) -> Transport {
+        self.redactor = Arc::new(redactor);
+        self
+    }
+
+    /// The redactor applied to what this transport receives, for text that enters elsewhere.
+    #[must_use]
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
     }
 
     /// The transport a config asks for: its timeout, overall and per-provider concurrency.
@@ -119,7 +136,8 @@ impl Transport {
             .iter()
             .map(|p| (p.name.clone(), p.concurrency))
             .collect();
-        Transport::new(limits, &providers)
+        let redactor = Redactor::from_config(config, &|name| std::env::var(name).ok());
+        Ok(Transport::new(limits, &providers)?.with_redactor(redactor))
     }
 
     #[must_use]
@@ -187,14 +205,30 @@ impl Transport {
         let started = Instant::now();
         match tokio::time::timeout(deadline, self.receive(builder)).await {
             Ok(Ok(response)) => Ok(Delivered {
-                response,
+                response: self.scrub(response),
                 latency: started.elapsed(),
             }),
-            Ok(Err(failure)) => Err(failure),
+            Ok(Err(failure)) => Err(TransportFailure {
+                message: self.redactor.scrub_owned(failure.message),
+                ..failure
+            }),
             Err(_) => Err(TransportFailure {
                 kind: FailureKind::Timeout,
                 message: format!("no complete response within {}", human_duration(deadline)),
             }),
+        }
+    }
+
+    /// The one place provider text enters: headers and body with every secret masked.
+    fn scrub(&self, response: RawResponse) -> RawResponse {
+        RawResponse {
+            status: response.status,
+            headers: response
+                .headers
+                .into_iter()
+                .map(|(k, v)| (k, self.redactor.scrub_owned(v)))
+                .collect(),
+            body: self.redactor.scrub_bytes(response.body),
         }
     }
 
@@ -254,7 +288,8 @@ fn closed(_: tokio::sync::AcquireError) -> TransportFailure {
     }
 }
 
-/// reqwest errors carry the URL, never headers, so their text is safe to report.
+/// reqwest errors carry the URL, never headers; URLs that are secrets (Slack's) are masked by the
+/// caller.
 fn classify_reqwest(error: &reqwest::Error) -> TransportFailure {
     let kind = if error.is_timeout() {
         FailureKind::Timeout

@@ -45,8 +45,21 @@ pub struct Deliverer {
 }
 
 impl Deliverer {
-    /// One attempt to deliver `n` to its channel.
+    /// One attempt to deliver `n` to its channel; its error text (an SMTP server's reply, a
+    /// client error quoting the Slack URL) has every configured secret masked.
     pub async fn attempt(&self, n: &Notification) -> Attempted {
+        let redactor = self.transport.redactor();
+        match self.attempt_unscrubbed(n).await {
+            Attempted::Delivered => Attempted::Delivered,
+            Attempted::Retry { min_wait, reason } => Attempted::Retry {
+                min_wait,
+                reason: redactor.scrub_owned(reason),
+            },
+            Attempted::Failed(why) => Attempted::Failed(redactor.scrub_owned(why)),
+        }
+    }
+
+    async fn attempt_unscrubbed(&self, n: &Notification) -> Attempted {
         let Some(channel) = self.channels.iter().find(|c| c.name == n.channel) else {
             return Attempted::Failed(format!(
                 "no alert channel `{}` in the config any more",
@@ -55,14 +68,22 @@ impl Deliverer {
         };
         match &channel.kind {
             AlertKind::Webhook { url, secret_env } => {
-                let secret = secret_env.as_deref().and_then(|v| std::env::var(v).ok());
                 let body = serde_json::to_vec(&webhook_payload(n)).expect("payload serialises");
                 let mut headers = id_headers(n);
-                if let Some(secret) = secret {
-                    let Some(key) = sign::decode_secret(&secret) else {
-                        return Attempted::Failed(
-                            "the webhook secret is not a `whsec_` secret".to_owned(),
-                        );
+                if let Some(var) = secret_env {
+                    // Fail closed: a channel configured to sign never sends unsigned.
+                    let Some(secret) = std::env::var(var).ok().filter(|v| !v.is_empty()) else {
+                        return Attempted::Failed(format!(
+                            "environment variable `{var}` (the webhook signing secret) is not set"
+                        ));
+                    };
+                    let key = match sign::decode_secret(&secret) {
+                        Ok(key) => key,
+                        Err(why) => {
+                            return Attempted::Failed(format!(
+                                "the webhook secret in `{var}` cannot sign: {why}"
+                            ));
+                        }
                     };
                     let ts = Utc::now().timestamp();
                     headers.push(("webhook-timestamp".into(), ts.to_string()));
@@ -85,7 +106,7 @@ impl Deliverer {
                     ));
                 };
                 let body = serde_json::to_vec(
-                    &json!({ "text": format!("*{}*\n{}", n.headline(), n.text()) }),
+                    &json!({ "text": format!("*{}*\n{}", slack_escape(&n.headline()), slack_escape(&n.text())) }),
                 )
                 .expect("payload serialises");
                 self.post(&url, id_headers(n), body, &n.id).await
@@ -178,6 +199,14 @@ impl Deliverer {
             }
         }
     }
+}
+
+/// Slack reads `<…>` in message text as links and mentions (`<!channel>`), so a served model ID
+/// could ping a whole channel; its formatting rules ask for `&`, `<` and `>` as entities.
+fn slack_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 fn id_headers(n: &Notification) -> Vec<(String, String)> {
@@ -391,5 +420,18 @@ fn log(entry: &outbox::Entry, outcome: &Attempted) {
         Attempted::Retry { reason, .. } => {
             tracing::warn!(pin = %n.pin, channel = %n.channel, notification = %n.id, attempts = entry.delivery.attempts, reason = %reason, "notification not delivered yet; will retry");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slack_escape;
+
+    #[test]
+    fn slack_text_cannot_mention_or_link() {
+        assert_eq!(
+            slack_escape("<!channel> & <https://x|y>"),
+            "&lt;!channel&gt; &amp; &lt;https://x|y&gt;"
+        );
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use lettre::message::header::ContentType;
+use lettre::message::header::{ContentType, Header, HeaderName, HeaderValue, MIME_VERSION_1_0};
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
@@ -54,6 +54,30 @@ pub async fn send(channel: &EmailChannel<'_>, n: &Notification, timeout: Duratio
     }
 }
 
+/// `Auto-Submitted` (RFC 3834), which lettre has no type for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct AutoSubmitted(String);
+
+impl AutoSubmitted {
+    fn auto_generated() -> AutoSubmitted {
+        AutoSubmitted("auto-generated".to_owned())
+    }
+}
+
+impl Header for AutoSubmitted {
+    fn name() -> HeaderName {
+        HeaderName::new_from_ascii_str("Auto-Submitted")
+    }
+
+    fn parse(s: &str) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(AutoSubmitted(s.trim().to_owned()))
+    }
+
+    fn display(&self) -> HeaderValue {
+        HeaderValue::new(Self::name(), self.0.clone())
+    }
+}
+
 fn build(channel: &EmailChannel<'_>, n: &Notification) -> Result<Message, String> {
     let mut builder = Message::builder()
         .from(
@@ -65,6 +89,9 @@ fn build(channel: &EmailChannel<'_>, n: &Notification) -> Result<Message, String
         .subject(n.headline())
         // The notification id: a receiver (or a person) can drop a duplicate delivery.
         .message_id(Some(format!("<{}@modelpin>", n.id)))
+        .header(MIME_VERSION_1_0)
+        // RFC 3834: machine-sent, so auto-responders (vacation replies) stay quiet.
+        .header(AutoSubmitted::auto_generated())
         .header(ContentType::TEXT_PLAIN);
     for to in channel.to {
         builder = builder.to(to.parse().map_err(|e| format!("to `{to}`: {e}"))?);

@@ -15,6 +15,7 @@
 pub mod deliver;
 pub mod email;
 pub mod outbox;
+pub mod readable;
 pub mod sign;
 pub mod state;
 
@@ -126,16 +127,15 @@ impl Notification {
                 a.status.as_str(),
                 sev,
                 a.code,
-                a.message
+                crate::text::terminal(&a.message)
             );
         }
         let _ = writeln!(out, "\nEvidence:");
         for a in &self.alerts {
-            let mut evidence = a.evidence.to_string();
-            if evidence.len() > 600 {
-                evidence = evidence.chars().take(600).collect::<String>() + "…";
+            let _ = writeln!(out, "  {}:", a.code);
+            for line in readable::evidence_lines(&a.evidence, "    ") {
+                let _ = writeln!(out, "{line}");
             }
-            let _ = writeln!(out, "  {}: {evidence}", a.code);
         }
         let _ = writeln!(out, "\nWhat to do:");
         let _ = writeln!(out, "{}", advice(self));

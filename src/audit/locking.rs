@@ -14,6 +14,7 @@ use crate::finding::Code;
 use crate::lock::{LOCK_VERSION, LoadedLock, Lock};
 use crate::provider::normalize_model_id;
 use crate::stats::{PlannedProbe, minimum_detectable};
+use crate::text::display_id;
 
 /// The new lock, how the worst pin went, and what to tell the user, in pin order.
 pub struct Locking {
@@ -89,7 +90,10 @@ fn lock_one(
     let kind = pin.kind.as_str();
     if let Some(locked) = record(pin, kind, &probes, obs) {
         let served = served_counts(obs);
-        let list: Vec<String> = served.iter().map(|(id, n)| format!("{id} ×{n}")).collect();
+        let list: Vec<String> = served
+            .iter()
+            .map(|(id, n)| format!("{} ×{n}", display_id(id)))
+            .collect();
         notices.push(format!("locked {}: served {}", pin.id, list.join(", ")));
         match gateway_of(obs) {
             Some(name) => notices.push(format!(
@@ -141,8 +145,11 @@ fn warn_alias(pin: &Pin, served: &[String], notices: &mut Vec<String>) {
         .filter(|s| **s != requested && !pin.accept.contains(s))
         .collect();
     if let [snapshot] = others.as_slice() {
+        // The line to paste is a TOML string as TOML escapes it: exact, and inert on a terminal.
+        let line = toml::Value::String((*snapshot).clone());
+        let shown = display_id(snapshot);
         notices.push(format!(
-            "warning: pin `{}` asks for `{}`, which the provider resolved to `{snapshot}`; the lock accepts `{snapshot}` from now on, and a move of the alias will be reported. Pin the snapshot itself: model = \"{snapshot}\"",
+            "warning: pin `{}` asks for `{}`, which the provider resolved to `{shown}`; the lock accepts `{shown}` from now on, and a move of the alias will be reported. Pin the snapshot itself: model = {line}",
             pin.id, pin.model
         ));
     } else if others.len() > 1 {
@@ -150,7 +157,11 @@ fn warn_alias(pin: &Pin, served: &[String], notices: &mut Vec<String>) {
             "warning: pin `{}` asks for `{}`, which was served by several models during locking: {}",
             pin.id,
             pin.model,
-            others.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+            others
+                .iter()
+                .map(|s| format!("`{}`", display_id(s)))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
 }

@@ -24,8 +24,14 @@ pub async fn test(
     only: Option<&str>,
     out: Output,
 ) -> Result<Exit, AppError> {
-    // Provider keys are not needed to test alert channels.
-    let config = crate::config::load_without_keys(config_path)?;
+    // Provider keys are not needed to test alert channels; their secrets are.
+    let config = crate::config::load_for(
+        config_path,
+        crate::config::Needs {
+            provider_keys: false,
+            channel_secrets: crate::config::ChannelSecrets::Required,
+        },
+    )?;
     if let Some(name) = only
         && !config.alerts.iter().any(|c| c.name == name)
     {

@@ -44,7 +44,18 @@ impl From<&crate::cli::CheckArgs> for Options {
 }
 
 pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<Exit, AppError> {
-    let config = crate::config::load_from_env(config_path)?;
+    let channel_secrets = if options.notify {
+        crate::config::ChannelSecrets::Required
+    } else {
+        crate::config::ChannelSecrets::WhenSet
+    };
+    let config = crate::config::load_for(
+        config_path,
+        crate::config::Needs {
+            provider_keys: true,
+            channel_secrets,
+        },
+    )?;
     let lock = crate::lock::read(&config.settings.lockfile)?;
     let transport = transport_for(&config)?;
     let pins = select_pins(&config, &options.pins)?;

@@ -1,6 +1,7 @@
 //! `modelpin deprecations`: each pin's lifecycle — retirement date, days left, replacement and
 //! every source — from the built-in table, the feeds and `retires_on`. No provider is called.
 
+use crate::text::{display_id, terminal};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -77,7 +78,9 @@ fn due_within(life: &Lifecycle, window: std::time::Duration) -> bool {
 }
 
 fn json<T: Serialize>(value: &T) -> String {
-    let mut text = serde_json::to_string_pretty(value).expect("lifecycle types serialise");
+    let mut text = crate::text::json_inert(
+        serde_json::to_string_pretty(value).expect("lifecycle types serialise"),
+    );
     text.push('\n');
     text
 }
@@ -102,15 +105,26 @@ fn render(rows: &[PinLifecycle<'_>]) -> String {
                 life.retirement.map(|r| r.to_string()).unwrap_or_default()
             ),
         };
-        let _ = writeln!(out, "{:<20} {:<40} {status}", row.pin, life.model);
+        let _ = writeln!(
+            out,
+            "{:<20} {:<40} {status}",
+            display_id(row.pin),
+            display_id(&life.model)
+        );
         if !life.replacement.is_empty() {
-            let _ = writeln!(out, "    replacement: {}", life.replacement.join(", "));
+            let _ = writeln!(
+                out,
+                "    replacement: {}",
+                terminal(&life.replacement.join(", "))
+            );
         }
         for source in &life.sources {
             let _ = writeln!(
                 out,
                 "    {:?}: {} ({})",
-                source.role, source.source, source.retirement
+                source.role,
+                terminal(&source.source),
+                source.retirement
             );
         }
     }
@@ -130,8 +144,8 @@ fn render_data(facts: &[Fact], format: Format) -> String {
             fact.announced
                 .map_or_else(|| "-".to_owned(), |d| d.to_string()),
             fact.retirement.to_string(),
-            fact.note.as_deref().unwrap_or(""),
-            fact.models.join(", "),
+            terminal(fact.note.as_deref().unwrap_or("")),
+            terminal(&fact.models.join(", ")),
             if fact.replacement.is_empty() {
                 "-".to_owned()
             } else {

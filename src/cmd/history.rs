@@ -3,6 +3,7 @@
 //! sled lets one process open a store, so while the daemon runs this command asks the daemon
 //! (its `/api/history` on `settings.metrics`) instead of opening the files itself.
 
+use crate::text::display_id;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -31,7 +32,7 @@ pub async fn run(
     }
     // A running daemon holds the store: ask it first, so this command never takes the store's
     // lock from under a daemon that is starting.
-    let records = match from_daemon(config.settings.metrics, pin, since).await {
+    let records = match from_daemon(&config.settings, pin, since).await {
         Ok(records) => records,
         // No store yet: nothing was audited; opening it would create one.
         Err(_) if !config.settings.store.exists() => Vec::new(),
@@ -43,7 +44,9 @@ pub async fn run(
     };
     let text = match format {
         Format::Json => {
-            let mut text = serde_json::to_string_pretty(&records).expect("records serialise");
+            let mut text = crate::text::json_inert(
+                serde_json::to_string_pretty(&records).expect("records serialise"),
+            );
             text.push('\n');
             text
         }
@@ -53,37 +56,64 @@ pub async fn run(
     Ok(Exit::Ok)
 }
 
+/// Every page of the daemon's history, following its `Link: rel="next"` headers.
 async fn from_daemon(
-    addr: std::net::SocketAddr,
+    settings: &crate::config::Settings,
     pin: Option<&str>,
     since: DateTime<Utc>,
 ) -> Result<Vec<AuditRecord>, AppError> {
-    let url = format!("http://{addr}/api/history");
-    let mut query = vec![("since", since.to_rfc3339())];
-    if let Some(pin) = pin {
-        query.push(("pin", pin.to_owned()));
-    }
+    let addr = settings.metrics;
+    let base = format!("http://{addr}");
     let fail = |e: &dyn std::fmt::Display| {
         AppError::Io(format!(
-            "the store is in use by the daemon and its endpoint {url} did not answer: {e}"
+            "the store is in use by the daemon and its endpoint {base}/api/history did not answer: {e}"
         ))
     };
     let client = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(10))
         .build()
         .map_err(|e| fail(&e))?;
-    let response = client
-        .get(&url)
-        .query(&query)
-        .send()
-        .await
-        .map_err(|e| fail(&e))?;
-    let status = response.status();
-    if !status.is_success() {
-        return Err(fail(&format!("HTTP {status}")));
+    let token = settings
+        .api_token_env
+        .as_deref()
+        .and_then(|var| std::env::var(var).ok());
+    let mut url = reqwest::Url::parse(&format!("{base}/api/history")).map_err(|e| fail(&e))?;
+    url.query_pairs_mut()
+        .append_pair("since", &since.to_rfc3339())
+        .extend_pairs(pin.map(|p| ("pin", p)));
+    let mut records = Vec::new();
+    loop {
+        let mut request = client.get(url.clone());
+        if let Some(token) = &token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.map_err(|e| fail(&e))?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(fail(&format!("HTTP {status}")));
+        }
+        let next = next_page(response.headers());
+        let bytes = response.bytes().await.map_err(|e| fail(&e))?;
+        let page: Vec<AuditRecord> = serde_json::from_slice(&bytes).map_err(|e| fail(&e))?;
+        records.extend(page);
+        match next.and_then(|path| url.join(&path).ok()) {
+            Some(next) => url = next,
+            None => return Ok(records),
+        }
     }
-    let bytes = response.bytes().await.map_err(|e| fail(&e))?;
-    serde_json::from_slice(&bytes).map_err(|e| fail(&e))
+}
+
+/// The target of a `Link: <…>; rel="next"` header.
+fn next_page(headers: &reqwest::header::HeaderMap) -> Option<String> {
+    let link = headers.get(reqwest::header::LINK)?.to_str().ok()?;
+    let (target, params) = link.split_once(';')?;
+    params.contains("rel=\"next\"").then(|| {
+        target
+            .trim()
+            .trim_start_matches('<')
+            .trim_end_matches('>')
+            .to_owned()
+    })
 }
 
 fn render(records: &[AuditRecord]) -> String {
@@ -96,14 +126,14 @@ fn render(records: &[AuditRecord]) -> String {
             .pin
             .served_models
             .iter()
-            .map(|(m, n)| format!("{m} ×{n}"))
+            .map(|(m, n)| format!("{} ×{n}", display_id(m)))
             .collect();
         let codes: Vec<&str> = r.pin.findings.iter().map(|f| f.code.as_str()).collect();
         let _ = writeln!(
             out,
             "{}  {:<20} {:<13} {:<40} {}",
             r.started_at.format("%Y-%m-%d %H:%M:%S"),
-            r.pin.id,
+            display_id(&r.pin.id),
             r.pin.status.as_str(),
             if served.is_empty() {
                 "-".to_owned()

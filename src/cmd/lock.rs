@@ -36,7 +36,22 @@ pub async fn lock_pins(
     options: &LockOptions,
     out: Output,
 ) -> Result<Exit, AppError> {
-    let previous = match crate::lock::read(&config.settings.lockfile) {
+    let path = &config.settings.lockfile;
+    // Held from reading the previous lock to writing the new one: a second `lock` waits, on the
+    // blocking pool so the runtime's workers stay free.
+    let guarded = path.clone();
+    let _guard = tokio::task::spawn_blocking(move || {
+        crate::lock::WriterGuard::acquire(&guarded, |guard| {
+            out.progress(&format!(
+                "lock: another `modelpin lock` is writing {} (it holds {}); waiting for it to finish",
+                guarded.display(),
+                guard.display()
+            ));
+        })
+    })
+    .await
+    .map_err(|e| AppError::Io(format!("waiting for the lock file: {e}")))??;
+    let previous = match crate::lock::read(path) {
         Ok(previous) => previous,
         // The way out a check's error names: record anew, keeping the unreadable bytes.
         Err(crate::lock::LockError::Invalid { path, message }) => {

@@ -32,9 +32,11 @@ pub struct Output {
 }
 
 impl Output {
+    /// One line on stderr, control characters escaped: progress carries provider text (served
+    /// IDs, refusal messages) and none of it may steer the terminal or start a line.
     pub fn progress(self, line: &str) {
         if !self.quiet {
-            eprintln!("{line}");
+            eprintln!("{}", crate::text::terminal(line));
         }
     }
 }

@@ -1,7 +1,10 @@
 //! `[alerts.NAME]`: notification channels. Only the names of secret-holding variables are
-//! stored; their values are read when a notification is sent, so `check` in CI needs no SMTP
-//! password. The one exception is the webhook signing secret, checked for its `whsec_` shape
-//! when it is set, because a wrong secret fails silently at the receiver.
+//! stored; their values are read when a notification is sent. Commands that send (the daemon,
+//! `alerts test`, `check --notify`) require every named variable to be set, so a channel fails
+//! closed at load — exit 2, naming the variable — instead of sending unsigned or not at all;
+//! commands that only audit check them only when set, so `check` in CI needs no SMTP password.
+//! Set values are checked for their shape (a webhook secret that can sign, a Slack URL the client
+//! accepts), because a wrong secret fails silently at the receiver. Values are never echoed.
 
 use std::ops::Range;
 use std::time::Duration;
@@ -9,7 +12,7 @@ use std::time::Duration;
 use super::check::{Check, Reported};
 use super::diagnostic::backticked;
 use super::raw::{Named, RawAlert, Str};
-use super::url::{host_of, strip_scheme};
+use super::url::{UrlProblem, parse};
 use super::{AlertChannel, AlertKind, Severity};
 
 pub(crate) const DEFAULT_REPEAT: Duration = Duration::from_secs(4 * 3600);
@@ -18,11 +21,17 @@ pub(crate) const DEFAULT_MIN_SEVERITY: Severity = Severity::Warning;
 const KINDS: [&str; 4] = ["email", "webhook", "slack", "alertmanager"];
 const SEVERITIES: [&str; 3] = ["info", "warning", "error"];
 
+/// Where channel secrets are read from, and whether they must be set.
+pub(crate) struct Secrets<'a> {
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+    pub required: bool,
+}
+
 /// Valid channels in file order, and every channel name (valid or not) for pins to refer to.
 pub(crate) fn alerts(
     check: &mut Check,
     raw: Named<RawAlert>,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &Secrets<'_>,
 ) -> (Vec<AlertChannel>, Vec<String>) {
     let mut entries: Vec<_> = raw.into_iter().collect();
     entries.sort_by_key(|(name, _)| name.span().start);
@@ -41,7 +50,7 @@ fn channel(
     name: &str,
     span: Range<usize>,
     raw: &RawAlert,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &Secrets<'_>,
 ) -> Option<AlertChannel> {
     let kind = check.choice(&raw.kind, "alert kind", &KINDS)?;
     let table = Table {
@@ -52,9 +61,9 @@ fn channel(
     };
     table.reject_foreign_keys(check);
     let channel_kind = match kind {
-        "email" => table.email(check),
+        "email" => table.email(check, env),
         "webhook" => table.webhook(check, env),
-        "slack" => table.slack(check),
+        "slack" => table.slack(check, env),
         _ => table.alertmanager(check),
     };
     let repeat = match &raw.repeat {
@@ -153,7 +162,36 @@ impl Table<'_> {
         }
     }
 
-    fn email(&self, check: &mut Check) -> Option<AlertKind> {
+    /// The variable `var` (named at `span`) holding this channel's `what`: its value when set;
+    /// an error when it must be set and is not.
+    fn secret(
+        &self,
+        check: &mut Check,
+        env: &Secrets<'_>,
+        (var, span): (&str, Range<usize>),
+        what: &str,
+    ) -> Result<Option<String>, Reported> {
+        match (env.env)(var) {
+            Some(value) if !value.is_empty() => Ok(Some(value)),
+            found if env.required => {
+                let state = if found.is_some() {
+                    "is empty"
+                } else {
+                    "is not set"
+                };
+                check
+                    .error(span, format!("environment variable `{var}` {state}"))
+                    .help(format!(
+                        "set it to the {what} of [alerts.{}]; a channel with a missing secret sends nothing",
+                        self.name
+                    ));
+                Err(Reported)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    fn email(&self, check: &mut Check, env: &Secrets<'_>) -> Option<AlertKind> {
         let smtp = self
             .required(check, "smtp", self.raw.smtp.as_ref())
             .and_then(|s| smtp_url(check, s));
@@ -163,6 +201,18 @@ impl Table<'_> {
         let to = self.recipients(check);
         let username_env = Self::optional_env(check, self.raw.username_env.as_ref());
         let password_env = Self::optional_env(check, self.raw.password_env.as_ref());
+        let mut secrets_ok = true;
+        for (name, raw, what) in [
+            (&username_env, &self.raw.username_env, "SMTP user name"),
+            (&password_env, &self.raw.password_env, "SMTP password"),
+        ] {
+            if let (Ok(Some(var)), Some(raw)) = (name, raw) {
+                secrets_ok &= self.secret(check, env, (var, raw.span()), what).is_ok();
+            }
+        }
+        if !secrets_ok {
+            return None;
+        }
         Some(AlertKind::Email {
             smtp: smtp?,
             from: from?,
@@ -195,25 +245,24 @@ impl Table<'_> {
         addresses.into_iter().collect()
     }
 
-    fn webhook(
-        &self,
-        check: &mut Check,
-        env: &dyn Fn(&str) -> Option<String>,
-    ) -> Option<AlertKind> {
+    fn webhook(&self, check: &mut Check, env: &Secrets<'_>) -> Option<AlertKind> {
         let url = self
             .required(check, "url", self.raw.url.as_ref())
             .and_then(|u| check.http_url(u, "url"));
         let secret_env = Self::optional_env(check, self.raw.secret_env.as_ref()).ok()?;
-        if let (Some(name), Some(var)) = (&secret_env, &self.raw.secret_env)
-            && env(name).is_some_and(|v| !v.starts_with("whsec_"))
-        {
-            check
-                .error(
-                    var.span(),
-                    format!("environment variable `{name}` does not hold a webhook signing secret"),
-                )
-                .help("Standard Webhooks secrets start with `whsec_`");
-            return None;
+        if let (Some(name), Some(var)) = (&secret_env, &self.raw.secret_env) {
+            let secret = self
+                .secret(check, env, (name, var.span()), "webhook signing secret")
+                .ok()?;
+            if let Some(Err(why)) = secret.map(|s| crate::alert::sign::decode_secret(&s)) {
+                check
+                    .error(
+                        var.span(),
+                        format!("environment variable `{name}` does not hold a webhook signing secret: {why}"),
+                    )
+                    .help("Standard Webhooks secrets are `whsec_` followed by base64");
+                return None;
+            }
         }
         Some(AlertKind::Webhook {
             url: url?,
@@ -221,10 +270,24 @@ impl Table<'_> {
         })
     }
 
-    fn slack(&self, check: &mut Check) -> Option<AlertKind> {
-        let url_env = self
-            .required(check, "url_env", self.raw.url_env.as_ref())
-            .and_then(|v| check.env_name(v))?;
+    fn slack(&self, check: &mut Check, env: &Secrets<'_>) -> Option<AlertKind> {
+        let raw = self.required(check, "url_env", self.raw.url_env.as_ref())?;
+        let url_env = check.env_name(raw)?;
+        let url = self
+            .secret(check, env, (&url_env, raw.span()), "Slack webhook URL")
+            .ok()?;
+        // The URL is a secret: say what is wrong with it, never what it is.
+        if let Some(problem) = url.and_then(|u| super::url::check_http_url(&u).err()) {
+            check
+                .error(
+                    raw.span(),
+                    format!(
+                        "environment variable `{url_env}` does not hold a usable Slack webhook URL"
+                    ),
+                )
+                .note(super::url::describe(&problem));
+            return None;
+        }
         Some(AlertKind::Slack { url_env })
     }
 
@@ -255,17 +318,30 @@ fn required_of(kind: &str) -> &'static [&'static str] {
     }
 }
 
-/// `smtp://host[:port]` (STARTTLS, required by the sender) or `smtps://host[:port]`.
+/// `smtp://host[:port]` (STARTTLS, required by the sender) or `smtps://host[:port]`, read by the
+/// same parser the sender uses; user info is refused (`username_env` / `password_env` hold it).
 fn smtp_url(check: &mut Check, value: &Str) -> Option<String> {
     let url = value.get_ref();
-    let rest = strip_scheme(url, "smtp://").or_else(|| strip_scheme(url, "smtps://"));
-    match rest.map(host_of) {
-        Some(host) if !host.is_empty() => Some(url.clone()),
-        Some(_) => {
+    match parse(url, &["smtp", "smtps"]) {
+        Ok(_) => Some(url.clone()),
+        Err(UrlProblem::NoHost) => {
             check.error(value.span(), "`smtp` has no host");
             None
         }
-        None => {
+        Err(UrlProblem::UserInfo) => {
+            check
+                .error(
+                    value.span(),
+                    "`smtp` must not contain user info (`user:password@`)",
+                )
+                .help("name the variables that hold them with `username_env` and `password_env`");
+            None
+        }
+        Err(UrlProblem::Invalid(why)) => {
+            check.error(value.span(), format!("`smtp` is not a valid URL: {why}"));
+            None
+        }
+        Err(UrlProblem::Scheme | UrlProblem::PlainHttp(_)) => {
             check
                 .error(
                     value.span(),

@@ -105,11 +105,23 @@ impl<'s> Check<'s> {
         };
         let span = value.span();
         match problem {
+            UrlProblem::Invalid(why) => {
+                self.error(span, format!("`{what}` is not a valid URL: {why}"));
+            }
             UrlProblem::Scheme => {
                 self.error(span, format!("`{what}` must be an `https://` URL"));
             }
             UrlProblem::NoHost => {
                 self.error(span, format!("`{what}` has no host"));
+            }
+            UrlProblem::UserInfo => {
+                self.error(
+                    span,
+                    format!("`{what}` must not contain user info (`user:password@`)"),
+                )
+                .help(
+                    "credentials come from the environment: name the variable with an `*_env` key",
+                );
             }
             UrlProblem::PlainHttp(host) => {
                 self.error(span, format!("refusing plain `http://` to `{host}`"))
@@ -183,6 +195,28 @@ impl<'s> Check<'s> {
             return None;
         }
         Some(value.get_ref().clone())
+    }
+
+    /// A name that labels output everywhere (a pin id, a model ID): not empty, at most `max`
+    /// characters, and no control characters, so every report, metric and alert can show it.
+    pub fn label(&mut self, value: &Spanned<String>, what: &str, max: usize) -> Option<String> {
+        let text = self.non_empty(value, what)?;
+        let chars = text.chars().count();
+        if chars > max {
+            self.error(
+                value.span(),
+                format!("`{what}` is {chars} characters long; at most {max} are allowed"),
+            );
+            return None;
+        }
+        if text.chars().any(crate::text::needs_escape) {
+            self.error(
+                value.span(),
+                format!("`{what}` must not contain control or invisible characters"),
+            );
+            return None;
+        }
+        Some(text)
     }
 
     pub fn finish(self) -> Vec<Diagnostic> {

@@ -54,27 +54,63 @@ pub const PINS_VERSION: i64 = 1;
 
 /// Loads and validates `path` (pins.toml) and the probe files it names, reading API keys through
 /// `env` only. Relative paths in the file (lockfile, store, probe globs, local feeds) are resolved
-/// against the directory of `path`; diagnostics show `path` as given.
+/// against the directory of `path`; diagnostics show `path` as given. Alert channel secrets are
+/// checked only when set (see `load_for`).
 pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
-    load_with(path, env, env)
+    load_with(path, env, env, ChannelSecrets::WhenSet)
 }
 
-/// `load` for commands that call no provider (`history`, `deprecations`, `alerts test`):
-/// provider key variables need not be set; everything else is read from the environment.
-pub fn load_without_keys(path: &Path) -> Result<Config, ConfigError> {
+/// Whether the variables holding alert channel secrets must be set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChannelSecrets {
+    /// Commands that deliver notifications (`daemon`, `alerts test`, `check --notify`): a
+    /// channel whose secret variable is unset is a config error, never an unsigned or
+    /// unauthenticated send.
+    Required,
+    /// Commands that only audit: secrets are checked when set, so CI needs no SMTP password.
+    WhenSet,
+}
+
+/// What a command needs from the process environment besides pins.toml.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Needs {
+    /// Provider API keys (every command that calls a provider).
+    pub provider_keys: bool,
+    pub channel_secrets: ChannelSecrets,
+}
+
+/// `load` reading the process environment, requiring what `needs` says.
+pub fn load_for(path: &Path, needs: Needs) -> Result<Config, ConfigError> {
     let real = |name: &str| std::env::var(name).ok();
     let keys = |name: &str| {
         std::env::var(name)
             .ok()
             .or_else(|| Some("(not needed)".to_owned()))
     };
-    load_with(path, &real, &keys)
+    if needs.provider_keys {
+        load_with(path, &real, &real, needs.channel_secrets)
+    } else {
+        load_with(path, &real, &keys, needs.channel_secrets)
+    }
+}
+
+/// `load_for` a command that calls no provider and sends nothing (`history`, `deprecations`):
+/// provider key variables need not be set; everything else is read from the environment.
+pub fn load_without_keys(path: &Path) -> Result<Config, ConfigError> {
+    load_for(
+        path,
+        Needs {
+            provider_keys: false,
+            channel_secrets: ChannelSecrets::WhenSet,
+        },
+    )
 }
 
 fn load_with(
     path: &Path,
     env: &dyn Fn(&str) -> Option<String>,
     key_env: &dyn Fn(&str) -> Option<String>,
+    channel_secrets: ChannelSecrets,
 ) -> Result<Config, ConfigError> {
     let bytes = fs::read(path).map_err(|err| {
         let mut d = Diagnostic::new(format!("cannot read `{}`: {err}", path.display()));
@@ -85,6 +121,27 @@ fn load_with(
     })?;
     let text =
         String::from_utf8(bytes).map_err(|e| not_utf8(path, e.as_bytes(), e.utf8_error()))?;
+    from_text(path, text, env, key_env, channel_secrets)
+}
+
+/// Validates `text` as the contents of pins.toml at `path` (probe files are read relative to
+/// it). The loader's whole logic without the first read: the entry point for property tests and
+/// the fuzzer.
+pub fn load_text(
+    path: &Path,
+    text: String,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Config, ConfigError> {
+    from_text(path, text, env, env, ChannelSecrets::WhenSet)
+}
+
+fn from_text(
+    path: &Path,
+    text: String,
+    env: &dyn Fn(&str) -> Option<String>,
+    key_env: &dyn Fn(&str) -> Option<String>,
+    channel_secrets: ChannelSecrets,
+) -> Result<Config, ConfigError> {
     let src = Source::parse(path, text)?;
     check_version(&src)?;
     let secrets = secrets::scan(&src);
@@ -92,7 +149,7 @@ fn load_with(
         return Err(ConfigError::new(secrets));
     }
     let raw: RawPins = decode(&src)?;
-    validate(&src, raw, env, key_env)
+    validate(&src, raw, env, key_env, channel_secrets)
 }
 
 /// Where the first byte that is not UTF-8 sits, as line and column (of characters before it).
@@ -120,13 +177,18 @@ fn validate(
     raw: RawPins,
     env: &dyn Fn(&str) -> Option<String>,
     key_env: &dyn Fn(&str) -> Option<String>,
+    channel_secrets: ChannelSecrets,
 ) -> Result<Config, ConfigError> {
     let base = src.path.parent().unwrap_or(Path::new(""));
     let mut check = Check::new(src);
     let settings = settings::settings(&mut check, raw.settings, base);
     let (providers, known) =
         providers::providers(&mut check, raw.providers, settings.concurrency, key_env);
-    let (alerts, channel_names) = alerts::alerts(&mut check, raw.alerts, env);
+    let secrets = alerts::Secrets {
+        env,
+        required: channel_secrets == ChannelSecrets::Required,
+    };
+    let (alerts, channel_names) = alerts::alerts(&mut check, raw.alerts, &secrets);
     let mut probes = Probes::new(base);
     let refs = pins::Refs {
         providers: &known,
@@ -225,6 +287,10 @@ pub struct Settings {
     pub warn_before: Vec<Duration>,
     pub deprecation_feeds: Vec<String>,
     pub metrics: std::net::SocketAddr,
+    /// `metrics` may be a non-loopback address (an explicit opt-in; the daemon warns).
+    pub metrics_public: bool,
+    /// The variable holding the bearer token `/api/*` requires, when set.
+    pub api_token_env: Option<String>,
 }
 
 #[derive(Debug, Clone)]

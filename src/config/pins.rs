@@ -23,6 +23,9 @@ pub(crate) struct Refs<'a> {
     pub alerts: &'a [String],
 }
 
+/// Pin ids label every table row, metric and alert; longer ones are typing accidents.
+const MAX_PIN_ID_CHARS: usize = 128;
+
 pub(crate) fn pins(
     check: &mut Check,
     raw: Vec<Spanned<RawPin>>,
@@ -50,8 +53,8 @@ pub(crate) fn pins(
 }
 
 fn one(check: &mut Check, raw: &RawPin, refs: &Refs, probes: &mut Probes) -> Option<Pin> {
-    let id = check.non_empty(&raw.id, "id");
-    let model = check.non_empty(&raw.model, "model");
+    let id = check.label(&raw.id, "id", MAX_PIN_ID_CHARS);
+    let model = check.label(&raw.model, "model", crate::text::MAX_ID_CHARS);
     let kind = provider_kind(check, &raw.provider, refs.providers);
     let deployment = kind.map(|k| deployment(check, raw, k));
     let upstream = kind.and_then(|k| upstream(check, raw, k));

@@ -45,6 +45,8 @@ pub(crate) struct RawSettings {
     pub warn_before: Option<Vec<Str>>,
     pub deprecation_feeds: Option<Vec<Str>>,
     pub metrics: Option<Str>,
+    pub metrics_public: Option<Spanned<bool>>,
+    pub api_token_env: Option<Str>,
 }
 
 #[derive(Debug, Deserialize)]

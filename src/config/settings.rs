@@ -36,6 +36,7 @@ const DAY: u64 = 86_400;
 /// their default so the remaining checks still run (the load fails anyway).
 pub(crate) fn settings(check: &mut Check, raw: Option<RawSettings>, base: &Path) -> Settings {
     let raw = raw.unwrap_or_default();
+    let public = raw.metrics_public.as_ref().is_some_and(|p| *p.get_ref());
     Settings {
         lockfile: path_or(
             check,
@@ -81,8 +82,10 @@ pub(crate) fn settings(check: &mut Check, raw: Option<RawSettings>, base: &Path)
         deprecation_feeds: feeds(check, raw.deprecation_feeds.as_deref(), base),
         metrics: raw
             .metrics
-            .and_then(|m| metrics(check, &m))
+            .and_then(|m| metrics(check, &m, public))
             .unwrap_or_else(|| DEFAULT_METRICS.parse().expect("valid default")),
+        metrics_public: public,
+        api_token_env: raw.api_token_env.and_then(|v| check.env_name(&v)),
     }
 }
 
@@ -162,17 +165,29 @@ fn feeds(check: &mut Check, raw: Option<&[Spanned<String>]>, base: &Path) -> Vec
     out
 }
 
-fn metrics(check: &mut Check, value: &Spanned<String>) -> Option<SocketAddr> {
-    if let Ok(addr) = value.get_ref().parse() {
-        return Some(addr);
+/// The daemon's listener: loopback unless `metrics_public = true` says otherwise, since history
+/// and metrics name every pin, model and finding.
+fn metrics(check: &mut Check, value: &Spanned<String>, public: bool) -> Option<SocketAddr> {
+    let Ok(addr) = value.get_ref().parse::<SocketAddr>() else {
+        check
+            .error(
+                value.span(),
+                format!("invalid `metrics` address `{}`", value.get_ref()),
+            )
+            .help("use an IP address and port, like `127.0.0.1:9464`");
+        return None;
+    };
+    if !addr.ip().is_loopback() && !public {
+        check
+            .error(
+                value.span(),
+                format!("refusing to serve metrics and history on `{addr}`, which is not loopback"),
+            )
+            .note("anyone who can reach it reads every pin, model and finding")
+            .help("keep `127.0.0.1` and scrape through a proxy, or set `metrics_public = true` (and `api_token_env`) to expose it");
+        return None;
     }
-    check
-        .error(
-            value.span(),
-            format!("invalid `metrics` address `{}`", value.get_ref()),
-        )
-        .help("use an IP address and port, like `127.0.0.1:9464`");
-    None
+    Some(addr)
 }
 
 fn positive_cost(check: &mut Check, value: &Spanned<f64>) -> Option<f64> {

@@ -1,11 +1,16 @@
 //! The daemon's HTTP endpoint: `/metrics` for Prometheus, `/healthz` for liveness checks and
 //! `/api/history` so `modelpin history` can read the store while the daemon holds it.
+//!
+//! Bounded so no client can starve the audits: connections are capped and time out when idle
+//! (`listener`), history comes a page at a time (`limit`, `cursor`; the next page's URL in a
+//! `Link` header, RFC 8288) and is read on the blocking pool, off the async workers that run
+//! the audits. `/api/*` requires `Authorization: Bearer` when `settings.api_token_env` is set.
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Query, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use chrono::{DateTime, Utc};
@@ -13,7 +18,15 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::daemon::Daemon;
+use crate::daemon::listener::{Bounded, IDLE_TIMEOUT, MAX_CONNECTIONS};
 use crate::daemon::metrics::CONTENT_TYPE;
+use crate::store::Cursor;
+
+/// Records per `/api/history` page unless `limit` says otherwise.
+pub const DEFAULT_PAGE: usize = 100;
+
+/// The largest `limit` honoured.
+pub const MAX_PAGE: usize = 1000;
 
 pub async fn serve(
     daemon: Arc<Daemon>,
@@ -26,6 +39,7 @@ pub async fn serve(
         .route("/api/history", get(history))
         .with_state(daemon);
     let shutdown = async move { stop.cancelled().await };
+    let listener = Bounded::new(listener, MAX_CONNECTIONS, IDLE_TIMEOUT);
     if let Err(e) = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
@@ -57,11 +71,114 @@ async fn healthz(State(daemon): State<Arc<Daemon>>) -> Response {
 struct HistoryQuery {
     pin: Option<String>,
     since: Option<DateTime<Utc>>,
+    limit: Option<usize>,
+    cursor: Option<String>,
 }
 
-async fn history(State(daemon): State<Arc<Daemon>>, Query(q): Query<HistoryQuery>) -> Response {
-    match daemon.store.history(q.pin.as_deref(), q.since) {
-        Ok(records) => axum::Json(records).into_response(),
+async fn history(
+    State(daemon): State<Arc<Daemon>>,
+    headers: HeaderMap,
+    Query(q): Query<HistoryQuery>,
+) -> Response {
+    if !authorized(&daemon, &headers) {
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            "a bearer token is required\n",
+        )
+            .into_response();
+    }
+    let cursor = match q.cursor.as_deref().map(Cursor::from_hex) {
+        Some(None) => return (StatusCode::BAD_REQUEST, "invalid cursor\n").into_response(),
+        Some(cursor) => cursor,
+        None => None,
+    };
+    let limit = q.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
+    let pin = q.pin.clone();
+    let reader = daemon.clone();
+    let read = tokio::task::spawn_blocking(move || {
+        reader
+            .store
+            .history_page(pin.as_deref(), q.since, cursor.as_ref(), limit)
+    })
+    .await;
+    match read {
+        Ok(Ok(page)) => {
+            let mut response = axum::Json(page.records).into_response();
+            if let Some(next) = page.next
+                && let Ok(link) = next_link(q.pin.as_deref(), q.since, &next, limit).parse()
+            {
+                response.headers_mut().insert(header::LINK, link);
+            }
+            response
+        }
+        Ok(Err(e)) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+/// `</api/history?…&cursor=…>; rel="next"`.
+fn next_link(
+    pin: Option<&str>,
+    since: Option<DateTime<Utc>>,
+    next: &Cursor,
+    limit: usize,
+) -> String {
+    let mut url = reqwest::Url::parse("http://daemon/api/history").expect("a valid URL");
+    {
+        let mut query = url.query_pairs_mut();
+        if let Some(pin) = pin {
+            query.append_pair("pin", pin);
+        }
+        if let Some(since) = since {
+            query.append_pair("since", &since.to_rfc3339());
+        }
+        query.append_pair("limit", &limit.to_string());
+        query.append_pair("cursor", &next.to_hex());
+    }
+    let path = &url[url::Position::BeforePath..];
+    format!("<{path}>; rel=\"next\"")
+}
+
+/// Whether the request may read `/api/*`: always without a configured token, else only with
+/// `Authorization: Bearer <token>`, compared in constant time.
+fn authorized(daemon: &Daemon, headers: &HeaderMap) -> bool {
+    let Some(token) = &daemon.api_token else {
+        return true;
+    };
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    constant_time_eq(given.as_bytes(), token.expose().as_bytes())
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Cursor, constant_time_eq, next_link};
+
+    #[test]
+    fn next_link_keeps_the_filters_and_encodes_them() {
+        let cursor = Cursor::from_hex("0001020304050607aa").unwrap();
+        let link = next_link(Some("a b&c"), None, &cursor, 50);
+        assert_eq!(
+            link,
+            "</api/history?pin=a+b%26c&limit=50&cursor=0001020304050607aa>; rel=\"next\""
+        );
+    }
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(constant_time_eq(b"secret", b"secret"));
+        assert!(!constant_time_eq(b"secret", b"secreT"));
+        assert!(!constant_time_eq(b"secret", b"secret-longer"));
     }
 }

@@ -9,6 +9,7 @@
 //! it is logged as stored.
 
 pub mod http;
+pub mod listener;
 pub mod metrics;
 
 use std::collections::{BTreeMap, HashSet};
@@ -81,6 +82,8 @@ pub struct Daemon {
     lock_cache: Mutex<Option<(LockStamp, Arc<Option<LoadedLock>>)>>,
     /// Counts commits that queued notifications; wakes every channel's delivery worker.
     outbox_wake: tokio::sync::watch::Sender<u64>,
+    /// The bearer token `/api/*` requires (`settings.api_token_env`), read once at start.
+    pub api_token: Option<crate::provider::Secret>,
 }
 
 type LockStamp = (Option<std::time::SystemTime>, u64);
@@ -207,7 +210,11 @@ impl Selection {
 
     /// Loads pins.toml and keeps the selected pins; selecting none is an error.
     fn load(&self, path: &Path) -> Result<Config, DaemonError> {
-        let mut config = crate::config::load_from_env(path)?;
+        let needs = crate::config::Needs {
+            provider_keys: true,
+            channel_secrets: crate::config::ChannelSecrets::Required,
+        };
+        let mut config = crate::config::load_for(path, needs)?;
         if self.globs.is_empty() {
             return Ok(config);
         }
@@ -247,13 +254,45 @@ fn schedule_of(config: &Config, pin: &str) -> Option<Schedule> {
     )
 }
 
+/// The `/api/*` token from the variable `settings.api_token_env` names; an unset variable is an
+/// error, never an open API.
+fn api_token(config: &Config) -> Result<Option<crate::provider::Secret>, DaemonError> {
+    let Some(var) = &config.settings.api_token_env else {
+        return Ok(None);
+    };
+    match std::env::var(var) {
+        Ok(token) if !token.is_empty() => Ok(Some(crate::provider::Secret::new(token))),
+        _ => Err(DaemonError::Io(format!(
+            "environment variable `{var}` (settings.api_token_env, the /api bearer token) is not set"
+        ))),
+    }
+}
+
+/// A listener off loopback was asked for explicitly; say so where operators look.
+fn warn_if_public(config: &Config) {
+    let addr = config.settings.metrics;
+    if !addr.ip().is_loopback() {
+        let api = if config.settings.api_token_env.is_some() {
+            "/api requires the bearer token"
+        } else {
+            "/api is open to anyone who can connect (set api_token_env)"
+        };
+        tracing::warn!(%addr, "metrics_public: serving metrics and history off loopback; {api}");
+    }
+}
+
 pub async fn run(
     config_path: &Path,
     reset_store: bool,
     pins: &[String],
+    quiet: bool,
 ) -> Result<Exit, DaemonError> {
     let selection = Selection::new(pins)?;
     let config = selection.load(config_path)?;
+    crate::logging::init(
+        quiet,
+        crate::redact::Redactor::from_config(&config, &|name| std::env::var(name).ok()),
+    );
     if reset_store {
         match crate::store::reset(&config.settings.store) {
             Ok(Some(aside)) => {
@@ -273,6 +312,8 @@ pub async fn run(
                 config.settings.metrics
             ))
         })?;
+    let api_token = api_token(&config)?;
+    warn_if_public(&config);
     let snapshot = snapshot_of(config, Arc::new(Facts::default()))?;
     let config = snapshot.config.clone();
     let daemon = Arc::new(Daemon {
@@ -288,6 +329,7 @@ pub async fn run(
         cancel_audits: CancellationToken::new(),
         lock_cache: Mutex::new(None),
         outbox_wake: tokio::sync::watch::Sender::new(0),
+        api_token,
     });
     daemon.metrics.declare(&config);
     daemon.refresh_facts().await;

@@ -17,10 +17,14 @@ mod gemini;
 mod headers;
 mod json;
 mod openai;
+#[cfg(test)]
+mod props;
 mod refusal;
 
 use std::fmt;
 use std::fmt::Write as _;
+
+use crate::text;
 
 /// The wire formats modelpin speaks. A closed set: `match` over it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -188,6 +192,21 @@ pub enum LifecycleHint {
     ModelDeprecationTimestamp(String),
 }
 
+impl LifecycleHint {
+    /// The same hint with its raw value passed through `f`.
+    #[must_use]
+    pub fn map(self, f: impl Fn(String) -> String) -> LifecycleHint {
+        match self {
+            LifecycleHint::Sunset(v) => LifecycleHint::Sunset(f(v)),
+            LifecycleHint::Deprecation(v) => LifecycleHint::Deprecation(f(v)),
+            LifecycleHint::BodyWarning(v) => LifecycleHint::BodyWarning(f(v)),
+            LifecycleHint::ModelDeprecationTimestamp(v) => {
+                LifecycleHint::ModelDeprecationTimestamp(f(v))
+            }
+        }
+    }
+}
+
 /// A successful answer.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Reply {
@@ -285,16 +304,47 @@ pub fn build_request(endpoint: &Endpoint, call: &ProbeCall<'_>) -> HttpRequest {
     request
 }
 
-/// Reads whatever came back for a call to a `kind` provider. Never panics, whatever the bytes.
+/// Reads whatever came back for a call to a `kind` provider. Never panics, whatever the bytes;
+/// every string kept is bounded (`text::bounded`), so a hostile reply cannot grow the store, the
+/// lock or a metric label.
 #[must_use]
 pub fn parse_reply(kind: ProviderKind, response: &RawResponse) -> Parsed {
-    match kind {
+    let parsed = match kind {
         ProviderKind::OpenAi
         | ProviderKind::OpenAiCompatible
         | ProviderKind::OpenRouter
         | ProviderKind::Azure => openai::parse(kind, response),
         ProviderKind::Anthropic => anthropic::parse(response),
         ProviderKind::Gemini => gemini::parse(response),
+    };
+    bound(parsed)
+}
+
+fn bound(parsed: Parsed) -> Parsed {
+    let id = |s: String| text::bounded_owned(s, text::MAX_ID_CHARS);
+    let message = |s: String| text::bounded_owned(s, text::MAX_MESSAGE_CHARS);
+    match parsed {
+        Parsed::Reply(r) => Parsed::Reply(Reply {
+            served_model: r.served_model.map(id),
+            upstream: r.upstream.map(id),
+            fallback_model: r.fallback_model.map(id),
+            system_fingerprint: r.system_fingerprint.map(id),
+            text: text::bounded_owned(r.text, text::MAX_ANSWER_CHARS),
+            request_id: r.request_id.map(id),
+            lifecycle: r.lifecycle.into_iter().map(|h| h.map(message)).collect(),
+            ..r
+        }),
+        Parsed::Rejected(r) => Parsed::Rejected(Rejected {
+            code: r.code.map(id),
+            error_type: r.error_type.map(id),
+            message: message(r.message),
+            request_id: r.request_id.map(id),
+            ..r
+        }),
+        Parsed::Unparseable { status, reason } => Parsed::Unparseable {
+            status,
+            reason: message(reason),
+        },
     }
 }
 

@@ -9,16 +9,26 @@ use std::fmt::Write as _;
 
 use crate::finding::{Code, Finding, Severity};
 use crate::report::Report;
+use crate::text;
 
 /// Annotations GitHub shows per kind per step.
 pub const LIMIT: usize = 10;
 
-/// Escapes an annotation's message.
+/// Escapes an annotation's message: the runner's `%`, CR and LF encoding, and other control
+/// characters as visible escapes, so nothing from outside reaches the log raw.
 #[must_use]
 pub fn escape_data(text: &str) -> String {
-    text.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '\r' => out.push_str("%0D"),
+            '\n' => out.push_str("%0A"),
+            c if text::needs_escape(c) => out.push_str(&text::escape_char(c)),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Escapes an annotation property value (`title`, `file`).
@@ -110,14 +120,14 @@ pub fn summary(report: &Report) -> String {
         let served: Vec<String> = p
             .served_models
             .iter()
-            .map(|(m, n)| format!("`{m}` ×{n}"))
+            .map(|(m, n)| format!("{} ×{n}", code(m)))
             .collect();
         let _ = writeln!(
             out,
-            "| {} | {} | `{}` | {} | {} | {}/{} | {} | {} |",
-            cell(&p.id),
+            "| {} | {} | {} | {} | {} | {}/{} | {} | {} |",
+            cell(&text::display_id(&p.id)),
             cell(&p.provider),
-            cell(&p.model),
+            code(&p.model),
             p.status.as_str(),
             served.join(", "),
             p.calls.ok,
@@ -137,7 +147,7 @@ pub fn summary(report: &Report) -> String {
             let _ = writeln!(
                 out,
                 "- **{}** `{}` ({}): {}",
-                cell(pin),
+                cell(&text::display_id(pin)),
                 f.code,
                 f.severity.map_or("-", Severity::as_str),
                 cell(&f.message)
@@ -156,8 +166,23 @@ pub fn summary(report: &Report) -> String {
     out
 }
 
-fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
+/// A Markdown table cell or list item: escaped for the terminal-like log view (no raw control
+/// character, no line break) and with `|` escaped so the table keeps its columns.
+fn cell(raw: &str) -> String {
+    text::terminal(raw).replace('|', "\\|")
+}
+
+/// An ID as a Markdown code span: shortened, escaped, and fenced with one backtick more than the
+/// longest run inside it (CommonMark), so a backtick in the ID cannot end the span.
+fn code(id: &str) -> String {
+    let shown = cell(&text::display_id(id));
+    let longest = shown.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    if longest == 0 {
+        format!("{fence}{shown}{fence}")
+    } else {
+        format!("{fence} {shown} {fence}")
+    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,10 @@
 //! The human form: one line per pin, then each finding with its evidence as `key: value` lines
 //! and what to do next. A terminal too narrow for the table gets one block per pin instead.
+//!
+//! Everything a provider or the config controls goes through `text::display_id` or
+//! `text::terminal` here, where it is written: no control character reaches the terminal raw and
+//! no outside text can begin a line. Cells are padded by hand, since `format!`'s width argument
+//! panics past 65,535.
 
 use std::fmt::Write as _;
 
@@ -7,6 +12,7 @@ use serde_json::Value;
 
 use crate::finding::{Finding, Severity};
 use crate::report::{PinReport, Report};
+use crate::text::{bounded, display_id, terminal};
 
 /// Evidence lines shown per finding unless verbose; the JSON report has them all.
 const EVIDENCE_LINES: usize = 8;
@@ -39,6 +45,9 @@ impl Detail {
         Detail { verbose, width }
     }
 }
+
+/// Longest finding message printed, in characters.
+const MESSAGE_WIDTH: usize = 1000;
 
 #[must_use]
 pub fn render(report: &Report) -> String {
@@ -142,14 +151,14 @@ fn row(pin: &PinReport) -> [String; 7] {
     } else {
         pin.served_models
             .iter()
-            .map(|(id, n)| format!("{id} ×{n}"))
+            .map(|(id, n)| format!("{} ×{n}", display_id(id)))
             .collect::<Vec<_>>()
             .join(", ")
     };
     [
-        pin.id.clone(),
-        pin.provider.clone(),
-        pin.model.clone(),
+        display_id(&pin.id),
+        display_id(&pin.provider),
+        display_id(&pin.model),
         pin.status.as_str().to_uppercase(),
         served,
         format!("{}/{}", pin.calls.ok, pin.calls.sent),
@@ -160,7 +169,9 @@ fn row(pin: &PinReport) -> [String; 7] {
 fn push_row(out: &mut String, cells: &[String; 7], widths: &[usize]) {
     let mut line = String::new();
     for (cell, width) in cells.iter().zip(widths) {
-        let _ = write!(line, "{cell:<width$}  ");
+        line.push_str(cell);
+        let pad = width.saturating_sub(cell.chars().count()) + 2;
+        line.extend(std::iter::repeat_n(' ', pad));
     }
     out.push_str(line.trim_end());
     out.push('\n');
@@ -173,7 +184,12 @@ fn push_finding(out: &mut String, finding: &Finding, detail: Detail) {
         Some(Severity::Info) => "info ",
         None => "note ",
     };
-    let _ = writeln!(out, "  {mark} {}: {}", finding.code, finding.message);
+    let _ = writeln!(
+        out,
+        "  {mark} {}: {}",
+        finding.code,
+        bounded(&terminal(&finding.message), MESSAGE_WIDTH)
+    );
     let mut lines = Vec::new();
     evidence_lines(&finding.evidence, "", &mut lines);
     let shown = if detail.verbose {
@@ -182,8 +198,9 @@ fn push_finding(out: &mut String, finding: &Finding, detail: Detail) {
         lines.len().min(EVIDENCE_LINES)
     };
     for line in &lines[..shown] {
+        let line = terminal(line);
         let line = if detail.verbose || line.chars().count() <= EVIDENCE_WIDTH {
-            line.clone()
+            line.into_owned()
         } else {
             line.chars().take(EVIDENCE_WIDTH).collect::<String>() + "…"
         };
@@ -197,7 +214,11 @@ fn push_finding(out: &mut String, finding: &Finding, detail: Detail) {
         );
     }
     if let Some(action) = &finding.action {
-        let _ = writeln!(out, "        → {action}");
+        let _ = writeln!(
+            out,
+            "        → {}",
+            bounded(&terminal(action), MESSAGE_WIDTH)
+        );
     }
 }
 

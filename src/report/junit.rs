@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use crate::finding::PinStatus;
 use crate::finding::{Check, Code, Finding, Severity};
 use crate::report::{PinReport, Report};
+use crate::text;
 
 #[must_use]
 pub fn render(report: &Report) -> String {
@@ -147,7 +148,7 @@ fn write_suite(out: &mut String, report: &Report, pin: &PinReport, suite: &Suite
         let _ = writeln!(
             out,
             "    <system-out>{}</system-out>",
-            xml(&notes.join("\n"))
+            xml_lines(notes.iter().map(String::as_str))
         );
     }
     out.push_str("  </testsuite>\n");
@@ -174,7 +175,7 @@ fn write_case(out: &mut String, pin: &str, name: &str, outcome: &Outcome<'_>) {
                 ">\n      <{tag} message=\"{}\" type=\"{}\">{}</{tag}>\n    </testcase>",
                 xml(&f.message),
                 f.code,
-                xml(&evidence)
+                xml_lines(evidence.lines())
             );
         }
         Outcome::Skipped(why) => {
@@ -195,7 +196,10 @@ fn seconds(report: &Report) -> String {
     }
 }
 
-/// Escapes text for XML attributes and content; drops characters XML 1.0 cannot carry.
+/// Escapes text for XML attributes and content. Line breaks and tabs become character
+/// references, so no outside text starts a line of the file; characters XML 1.0 cannot carry at
+/// all (other C0 controls) are written as visible escapes (`\u{1b}`); C1 controls and characters
+/// that reorder text become character references.
 #[must_use]
 pub fn xml(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -206,12 +210,25 @@ pub fn xml(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
-            '\n' | '\t' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
+            '\n' | '\t' | '\r' => {
+                let _ = write!(out, "&#{};", u32::from(c));
+            }
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {
+                out.push_str(&text::escape_char(c));
+            }
+            c if text::needs_escape(c) => {
+                let _ = write!(out, "&#x{:x};", u32::from(c));
+            }
             c => out.push(c),
         }
     }
     out
+}
+
+/// `xml` for text that is ours and spans lines (pretty JSON, a list of notes): each line escaped,
+/// the line breaks kept.
+fn xml_lines<'a>(lines: impl Iterator<Item = &'a str>) -> String {
+    lines.map(xml).collect::<Vec<_>>().join("\n")
 }
 
 #[cfg(test)]
@@ -221,6 +238,10 @@ mod tests {
     #[test]
     fn escapes_markup_and_control_characters() {
         assert_eq!(xml(r#"a<b>&"c"'d"#), "a&lt;b&gt;&amp;&quot;c&quot;&apos;d");
-        assert_eq!(xml("x\u{1}y\nz"), "x\u{FFFD}y\nz");
+        assert_eq!(xml("x\u{1}y\nz"), "x\\u{1}y&#10;z");
+        assert_eq!(
+            xml("m\r\n::error::x\u{1b}[2J\u{85}"),
+            "m&#13;&#10;::error::x\\u{1b}[2J&#x85;"
+        );
     }
 }

@@ -7,6 +7,8 @@
 pub mod github;
 pub mod human;
 pub mod junit;
+#[cfg(test)]
+mod props;
 
 use std::collections::BTreeMap;
 
@@ -280,7 +282,9 @@ fn summarise(pins: &[PinReport]) -> Summary {
 /// The JSON form: pretty, with a trailing newline.
 #[must_use]
 pub fn to_json(report: &Report) -> String {
-    let mut text = serde_json::to_string_pretty(report).expect("report types always serialise");
+    let mut text = crate::text::json_inert(
+        serde_json::to_string_pretty(report).expect("report types always serialise"),
+    );
     text.push('\n');
     text
 }

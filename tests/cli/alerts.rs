@@ -138,6 +138,17 @@ fn a_reroute_sends_exactly_one_email_and_one_signed_webhook() {
             && mail.contains("served_model_mismatch"),
         "{mail}"
     );
+    assert!(
+        mail.contains("MIME-Version: 1.0") && mail.contains("Auto-Submitted: auto-generated"),
+        "{mail}"
+    );
+    // Evidence reads as lines (what was accepted, what was served), not a cut JSON blob.
+    assert!(
+        mail.contains("    accepted: ")
+            && mail.contains("    unexpected:")
+            && !mail.contains("{\""),
+        "{mail}"
+    );
     daemon.signal("TERM");
     assert_eq!(daemon.wait(Duration::from_secs(12)), Some(0));
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use modelpin::provider::ProviderKind;
 use modelpin::sim::scenario::Reported;
 
-use crate::harness::{KEY, KEY_VAR, Sim, Test, one_pin_with};
+use crate::harness::{Sim, Test, one_pin_with};
 use crate::world::{model, reroute, single};
 
 const ID: &str = "acme-pro-001";
@@ -25,7 +25,7 @@ pub fn free_port() -> u16 {
 }
 
 /// A locked project whose pin is audited every second; metrics on their own port.
-fn project(sim: &Sim, port: u16) -> Test {
+pub fn project(sim: &Sim, port: u16) -> Test {
     let settings = format!(
         "timeout = \"5s\"\nbudget = \"30s\"\nschedule = \"* * * * * *\"\nmetrics = \"127.0.0.1:{port}\"\nstore = \"store\""
     );
@@ -68,7 +68,6 @@ impl Daemon {
             .current_dir(test.dir.path())
             .args(args)
             .envs(test.envs().iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .env(KEY_VAR, KEY)
             .envs(env.iter().copied())
             .env_remove("MODELPIN_CONFIG")
             .stdout(Stdio::null())
@@ -76,6 +75,10 @@ impl Daemon {
             .spawn()
             .expect("daemon starts");
         Daemon { child, log }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     pub fn log(&self) -> String {

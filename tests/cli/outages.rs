@@ -457,7 +457,9 @@ fn a_store_held_by_check_notify_is_reported_as_such() {
     let test = project(&sim, 1, &webhook("dead", &dead.url(), "1h"));
     // A receiver that never answers, tried with 10 s deadlines: `check --notify` holds the store
     // for two attempts (over 20 s), longer than a second process waits for it (5 s).
-    let pins = test.read("pins.toml").replace("timeout = \"2s\"", "timeout = \"10s\"");
+    let pins = test
+        .read("pins.toml")
+        .replace("timeout = \"2s\"", "timeout = \"10s\"");
     std::fs::write(test.path("pins.toml"), pins).unwrap();
     reroute_now(&sim);
     let _check = Daemon::spawn(&test, &["check", "--notify"], &[]);

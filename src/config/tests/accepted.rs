@@ -29,6 +29,8 @@ fn settings_defaults_match_the_design() {
     );
     assert!(s.deprecation_feeds.is_empty());
     assert_eq!(s.metrics, "127.0.0.1:9464".parse().unwrap());
+    assert!(!s.metrics_public);
+    assert_eq!(s.api_token_env, None);
 }
 
 #[test]
@@ -67,6 +69,8 @@ alpha = 0.01
 warn_before = ["14d", "12h"]
 deprecation_feeds = ["feeds/local.json", "https://example.com/feed.json"]
 metrics = "0.0.0.0:9000"
+metrics_public = true
+api_token_env = "MODELPIN_API_TOKEN"
 
 [providers.router]
 kind = "openrouter"
@@ -152,6 +156,8 @@ fn every_settings_key() {
         ]
     );
     assert_eq!(s.metrics, "0.0.0.0:9000".parse().unwrap());
+    assert!(s.metrics_public);
+    assert_eq!(s.api_token_env.as_deref(), Some("MODELPIN_API_TOKEN"));
 }
 
 #[test]

@@ -93,12 +93,12 @@ fn webhook_secret_must_be_standard_webhooks_when_set() {
             .env("HOOK_SECRET", "not-a-whsec")
             .pins(&pins)
             .error(),
-        r#"error: environment variable `HOOK_SECRET` does not hold a webhook signing secret
+        r#"error: environment variable `HOOK_SECRET` does not hold a webhook signing secret: it does not start with `whsec_`
   --> pins.toml:15:14
    |
 15 | secret_env = "HOOK_SECRET"
    |              ^^^^^^^^^^^^^
-   = help: Standard Webhooks secrets start with `whsec_`"#
+   = help: Standard Webhooks secrets are `whsec_` followed by base64"#
     );
     // Unset is fine (checked when sending); a `whsec_` value is fine.
     Dir::new().pins(&pins).config();

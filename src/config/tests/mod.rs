@@ -4,6 +4,7 @@ mod accepted;
 mod alerts;
 mod pins;
 mod probes;
+mod props;
 mod providers;
 mod secrets;
 mod settings;
