@@ -55,6 +55,24 @@ pub fn display_id(id: &str) -> String {
     bounded(&terminal(id), DISPLAY_ID_CHARS).into_owned()
 }
 
+/// Text that begins an output line: a leading `::` has its first colon escaped, since the GitHub
+/// Actions runner reads any step output line that starts with `::` (after blanks) as a workflow
+/// command (<https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-commands>).
+#[must_use]
+pub fn line_start(text: &str) -> Cow<'_, str> {
+    let blanks = text.len() - text.trim_start().len();
+    if text[blanks..].starts_with("::") {
+        Cow::Owned(format!(
+            "{}{}{}",
+            &text[..blanks],
+            escape_char(':'),
+            &text[blanks + 1..]
+        ))
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
 /// Text safe to print on a terminal: every control character (newlines included) and every
 /// character that reorders or hides text is shown as an escape, so nothing from outside can
 /// start a line, move the cursor or change colours.
@@ -134,7 +152,20 @@ fn short_hash(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{DISPLAY_ID_CHARS, bounded, display_id, json_inert, terminal};
+    use super::{DISPLAY_ID_CHARS, bounded, display_id, json_inert, line_start, terminal};
+
+    #[test]
+    fn a_line_never_begins_with_a_workflow_command() {
+        for (text, want) in [
+            ("::error::x", "\\u{3a}:error::x"),
+            ("  ::set-output", "  \\u{3a}:set-output"),
+            (":one colon", ":one colon"),
+            ("gpt-4o ::x", "gpt-4o ::x"),
+            ("", ""),
+        ] {
+            assert_eq!(line_start(text), want, "{text:?}");
+        }
+    }
 
     #[test]
     fn json_inert_escapes_what_serde_leaves_raw_and_reads_back_the_same() {

@@ -141,7 +141,10 @@ fn is_secret_key(key: &str) -> bool {
 /// The prefix that makes `s` look like a credential, if any.
 fn credential_prefix(s: &str) -> Option<&'static str> {
     let s = s.trim();
-    if s.len() > 7 && s[..7].eq_ignore_ascii_case("bearer ") && !s[7..].trim().is_empty() {
+    if let (Some(head), Some(rest)) = (s.get(..7), s.get(7..))
+        && head.eq_ignore_ascii_case("bearer ")
+        && !rest.trim().is_empty()
+    {
         return Some("Bearer ");
     }
     if s.chars().any(char::is_whitespace) {
@@ -193,5 +196,8 @@ mod tests {
         assert_eq!(credential_prefix("gpt-4o-2024-08-06"), None);
         assert_eq!(credential_prefix("OPENAI_API_KEY"), None);
         assert_eq!(credential_prefix("Bearer"), None);
+        // Multi-byte text across the seventh byte is read, not sliced mid-character.
+        assert_eq!(credential_prefix("\u{1cc00}\u{1cc00}x"), None);
+        assert_eq!(credential_prefix("Beare\u{e9} token"), None);
     }
 }

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::finding::{Finding, Severity};
 use crate::report::{PinReport, Report};
-use crate::text::{bounded, display_id, terminal};
+use crate::text::{bounded, display_id, line_start, terminal};
 
 /// Evidence lines shown per finding unless verbose; the JSON report has them all.
 const EVIDENCE_LINES: usize = 8;
@@ -139,7 +139,7 @@ fn money(cost: Option<f64>) -> String {
 
 /// A pin as `HEADER: value` lines, for terminals too narrow for the table.
 fn push_block(out: &mut String, header: &[String; 7], cells: &[String; 7]) {
-    let _ = writeln!(out, "{}", cells[0]);
+    let _ = writeln!(out, "{}", line_start(&cells[0]));
     for (name, value) in header.iter().zip(cells).skip(1) {
         let _ = writeln!(out, "  {}: {value}", name.to_lowercase());
     }
@@ -173,7 +173,7 @@ fn push_row(out: &mut String, cells: &[String; 7], widths: &[usize]) {
         let pad = width.saturating_sub(cell.chars().count()) + 2;
         line.extend(std::iter::repeat_n(' ', pad));
     }
-    out.push_str(line.trim_end());
+    out.push_str(&line_start(line.trim_end()));
     out.push('\n');
 }
 
@@ -204,7 +204,7 @@ fn push_finding(out: &mut String, finding: &Finding, detail: Detail) {
         } else {
             line.chars().take(EVIDENCE_WIDTH).collect::<String>() + "…"
         };
-        let _ = writeln!(out, "        {line}");
+        let _ = writeln!(out, "        {}", line_start(&line));
     }
     if shown < lines.len() {
         let _ = writeln!(
