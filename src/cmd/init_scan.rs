@@ -15,8 +15,7 @@ use crate::cmd::init::EXAMPLE;
 use crate::cmd::scan::{Project, load_project, paths_or_here};
 use crate::exit::Exit;
 use crate::scan::classify::Kind;
-use crate::scan::judge::guess_provider;
-use crate::scan::matcher::core_of;
+use crate::scan::judge::{guess_provider, pin_slug};
 use crate::scan::{Options, display_path};
 
 /// Provider tables for the kinds a scanned ID can be given without a `base_url`.
@@ -110,7 +109,7 @@ pub fn pins_toml(ids: &BTreeMap<&str, String>) -> String {
             );
             continue;
         }
-        let slug = unique(&slug(id), &mut taken);
+        let slug = unique(&pin_slug(id), &mut taken);
         let _ = write!(
             out,
             "\n# used at {}\n[[pin]]\nid = \"{slug}\"\nprovider = \"{provider}\"\nmodel = {model}\nprobes = [\"probes/*.toml\"]\n",
@@ -122,20 +121,6 @@ pub fn pins_toml(ids: &BTreeMap<&str, String>) -> String {
 
 fn toml_string(text: &str) -> String {
     toml::Value::String(text.to_owned()).to_string()
-}
-
-fn slug(id: &str) -> String {
-    let raw: String = core_of(id)
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    raw.trim_matches('-').to_owned()
 }
 
 fn unique(slug: &str, taken: &mut Vec<String>) -> String {

@@ -122,17 +122,6 @@ fn number(response: &RawResponse, name: &str) -> Option<u32> {
 mod tests {
     use super::*;
 
-    fn response(headers: &[(&str, &str)]) -> RawResponse {
-        RawResponse {
-            status: 200,
-            headers: headers
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect(),
-            body: Vec::new(),
-        }
-    }
-
     fn reply(model: &str) -> Reply {
         Reply {
             served_model: Some(model.to_owned()),
@@ -144,7 +133,7 @@ mod tests {
     fn litellm_deployment_is_the_served_model() {
         // Header values as the LiteLLM proxy 1.106.12 sent them for a deployment swapped
         // behind the public name `gpt-4o`.
-        let r = response(&[
+        let r = RawResponse::with_headers(&[
             ("x-litellm-model-name", "openai/gpt-4o-mini-2024-07-18"),
             (
                 "x-litellm-model-id",
@@ -173,7 +162,7 @@ mod tests {
 
     #[test]
     fn a_fallback_names_the_fallback_model() {
-        let r = response(&[
+        let r = RawResponse::with_headers(&[
             ("x-litellm-model-name", "openai/gpt-4o-mini-2024-07-18"),
             ("x-litellm-attempted-fallbacks", "1"),
         ]);
@@ -206,7 +195,7 @@ mod tests {
             (&[("x-litellm-response-cost", "0.1")], None),
         ];
         for (headers, want) in table {
-            let got = read(&response(headers));
+            let got = read(&RawResponse::with_headers(headers));
             let got = got
                 .as_ref()
                 .map(|g| (g.name, g.deployment.as_deref(), g.fallbacks));
@@ -217,7 +206,7 @@ mod tests {
     #[test]
     fn hostile_costs_are_no_cost() {
         for cost in ["-1", "NaN", "inf", "1e999", "x"] {
-            let r = response(&[
+            let r = RawResponse::with_headers(&[
                 ("x-litellm-model-name", "d"),
                 ("x-litellm-response-cost", cost),
             ]);

@@ -51,29 +51,21 @@ mod tests {
     use super::{lifecycle_hints, request_id};
     use crate::provider::{LifecycleHint, RawResponse};
 
-    fn with_headers(headers: &[(&str, &str)]) -> RawResponse {
-        RawResponse {
-            status: 200,
-            headers: headers
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect(),
-            body: Vec::new(),
-        }
-    }
-
     #[test]
     fn request_id_prefers_x_request_id_and_skips_blank_values() {
-        let r = with_headers(&[("request-id", "req_b"), ("x-request-id", "req_a")]);
+        let r = RawResponse::with_headers(&[("request-id", "req_b"), ("x-request-id", "req_a")]);
         assert_eq!(request_id(&r).as_deref(), Some("req_a"));
-        let r = with_headers(&[("x-request-id", "  "), ("apim-request-id", "az")]);
+        let r = RawResponse::with_headers(&[("x-request-id", "  "), ("apim-request-id", "az")]);
         assert_eq!(request_id(&r).as_deref(), Some("az"));
-        assert_eq!(request_id(&with_headers(&[("traceparent", "00-x")])), None);
+        assert_eq!(
+            request_id(&RawResponse::with_headers(&[("traceparent", "00-x")])),
+            None
+        );
     }
 
     #[test]
     fn lifecycle_headers_are_kept_raw_in_arrival_order() {
-        let r = with_headers(&[
+        let r = RawResponse::with_headers(&[
             ("Deprecation", "@1688169599"),
             ("sunset", "Wed, 11 Nov 2026 23:59:59 GMT"),
             ("x-model-deprecation-timestamp", "2026-01-31T12:00:00Z"),

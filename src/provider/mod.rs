@@ -168,6 +168,19 @@ impl RawResponse {
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
+
+    /// A 200 with these headers and no body: what header readers are tested on.
+    #[cfg(test)]
+    pub(crate) fn with_headers(headers: &[(&str, &str)]) -> RawResponse {
+        RawResponse {
+            status: 200,
+            headers: headers
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            body: Vec::new(),
+        }
+    }
 }
 
 /// Token counts as the provider reported them; `None` where the provider said nothing.

@@ -365,9 +365,10 @@ fn has_digit_run(text: &str, len: usize) -> bool {
     false
 }
 
-fn unpinned(id: &str) -> Finding {
-    let (_, provider) = guess_provider(id);
-    let slug: String = core_of(id)
+/// A pin id made from a model ID: its core in lower-case letters and digits, other runs as `-`.
+#[must_use]
+pub fn pin_slug(id: &str) -> String {
+    let raw: String = core_of(id)
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() {
@@ -377,6 +378,11 @@ fn unpinned(id: &str) -> Finding {
             }
         })
         .collect();
+    raw.trim_matches('-').to_owned()
+}
+
+fn unpinned(id: &str) -> Finding {
+    let (_, provider) = guess_provider(id);
     Finding {
         code: Code::Unpinned,
         level: Level::Info,
@@ -384,7 +390,7 @@ fn unpinned(id: &str) -> Finding {
         replacement: None,
         suggestion: Some(format!(
             "[[pin]]\nid = \"{}\"\nprovider = \"{provider}\"\nmodel = \"{id}\"\nprobes = [\"probes/*.toml\"]\n",
-            slug.trim_matches('-')
+            pin_slug(id)
         )),
     }
 }
