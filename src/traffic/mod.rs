@@ -7,6 +7,8 @@
 //! compares served IDs with `accept` and the lock, and a retired ID still answering is
 //! `retired_still_served`. Probe-only checks (tokenizer, behaviour) have nothing to compare.
 
+pub mod otlp;
+pub mod proto;
 pub mod spans;
 
 use std::collections::BTreeMap;

@@ -43,7 +43,10 @@ pub struct Extracted {
 pub fn extract(document: &Value) -> Extracted {
     let mut out = Extracted::default();
     for resource in items(document, "resourceSpans") {
-        let service = attribute(resource.get("resource"), "service.name").and_then(text);
+        let service = attribute(resource.get("resource"), "service.name")
+            .and_then(|v| v.get("stringValue"))
+            .and_then(Value::as_str)
+            .map(bounded);
         for scope in items(resource, "scopeSpans") {
             for span in items(scope, "spans") {
                 out.seen += 1;
@@ -59,7 +62,7 @@ pub fn extract(document: &Value) -> Extracted {
 }
 
 /// How one span entry read.
-enum Read {
+pub(crate) enum Read {
     GenAi(GenAiSpan),
     /// A span without GenAI attributes.
     Other,
@@ -72,55 +75,139 @@ fn read_span(span: &Value, service: Option<String>) -> Read {
         Some(Value::Array(a)) => a.as_slice(),
         Some(_) => return Read::Malformed,
     };
-    let get = |key: &str| {
-        attributes
-            .iter()
-            .find(|kv| kv.get("key").and_then(Value::as_str) == Some(key))
-            .and_then(|kv| kv.get("value"))
-    };
-    let first_text = |keys: &[&str]| keys.iter().find_map(|k| get(k).and_then(text));
-    let first_count = |keys: &[&str]| keys.iter().find_map(|k| get(k).and_then(count));
-    let invocation_model = get("llm.invocation_parameters")
-        .and_then(text)
-        .and_then(|json| serde_json::from_str::<Value>(&json).ok())
-        .and_then(|v| v.get("model").and_then(Value::as_str).map(bounded));
-    let requested = first_text(&["gen_ai.request.model"]).or(invocation_model);
-    let served = first_text(&["gen_ai.response.model", "llm.model_name"]);
-    if requested.is_none() && served.is_none() {
-        return Read::Other;
+    let mut fields = Fields::default();
+    for kv in attributes {
+        if let (Some(key), Some(value)) = (kv.get("key").and_then(Value::as_str), kv.get("value")) {
+            fields.offer(key, || json_value(value));
+        }
     }
-    Read::GenAi(GenAiSpan {
-        trace_id: span
-            .get("traceId")
-            .and_then(Value::as_str)
-            .map(bounded)
-            .unwrap_or_default(),
-        span_id: span
-            .get("spanId")
-            .and_then(Value::as_str)
-            .map(bounded)
-            .unwrap_or_default(),
+    let id = |key: &str| span.get(key).and_then(Value::as_str).map(bounded);
+    fields.into_span(Ids {
+        trace_id: id("traceId").unwrap_or_default(),
+        span_id: id("spanId").unwrap_or_default(),
         service,
-        provider: first_text(&[
-            "gen_ai.provider.name",
-            "gen_ai.system",
-            "llm.provider",
-            "llm.system",
-        ]),
-        requested: requested.or_else(|| first_text(&["llm.model_name"])),
-        served,
-        input_tokens: first_count(&[
-            "gen_ai.usage.input_tokens",
-            "gen_ai.usage.prompt_tokens",
-            "llm.token_count.prompt",
-        ]),
-        output_tokens: first_count(&[
-            "gen_ai.usage.output_tokens",
-            "gen_ai.usage.completion_tokens",
-            "llm.token_count.completion",
-        ]),
-        server_address: first_text(&["server.address"]),
     })
+}
+
+/// An OTLP/JSON `AnyValue` as the core reads it.
+fn json_value(value: &Value) -> Attr<'_> {
+    if let Some(text) = value.get("stringValue").and_then(Value::as_str) {
+        return Attr::Text(text);
+    }
+    match value.get("intValue") {
+        Some(Value::String(s)) => Attr::Int(s.parse::<u64>().ok()),
+        Some(other) => Attr::Int(other.as_u64()),
+        None => Attr::Other,
+    }
+}
+
+/// One attribute value as either wire format carries it: the only two kinds GenAI attributes
+/// are read as. An integer that is negative or does not fit is `Int(None)`.
+pub(crate) enum Attr<'a> {
+    Text(&'a str),
+    Int(Option<u64>),
+    Other,
+}
+
+/// Where a span is found again, and the service that sent it.
+pub(crate) struct Ids {
+    pub trace_id: String,
+    pub span_id: String,
+    pub service: Option<String>,
+}
+
+/// Every attribute key read, in one table: the JSON and protobuf readers offer each attribute
+/// once and the first value of a key wins, so both formats give the same span.
+const KEYS: [&str; 15] = [
+    "gen_ai.request.model",
+    "llm.invocation_parameters",
+    "gen_ai.response.model",
+    "llm.model_name",
+    "gen_ai.provider.name",
+    "gen_ai.system",
+    "llm.provider",
+    "llm.system",
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.prompt_tokens",
+    "llm.token_count.prompt",
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.completion_tokens",
+    "llm.token_count.completion",
+    "server.address",
+];
+
+/// The GenAI attributes of one span, collected in a single pass over its attributes.
+#[derive(Default)]
+pub(crate) struct Fields<'a> {
+    slots: [Option<Attr<'a>>; KEYS.len()],
+}
+
+impl<'a> Fields<'a> {
+    /// Keeps `value` when `key` is read and not seen yet; `value` is only built then.
+    pub(crate) fn offer(&mut self, key: &str, value: impl FnOnce() -> Attr<'a>) {
+        if let Some(i) = KEYS.iter().position(|k| *k == key)
+            && self.slots[i].is_none()
+        {
+            self.slots[i] = Some(value());
+        }
+    }
+
+    fn text(&self, keys: &[&str]) -> Option<String> {
+        keys.iter().find_map(|key| match self.slot(key)? {
+            Attr::Text(t) => Some(bounded(t)),
+            _ => None,
+        })
+    }
+
+    /// A non-negative count bounded like provider token counts.
+    fn count(&self, keys: &[&str]) -> Option<u64> {
+        keys.iter().find_map(|key| match self.slot(key)? {
+            Attr::Int(Some(n)) if *n <= 1_000_000_000 => Some(*n),
+            _ => None,
+        })
+    }
+
+    fn slot(&self, key: &str) -> Option<&Attr<'a>> {
+        let i = KEYS.iter().position(|k| *k == key)?;
+        self.slots[i].as_ref()
+    }
+
+    /// The span, or `Other` when it names no model at all.
+    pub(crate) fn into_span(self, ids: Ids) -> Read {
+        let invocation_model = self
+            .text(&["llm.invocation_parameters"])
+            .and_then(|json| serde_json::from_str::<Value>(&json).ok())
+            .and_then(|v| v.get("model").and_then(Value::as_str).map(bounded));
+        let requested = self.text(&["gen_ai.request.model"]).or(invocation_model);
+        let served = self.text(&["gen_ai.response.model", "llm.model_name"]);
+        if requested.is_none() && served.is_none() {
+            return Read::Other;
+        }
+        Read::GenAi(GenAiSpan {
+            trace_id: ids.trace_id,
+            span_id: ids.span_id,
+            service: ids.service,
+            provider: self.text(&[
+                "gen_ai.provider.name",
+                "gen_ai.system",
+                "llm.provider",
+                "llm.system",
+            ]),
+            requested: requested.or_else(|| self.text(&["llm.model_name"])),
+            served,
+            input_tokens: self.count(&[
+                "gen_ai.usage.input_tokens",
+                "gen_ai.usage.prompt_tokens",
+                "llm.token_count.prompt",
+            ]),
+            output_tokens: self.count(&[
+                "gen_ai.usage.output_tokens",
+                "gen_ai.usage.completion_tokens",
+                "llm.token_count.completion",
+            ]),
+            server_address: self.text(&["server.address"]),
+        })
+    }
 }
 
 fn items<'a>(value: &'a Value, key: &str) -> &'a [Value] {
@@ -137,25 +224,7 @@ fn attribute<'a>(owner: Option<&'a Value>, key: &str) -> Option<&'a Value> {
         .and_then(|kv| kv.get("value"))
 }
 
-/// An `AnyValue` holding a string.
-fn text(value: &Value) -> Option<String> {
-    value
-        .get("stringValue")
-        .and_then(Value::as_str)
-        .map(bounded)
-}
-
-/// An `AnyValue` holding a non-negative integer (`intValue` is a string in OTLP/JSON; some
-/// exporters write a number), bounded like provider token counts.
-fn count(value: &Value) -> Option<u64> {
-    let n = match value.get("intValue")? {
-        Value::String(s) => s.parse::<u64>().ok()?,
-        other => other.as_u64()?,
-    };
-    (n <= 1_000_000_000).then_some(n)
-}
-
-fn bounded(text: &str) -> String {
+pub(crate) fn bounded(text: &str) -> String {
     let clean: String = text.chars().filter(|c| !c.is_control()).collect();
     if clean.chars().count() <= MAX_VALUE {
         clean
