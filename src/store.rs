@@ -39,6 +39,29 @@ pub struct AuditRecord {
     pub config_digest: String,
     pub lock_digest: Option<String>,
     pub pin: PinReport,
+    /// Where the verdict came from; absent for a probe audit (and every older record).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<RecordSource>,
+}
+
+/// A verdict that was not a probe audit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordSource {
+    /// Judged from the application's own calls, as OpenTelemetry GenAI spans.
+    Traffic,
+}
+
+impl AuditRecord {
+    /// The key of the alert state this record steps: probe audits and traffic verdicts keep
+    /// separate states, so a verdict from one never resolves an alert the other raised.
+    #[must_use]
+    pub fn alert_subject(&self) -> String {
+        match self.source {
+            None => self.pin.id.clone(),
+            Some(RecordSource::Traffic) => format!("{}\0traffic", self.pin.id),
+        }
+    }
 }
 
 /// The open sled database and its trees; replaced whole when the store is reopened.
@@ -339,14 +362,15 @@ impl Store {
     /// The latest audit of a pin.
     pub fn last_audit(&self, pin: &str) -> Result<Option<AuditRecord>, StoreError> {
         let t = self.trees()?;
-        let last = t.audits.scan_prefix(pin_prefix(pin)).next_back();
-        match last {
-            None => Ok(None),
-            Some(entry) => {
-                let (_, bytes) = entry.map_err(|e| self.read_error(&e))?;
-                Ok(serde_json::from_slice(&bytes).ok())
+        // Traffic verdicts are history too, but not audits: the schedule looks past them.
+        for entry in t.audits.scan_prefix(pin_prefix(pin)).rev() {
+            let (_, bytes) = entry.map_err(|e| self.read_error(&e))?;
+            match serde_json::from_slice::<AuditRecord>(&bytes) {
+                Ok(record) if record.source.is_some() => {}
+                parsed => return Ok(parsed.ok()),
             }
         }
+        Ok(None)
     }
 
     /// Removes audits that started before `cutoff`; returns how many.
@@ -440,6 +464,7 @@ pub(crate) mod tests {
             finished_at: t,
             config_digest: "sha256:c".into(),
             lock_digest: None,
+            source: None,
             pin: PinReport {
                 id: pin.into(),
                 provider: "p".into(),

@@ -211,7 +211,8 @@ pub async fn process(
     keep: Keep,
 ) -> Result<Vec<String>, crate::store::StoreError> {
     let channels = channels_for(config, &record.pin.id);
-    let before = outbox::load(store, &record.pin.id)?;
+    let subject = record.alert_subject();
+    let before = outbox::load(store, &subject)?;
     let step = state::step(&before, record, &channels, chrono::Utc::now());
     let changed = step.state != before;
     if !changed && step.notifications.is_empty() && keep == Keep::AlertsOnly {
@@ -219,7 +220,7 @@ pub async fn process(
     }
     let commit = outbox::Commit {
         audit: (keep == Keep::Audit).then_some(record),
-        pin: &record.pin.id,
+        pin: &subject,
         state: changed.then_some(&step.state),
         notifications: &step.notifications,
     };

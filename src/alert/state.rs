@@ -86,7 +86,7 @@ pub fn step(
         } else {
             new.insert(code.clone());
             AlertState {
-                fingerprint: fingerprint(&pin.id, code),
+                fingerprint: fingerprint(&record.alert_subject(), code),
                 pin: pin.id.clone(),
                 code: code.clone(),
                 severity: finding.severity,
@@ -248,6 +248,7 @@ mod tests {
             finished_at: t,
             config_digest: "c".into(),
             lock_digest: None,
+            source: None,
             pin: PinReport {
                 id: "bot".into(),
                 provider: "openai".into(),

@@ -153,6 +153,7 @@ pub async fn notify(config: &Config, report: &Report, out: Output) -> Result<(),
             finished_at: now,
             config_digest: report.config_digest.clone(),
             lock_digest: report.lock_digest.clone(),
+            source: None,
             pin: pin.clone(),
         };
         queued.extend(crate::alert::process(&store, config, &record, Keep::AlertsOnly).await?);

@@ -25,6 +25,7 @@ mod settings;
 pub use settings::DEFAULT_MAX_COST_USD;
 pub(crate) use settings::DEFAULT_WARN_BEFORE_DAYS;
 mod source;
+mod traffic;
 mod url;
 
 #[cfg(test)]
@@ -195,6 +196,7 @@ fn validate(
         alerts: &channel_names,
     };
     let pins = pins::pins(&mut check, raw.pin, &refs, &mut probes);
+    let traffic = traffic::traffic(&mut check, raw.traffic);
     let errors = check.finish();
     if !errors.is_empty() {
         return Err(ConfigError::new(errors));
@@ -210,6 +212,7 @@ fn validate(
         pins,
         probes,
         alerts,
+        traffic,
     })
 }
 
@@ -253,6 +256,28 @@ pub struct Config {
     pub probes: Vec<Probe>,
     /// In file order.
     pub alerts: Vec<AlertChannel>,
+    pub traffic: Traffic,
+}
+
+/// `[traffic]`: the daemon's OTLP traces receiver and how spans match pins.
+#[derive(Debug, Clone)]
+pub struct Traffic {
+    /// `POST /v1/traces` is served (default true).
+    pub enabled: bool,
+    /// The variable holding the bearer token `/v1/traces` requires, when set.
+    pub token_env: Option<String>,
+    /// `service.name` values whose spans are read; empty means every service.
+    pub services: Vec<String>,
+    /// `server.address` values whose spans are read; empty means any (or none).
+    pub server_addresses: Vec<String>,
+    /// Provider names, lowercase, that match every pin besides its kind's own.
+    pub provider_names: Vec<String>,
+    /// Spans kept per pin for judging (the newest).
+    pub window: usize,
+    /// How often pins with new spans are judged.
+    pub interval: Duration,
+    /// Trace requests decoded at once.
+    pub max_requests: usize,
 }
 
 impl Config {

@@ -27,6 +27,20 @@ pub(crate) struct RawPins {
     pub pin: Vec<Spanned<RawPin>>,
     #[serde(default)]
     pub alerts: Named<RawAlert>,
+    pub traffic: Option<RawTraffic>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTraffic {
+    pub enabled: Option<bool>,
+    pub token_env: Option<Str>,
+    pub services: Option<Vec<Str>>,
+    pub server_addresses: Option<Vec<Str>>,
+    pub provider_names: Option<Vec<Str>>,
+    pub window: Option<Spanned<usize>>,
+    pub interval: Option<Str>,
+    pub max_requests: Option<Spanned<usize>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -686,6 +686,7 @@ async fn audit_pin(daemon: &Daemon, pin: &str) {
         finished_at: finished,
         config_digest: report.config_digest,
         lock_digest: report.lock_digest,
+        source: None,
         pin: pin_report,
     };
     daemon
