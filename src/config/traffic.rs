@@ -84,7 +84,10 @@ fn interval(check: &mut Check, value: &Spanned<String>) -> Option<Duration> {
     check
         .error(
             value.span(),
-            format!("`interval` must be between 100ms and 60s, found `{}`", value.get_ref()),
+            format!(
+                "`interval` must be between 100ms and 60s, found `{}`",
+                value.get_ref()
+            ),
         )
         .help("traffic is judged this often; 1s shows a reroute within two seconds");
     None

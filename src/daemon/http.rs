@@ -5,6 +5,7 @@
 //! (`listener`), history comes a page at a time (`limit`, `cursor`; the next page's URL in a
 //! `Link` header, RFC 8288) and is read on the blocking pool, off the async workers that run
 //! the audits. `/api/*` requires `Authorization: Bearer` when `settings.api_token_env` is set.
+//! `POST /v1/traces` is the OTLP/HTTP traces receiver (`traffic`).
 
 use std::sync::Arc;
 
@@ -12,7 +13,7 @@ use axum::Router;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
@@ -37,6 +38,7 @@ pub async fn serve(
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
         .route("/api/history", get(history))
+        .route("/v1/traces", post(crate::daemon::traffic::receive))
         .with_state(daemon);
     let shutdown = async move { stop.cancelled().await };
     let listener = Bounded::new(listener, MAX_CONNECTIONS, IDLE_TIMEOUT);
@@ -143,9 +145,14 @@ fn next_link(
 /// Whether the request may read `/api/*`: always without a configured token, else only with
 /// `Authorization: Bearer <token>`, compared in constant time.
 fn authorized(daemon: &Daemon, headers: &HeaderMap) -> bool {
-    let Some(token) = &daemon.api_token else {
-        return true;
-    };
+    daemon
+        .api_token
+        .as_ref()
+        .is_none_or(|token| bearer_matches(headers, token))
+}
+
+/// Whether `Authorization: Bearer <token>` carries `token`, compared in constant time.
+pub(crate) fn bearer_matches(headers: &HeaderMap, token: &crate::provider::Secret) -> bool {
     let given = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())

@@ -45,10 +45,14 @@ pub enum Family {
     ProbePValue,
     NotificationsTotal,
     StoreWriteFailuresTotal,
+    TrafficSpansTotal,
+    TrafficSpansReceivedTotal,
+    TrafficRequestsTotal,
+    TrafficServedModelMismatch,
 }
 
 impl Family {
-    const ALL: [Family; 17] = [
+    const ALL: [Family; 21] = [
         Family::PinStatus,
         Family::ServedModelInfo,
         Family::ServedModelMismatch,
@@ -66,6 +70,10 @@ impl Family {
         Family::ProbePValue,
         Family::NotificationsTotal,
         Family::StoreWriteFailuresTotal,
+        Family::TrafficSpansTotal,
+        Family::TrafficSpansReceivedTotal,
+        Family::TrafficRequestsTotal,
+        Family::TrafficServedModelMismatch,
     ];
 
     fn name(self) -> &'static str {
@@ -87,6 +95,10 @@ impl Family {
             Family::ProbePValue => "modelpin_probe_p_value",
             Family::NotificationsTotal => "modelpin_notifications_total",
             Family::StoreWriteFailuresTotal => "modelpin_store_write_failures_total",
+            Family::TrafficSpansTotal => "modelpin_traffic_spans_total",
+            Family::TrafficSpansReceivedTotal => "modelpin_traffic_spans_received_total",
+            Family::TrafficRequestsTotal => "modelpin_traffic_requests_total",
+            Family::TrafficServedModelMismatch => "modelpin_traffic_served_model_mismatch",
         }
     }
 
@@ -99,7 +111,10 @@ impl Family {
             | Family::CallsTotal
             | Family::RetriesTotal
             | Family::NotificationsTotal
-            | Family::StoreWriteFailuresTotal => Kind::Counter,
+            | Family::StoreWriteFailuresTotal
+            | Family::TrafficSpansTotal
+            | Family::TrafficSpansReceivedTotal
+            | Family::TrafficRequestsTotal => Kind::Counter,
             Family::PinStatus
             | Family::ServedModelInfo
             | Family::ServedModelMismatch
@@ -108,7 +123,8 @@ impl Family {
             | Family::RetirementTimestampSeconds
             | Family::LastAuditTimestampSeconds
             | Family::AuditDurationSeconds
-            | Family::ProbePValue => Kind::Gauge,
+            | Family::ProbePValue
+            | Family::TrafficServedModelMismatch => Kind::Gauge,
         }
     }
 
@@ -143,6 +159,16 @@ impl Family {
             Family::StoreWriteFailuresTotal => {
                 "Failed attempts to write an audit to the store (each audit is retried until stored)."
             }
+            Family::TrafficSpansTotal => {
+                "GenAI spans received on /v1/traces that matched the pin, by served model."
+            }
+            Family::TrafficSpansReceivedTotal => {
+                "Spans received on /v1/traces, by result (matched, unmatched, not_genai, rejected)."
+            }
+            Family::TrafficRequestsTotal => "Requests to /v1/traces, by HTTP status.",
+            Family::TrafficServedModelMismatch => {
+                "1 when the pin's last traffic verdict saw a model the pin does not accept."
+            }
         }
     }
 }
@@ -162,6 +188,10 @@ impl Default for Metrics {
 
 /// Results a call is counted under in `modelpin_calls_total`.
 const CALL_OUTCOMES: [&str; 2] = ["ok", "failed"];
+/// Results of `modelpin_traffic_spans_received_total`.
+const SPAN_RESULTS: [&str; 4] = ["matched", "unmatched", "not_genai", "rejected"];
+/// Statuses of `modelpin_traffic_requests_total` present from the first scrape.
+const TRAFFIC_STATUSES: [&str; 2] = ["200", "429"];
 /// Directions of `modelpin_tokens_spent_total`.
 const DIRECTIONS: [&str; 2] = ["input", "output"];
 
@@ -176,6 +206,16 @@ impl Metrics {
             series: Mutex::new(series),
         };
         metrics.add(Family::StoreWriteFailuresTotal, &[], 0.0);
+        for result in SPAN_RESULTS {
+            metrics.add(
+                Family::TrafficSpansReceivedTotal,
+                &[("result", result)],
+                0.0,
+            );
+        }
+        for status in TRAFFIC_STATUSES {
+            metrics.add(Family::TrafficRequestsTotal, &[("status", status)], 0.0);
+        }
         metrics
     }
 
@@ -231,6 +271,46 @@ impl Metrics {
     /// An audit could not be written to the store.
     pub fn store_write_failed(&self) {
         self.add(Family::StoreWriteFailuresTotal, &[], 1.0);
+    }
+
+    /// One request to `/v1/traces`, by the status it was answered with.
+    pub fn traffic_request(&self, status: u16) {
+        self.add(
+            Family::TrafficRequestsTotal,
+            &[("status", &status.to_string())],
+            1.0,
+        );
+    }
+
+    /// The spans of one request: matched ones per (pin, served label), and all by result.
+    pub fn traffic_spans(
+        &self,
+        served: &BTreeMap<(String, String), u64>,
+        results: [(&'static str, u64); 4],
+    ) {
+        let mut all = self.series.lock().expect("metrics lock");
+        let spans = all.entry(Family::TrafficSpansTotal).or_default();
+        for ((pin, label), n) in served {
+            let labels = own(&[("pin", pin), ("served", label)]);
+            *spans.entry(labels).or_insert(0.0) += *n as f64;
+        }
+        let received = all.entry(Family::TrafficSpansReceivedTotal).or_default();
+        for (result, n) in results {
+            *received.entry(own(&[("result", result)])).or_insert(0.0) += n as f64;
+        }
+    }
+
+    /// A pin's traffic verdict.
+    pub fn traffic_verdict(&self, p: &PinReport) {
+        let mismatch = p
+            .findings
+            .iter()
+            .any(|f| f.code == Code::ServedModelMismatch);
+        self.set(
+            Family::TrafficServedModelMismatch,
+            &[("pin", &p.id)],
+            if mismatch { 1.0 } else { 0.0 },
+        );
     }
 
     /// One delivery attempt of a notification.

@@ -11,6 +11,7 @@
 pub mod http;
 pub mod listener;
 pub mod metrics;
+pub mod traffic;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -84,6 +85,8 @@ pub struct Daemon {
     outbox_wake: tokio::sync::watch::Sender<u64>,
     /// The bearer token `/api/*` requires (`settings.api_token_env`), read once at start.
     pub api_token: Option<crate::provider::Secret>,
+    /// The traces receiver's windows, request slots and token (`[traffic]`, read at start).
+    pub traffic: traffic::Traffic,
 }
 
 type LockStamp = (Option<std::time::SystemTime>, u64);
@@ -313,6 +316,7 @@ pub async fn run(
             ))
         })?;
     let api_token = api_token(&config)?;
+    let traffic = traffic::Traffic::new(&config)?;
     warn_if_public(&config);
     let snapshot = snapshot_of(config, Arc::new(Facts::default()))?;
     let config = snapshot.config.clone();
@@ -330,6 +334,7 @@ pub async fn run(
         lock_cache: Mutex::new(None),
         outbox_wake: tokio::sync::watch::Sender::new(0),
         api_token,
+        traffic,
     });
     daemon.metrics.declare(&config);
     daemon.refresh_facts().await;
@@ -338,7 +343,11 @@ pub async fn run(
     tracing::info!(metrics = %config.settings.metrics, store = %config.settings.store.display(), pins = config.pins.len(), "daemon started");
     let stop_delivery = CancellationToken::new();
     let delivery = tokio::spawn(delivery_worker(daemon.clone(), stop_delivery.clone()));
+    let stop_judging = CancellationToken::new();
+    let judging = tokio::spawn(traffic::judge_loop(daemon.clone(), stop_judging.clone()));
     let code = Loop::new(daemon.clone()).run().await;
+    stop_judging.cancel();
+    let _ = judging.await;
     // Undelivered notifications stay in the outbox and are sent after a restart.
     stop_delivery.cancel();
     let _ = delivery.await;

@@ -43,7 +43,7 @@ pub fn judge(
     let mut by_pin: BTreeMap<&str, Vec<&GenAiSpan>> = BTreeMap::new();
     let mut unmatched = 0;
     for span in spans {
-        match config.pins.iter().find(|pin| matches(pin, span)) {
+        match pin_for(config, span) {
             Some(pin) => by_pin.entry(pin.id.as_str()).or_default().push(span),
             None => unmatched += 1,
         }
@@ -73,7 +73,28 @@ pub fn judge(
     Judged { report, unmatched }
 }
 
-fn pin_report(
+/// The pin a span counts for: the first whose model it asked for, from the pin's provider kind
+/// (or a name `[traffic] provider_names` adds), within the `[traffic]` allow-lists.
+#[must_use]
+pub fn pin_for<'c>(config: &'c Config, span: &GenAiSpan) -> Option<&'c Pin> {
+    let traffic = &config.traffic;
+    let allowed = |list: &[String], value: Option<&String>| {
+        list.is_empty() || value.is_some_and(|v| list.contains(v))
+    };
+    if !allowed(&traffic.services, span.service.as_ref())
+        || !allowed(&traffic.server_addresses, span.server_address.as_ref())
+    {
+        return None;
+    }
+    config
+        .pins
+        .iter()
+        .find(|pin| matches(pin, &traffic.provider_names, span))
+}
+
+/// One pin's verdict over its spans, by the probe rules that apply to answered calls.
+#[must_use]
+pub fn pin_report(
     config: &Config,
     lock: Option<&LoadedLock>,
     pin: &Pin,
@@ -115,13 +136,13 @@ fn call(index: usize, span: &GenAiSpan) -> CallRecord {
     }
 }
 
-fn matches(pin: &Pin, span: &GenAiSpan) -> bool {
+fn matches(pin: &Pin, extra: &[String], span: &GenAiSpan) -> bool {
     let asked = span.requested.as_deref().map(normalize_model_id);
     asked.as_deref() == Some(normalize_model_id(&pin.model).as_str())
-        && span
-            .provider
-            .as_deref()
-            .is_none_or(|p| provider_names(pin).contains(&p.to_ascii_lowercase().as_str()))
+        && span.provider.as_deref().is_none_or(|p| {
+            let p = p.to_ascii_lowercase();
+            provider_names(pin).contains(&p.as_str()) || extra.contains(&p)
+        })
 }
 
 /// The provider names instrumentations write for a pin's kind: GenAI conventions'
