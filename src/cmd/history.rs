@@ -116,6 +116,14 @@ fn next_page(headers: &reqwest::header::HeaderMap) -> Option<String> {
     })
 }
 
+/// The pin, marked when the verdict came from its traffic rather than a probe audit.
+fn subject(r: &AuditRecord) -> String {
+    match r.source {
+        None => display_id(&r.pin.id),
+        Some(crate::store::RecordSource::Traffic) => format!("{} (traffic)", display_id(&r.pin.id)),
+    }
+}
+
 fn render(records: &[AuditRecord]) -> String {
     if records.is_empty() {
         return "no audits in that period\n".to_owned();
@@ -133,7 +141,7 @@ fn render(records: &[AuditRecord]) -> String {
             out,
             "{}  {:<20} {:<13} {:<40} {}",
             r.started_at.format("%Y-%m-%d %H:%M:%S"),
-            display_id(&r.pin.id),
+            subject(r),
             r.pin.status.as_str(),
             if served.is_empty() {
                 "-".to_owned()

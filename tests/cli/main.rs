@@ -24,3 +24,4 @@ mod receivers;
 mod retry;
 mod scan;
 mod traffic;
+mod traffic_daemon;

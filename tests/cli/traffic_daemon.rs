@@ -1,0 +1,351 @@
+//! The daemon's OTLP/HTTP traces receiver as a real process: spans posted in protobuf, JSON and
+//! gzip become traffic verdicts in history and metrics; hostile bodies are refused with a
+//! status, never a crash; the token and the request slots hold.
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use modelpin::provider::ProviderKind;
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+use prost::Message as _;
+
+use crate::daemon::{Daemon, free_port, get, history, until};
+use crate::harness::{Sim, Test, one_pin_with};
+use crate::world::{model, single};
+
+pub const ID: &str = "acme-pro-001";
+const OTHER: &str = "acme-flash-002";
+
+fn kv(key: &str, value: any_value::Value) -> KeyValue {
+    KeyValue {
+        key: key.to_owned(),
+        value: Some(AnyValue { value: Some(value) }),
+        ..KeyValue::default()
+    }
+}
+
+fn text(key: &str, value: &str) -> KeyValue {
+    kv(key, any_value::Value::StringValue(value.to_owned()))
+}
+
+/// A GenAI span as the OpenAI instrumentation writes it.
+pub fn span(i: u64, requested: &str, served: &str) -> Span {
+    Span {
+        trace_id: [i.to_be_bytes(), i.to_be_bytes()].concat(),
+        span_id: i.to_be_bytes().to_vec(),
+        name: format!("chat {requested}"),
+        attributes: vec![
+            text("gen_ai.provider.name", "openai"),
+            text("gen_ai.operation.name", "chat"),
+            text("gen_ai.request.model", requested),
+            text("gen_ai.response.model", served),
+            kv("gen_ai.usage.input_tokens", any_value::Value::IntValue(20)),
+            kv("gen_ai.usage.output_tokens", any_value::Value::IntValue(4)),
+            text("server.address", "127.0.0.1"),
+        ],
+        ..Span::default()
+    }
+}
+
+pub fn request(spans: Vec<Span>) -> ExportTraceServiceRequest {
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            resource: Some(Resource {
+                attributes: vec![text("service.name", "support")],
+                ..Resource::default()
+            }),
+            scope_spans: vec![ScopeSpans {
+                spans,
+                ..ScopeSpans::default()
+            }],
+            ..ResourceSpans::default()
+        }],
+    }
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}
+
+/// An HTTP/1.1 answer: status, head (lowercase) and body.
+pub struct Answer {
+    pub status: u16,
+    pub head: String,
+    pub body: Vec<u8>,
+}
+
+/// A plain HTTP/1.1 POST on loopback; `headers` are whole lines without CRLF.
+pub fn post(port: u16, path: &str, headers: &[&str], body: &[u8]) -> Option<Answer> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    let mut head = format!(
+        "POST {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for h in headers {
+        head.push_str(h);
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).ok()?;
+    // A refusal may close the connection before the whole body is written.
+    let _ = stream.write_all(body);
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some(Answer {
+        status,
+        head,
+        body: raw[split + 4..].to_vec(),
+    })
+}
+
+const PROTOBUF: &str = "Content-Type: application/x-protobuf";
+const JSON: &str = "Content-Type: application/json";
+
+/// A locked OpenAI-kind project on the simulator, audited by probes once a year (and once at
+/// start), with `traffic` lines as its `[traffic]` table.
+pub fn project(sim: &Sim, port: u16, traffic: &str) -> Test {
+    let settings = format!(
+        "timeout = \"5s\"\nschedule = \"0 0 0 1 1 *\"\nmetrics = \"127.0.0.1:{port}\"\nstore = \"store\""
+    );
+    let test = Test::new()
+        .pins(&one_pin_with(
+            &settings,
+            ProviderKind::OpenAi,
+            &sim.url(ProviderKind::OpenAi),
+            ID,
+            &format!("samples = 2\n\n[traffic]\n{traffic}"),
+        ))
+        .file("probes/arith.toml", crate::harness::ARITH);
+    test.run(&["lock"]).code(0);
+    test
+}
+
+pub fn started(port: u16, daemon: &Daemon) {
+    assert!(
+        until(Duration::from_secs(20), || get(port, "/healthz").is_some()),
+        "the daemon listens: {}",
+        daemon.log()
+    );
+}
+
+pub fn metrics(port: u16) -> String {
+    get(port, "/metrics")
+        .map(|(_, _, body)| body)
+        .unwrap_or_default()
+}
+
+fn traffic_records(test: &Test) -> Vec<serde_json::Value> {
+    history(test)
+        .into_iter()
+        .filter(|r| r["source"] == "traffic")
+        .collect()
+}
+
+#[test]
+fn traffic_spans_posted_to_the_daemon_become_a_finding_and_a_metric() {
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.25, 10.0))));
+    let port = free_port();
+    let test = project(&sim, port, "");
+    let daemon = Daemon::start(&test);
+    started(port, &daemon);
+
+    let mut spans: Vec<Span> = (0..3).map(|i| span(i, ID, ID)).collect();
+    spans.extend((3..7).map(|i| span(i, ID, OTHER)));
+    spans.push(span(7, "unrelated", "unrelated"));
+    let body = gzip(&request(spans).encode_to_vec());
+    let answer = post(
+        port,
+        "/v1/traces",
+        &[PROTOBUF, "Content-Encoding: gzip"],
+        &body,
+    )
+    .unwrap();
+    assert_eq!(answer.status, 200, "{}", answer.head);
+    assert!(answer.head.contains("content-type: application/x-protobuf"));
+    let decoded = ExportTraceServiceResponse::decode(answer.body.as_slice()).unwrap();
+    assert_eq!(decoded.partial_success, None);
+
+    let found = until(Duration::from_secs(5), || {
+        traffic_records(&test).iter().any(|r| {
+            r["pin"]["findings"]
+                .as_array()
+                .is_some_and(|f| f.iter().any(|f| f["code"] == "served_model_mismatch"))
+        })
+    });
+    assert!(
+        found,
+        "a traffic verdict with the mismatch: {}",
+        daemon.log()
+    );
+    let text = metrics(port);
+    for line in [
+        format!("modelpin_traffic_spans_total{{pin=\"pin\",served=\"{OTHER}\"}} 4"),
+        format!("modelpin_traffic_spans_total{{pin=\"pin\",served=\"{ID}\"}} 3"),
+        "modelpin_traffic_spans_received_total{result=\"unmatched\"} 1".to_owned(),
+        "modelpin_traffic_served_model_mismatch{pin=\"pin\"} 1".to_owned(),
+    ] {
+        assert!(text.contains(&line), "{line} in\n{text}");
+    }
+    let human = test.run(&["history"]);
+    assert!(human.stdout.contains("pin (traffic)"), "{}", human.stdout);
+    // The probe audit's own verdict stands: traffic is history beside it, not over it.
+    assert!(
+        history(&test).iter().any(|r| r.get("source").is_none()),
+        "the start-up probe audit is kept"
+    );
+}
+
+#[test]
+fn traffic_json_with_unreadable_spans_is_a_partial_success() {
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.25, 10.0))));
+    let port = free_port();
+    let test = project(&sim, port, "");
+    let daemon = Daemon::start(&test);
+    started(port, &daemon);
+    let body = serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": "00", "spanId": "01", "attributes": 7},
+        {"traceId": "00", "spanId": "02", "attributes": [
+            {"key": "gen_ai.request.model", "value": {"stringValue": ID}},
+            {"key": "gen_ai.response.model", "value": {"stringValue": ID}}
+        ]}
+    ]}]}]});
+    let answer = post(port, "/v1/traces", &[JSON], body.to_string().as_bytes()).unwrap();
+    assert_eq!(answer.status, 200);
+    let json: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
+    assert_eq!(json["partialSuccess"]["rejectedSpans"], "1", "{json}");
+    assert!(
+        until(Duration::from_secs(5), || !traffic_records(&test)
+            .is_empty()),
+        "{}",
+        daemon.log()
+    );
+    assert_eq!(traffic_records(&test)[0]["pin"]["status"], "ok");
+}
+
+#[test]
+fn traffic_hostile_payloads_are_refused_with_a_status_and_the_daemon_lives() {
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.25, 10.0))));
+    let port = free_port();
+    let test = project(&sim, port, "");
+    let daemon = Daemon::start(&test);
+    started(port, &daemon);
+    let send = |headers: &[&str], body: &[u8]| post(port, "/v1/traces", headers, body).unwrap();
+
+    assert_eq!(send(&["Content-Type: text/plain"], b"hello").status, 415);
+    assert_eq!(send(&[PROTOBUF, "Content-Encoding: br"], b"x").status, 415);
+    let garbage = send(&[PROTOBUF], b"\xff\xff\xff\xff");
+    assert_eq!(garbage.status, 400);
+    assert_eq!(send(&[JSON], b"{\"resourceSpans\": [").status, 400);
+    // Over the 4 MiB body cap: refused on the declared length, before the body is read.
+    let mut big = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    big.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        big,
+        "POST /v1/traces HTTP/1.1\r\nHost: x\r\n{PROTOBUF}\r\nContent-Length: {}\r\n\r\n",
+        5 << 20
+    )
+    .unwrap();
+    let mut answer = [0u8; 12];
+    big.read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 413");
+    // 64 MiB of zeros in a few kilobytes of gzip.
+    let bomb = gzip(&vec![0u8; 64 << 20]);
+    assert_eq!(
+        send(&[PROTOBUF, "Content-Encoding: gzip"], &bomb).status,
+        413
+    );
+    // JSON nested 100,000 deep.
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    assert_eq!(send(&[JSON], deep.as_bytes()).status, 400);
+    // Wrong types where strings and integers belong.
+    let wrong = serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": [
+    {"traceId": 5, "spanId": [], "attributes": [
+        {"key": "gen_ai.request.model", "value": {"intValue": ID}},
+        {"key": "gen_ai.usage.input_tokens", "value": {"stringValue": 3}},
+        {"key": 7, "value": null}
+    ]}]}]}]});
+    assert_eq!(send(&[JSON], wrong.to_string().as_bytes()).status, 200);
+    // One span with 150,000 attributes (about 3.5 MB).
+    let mut many = span(1, ID, ID);
+    many.attributes
+        .extend((0..150_000).map(|i| text(&format!("k{i}"), "v")));
+    let many = request(vec![many]).encode_to_vec();
+    assert!(many.len() < 4 << 20);
+    assert_eq!(send(&[PROTOBUF], &many).status, 200);
+
+    let (status, _, _) = get(port, "/healthz").expect("still answering");
+    assert_eq!(status, 200, "{}", daemon.log());
+    let text = metrics(port);
+    assert!(
+        text.contains("modelpin_traffic_requests_total{status=\"413\"} 2"),
+        "{text}"
+    );
+}
+
+#[test]
+fn traffic_receiver_requires_the_token_when_one_is_set() {
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.25, 10.0))));
+    let port = free_port();
+    let test = project(&sim, port, "token_env = \"OTLP_TOKEN\"").env("OTLP_TOKEN", "s3cret-token");
+    let daemon = Daemon::start(&test);
+    started(port, &daemon);
+    let body = request(vec![span(1, ID, ID)]).encode_to_vec();
+    let none = post(port, "/v1/traces", &[PROTOBUF], &body).unwrap();
+    assert_eq!(none.status, 401);
+    let wrong = post(
+        port,
+        "/v1/traces",
+        &[PROTOBUF, "Authorization: Bearer s3cret-tokeX"],
+        &body,
+    )
+    .unwrap();
+    assert_eq!(wrong.status, 401);
+    let right = post(
+        port,
+        "/v1/traces",
+        &[PROTOBUF, "Authorization: Bearer s3cret-token"],
+        &body,
+    )
+    .unwrap();
+    assert_eq!(right.status, 200, "{}", daemon.log());
+}
+
+#[test]
+fn traffic_receiver_answers_429_with_retry_after_when_every_slot_is_taken() {
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.25, 10.0))));
+    let port = free_port();
+    let test = project(&sim, port, "max_requests = 1");
+    let daemon = Daemon::start(&test);
+    started(port, &daemon);
+    // A request whose body is still arriving holds the only slot.
+    let mut slow = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        slow,
+        "POST /v1/traces HTTP/1.1\r\nHost: localhost\r\n{PROTOBUF}\r\nContent-Length: 1000\r\n\r\nxx"
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let body = request(vec![span(1, ID, ID)]).encode_to_vec();
+    let busy = post(port, "/v1/traces", &[PROTOBUF], &body).unwrap();
+    assert_eq!(busy.status, 429, "{}", daemon.log());
+    assert!(busy.head.contains("retry-after: 1"), "{}", busy.head);
+    drop(slow);
+    let freed = until(Duration::from_secs(5), || {
+        post(port, "/v1/traces", &[PROTOBUF], &body).is_some_and(|a| a.status == 200)
+    });
+    assert!(freed, "the slot is free again once that request ends");
+}
