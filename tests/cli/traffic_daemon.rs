@@ -191,14 +191,14 @@ fn traffic_spans_posted_to_the_daemon_become_a_finding_and_a_metric() {
         "a traffic verdict with the mismatch: {}",
         daemon.log()
     );
-    let text = metrics(port);
+    let exposition = metrics(port);
     for line in [
         format!("modelpin_traffic_spans_total{{pin=\"pin\",served=\"{OTHER}\"}} 4"),
         format!("modelpin_traffic_spans_total{{pin=\"pin\",served=\"{ID}\"}} 3"),
         "modelpin_traffic_spans_received_total{result=\"unmatched\"} 1".to_owned(),
         "modelpin_traffic_served_model_mismatch{pin=\"pin\"} 1".to_owned(),
     ] {
-        assert!(text.contains(&line), "{line} in\n{text}");
+        assert!(exposition.contains(&line), "{line} in\n{exposition}");
     }
     let human = test.run(&["history"]);
     assert!(human.stdout.contains("pin (traffic)"), "{}", human.stdout);
@@ -289,10 +289,10 @@ fn traffic_hostile_payloads_are_refused_with_a_status_and_the_daemon_lives() {
 
     let (status, _, _) = get(port, "/healthz").expect("still answering");
     assert_eq!(status, 200, "{}", daemon.log());
-    let text = metrics(port);
+    let exposition = metrics(port);
     assert!(
-        text.contains("modelpin_traffic_requests_total{status=\"413\"} 2"),
-        "{text}"
+        exposition.contains("modelpin_traffic_requests_total{status=\"413\"} 2"),
+        "{exposition}"
     );
 }
 
