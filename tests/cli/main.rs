@@ -25,3 +25,4 @@ mod retry;
 mod scan;
 mod traffic;
 mod traffic_daemon;
+mod traffic_otel;
