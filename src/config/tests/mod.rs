@@ -8,6 +8,7 @@ mod props;
 mod providers;
 mod secrets;
 mod settings;
+mod traffic;
 
 use std::fs;
 use std::path::PathBuf;
