@@ -51,7 +51,12 @@ impl Redactor {
             .filter_map(|p| p.endpoint.api_key.as_ref())
             .map(|k| k.expose().to_owned());
         let alert_vars = config.alerts.iter().flat_map(|c| secret_vars(&c.kind));
-        let token_var = config.settings.api_token_env.iter().cloned();
+        let token_var = config
+            .settings
+            .api_token_env
+            .iter()
+            .chain(&config.traffic.token_env)
+            .cloned();
         let values = alert_vars.chain(token_var).filter_map(|var| env(&var));
         Redactor::new(keys.chain(values))
     }

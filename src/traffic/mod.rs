@@ -86,10 +86,14 @@ pub fn pin_for<'c>(config: &'c Config, span: &GenAiSpan) -> Option<&'c Pin> {
     {
         return None;
     }
-    config
-        .pins
-        .iter()
-        .find(|pin| matches(pin, &traffic.provider_names, span))
+    let asked = normalize_model_id(span.requested.as_deref()?);
+    let provider = span.provider.as_deref().map(str::to_ascii_lowercase);
+    config.pins.iter().find(|pin| {
+        normalize_model_id(&pin.model) == asked
+            && provider.as_deref().is_none_or(|p| {
+                provider_names(pin).contains(&p) || traffic.provider_names.iter().any(|n| n == p)
+            })
+    })
 }
 
 /// One pin's verdict over its spans, by the probe rules that apply to answered calls.
@@ -134,15 +138,6 @@ fn call(index: usize, span: &GenAiSpan) -> CallRecord {
         waits: Vec::new(),
         stopped: None,
     }
-}
-
-fn matches(pin: &Pin, extra: &[String], span: &GenAiSpan) -> bool {
-    let asked = span.requested.as_deref().map(normalize_model_id);
-    asked.as_deref() == Some(normalize_model_id(&pin.model).as_str())
-        && span.provider.as_deref().is_none_or(|p| {
-            let p = p.to_ascii_lowercase();
-            provider_names(pin).contains(&p.as_str()) || extra.contains(&p)
-        })
 }
 
 /// The provider names instrumentations write for a pin's kind: GenAI conventions'
