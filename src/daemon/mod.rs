@@ -577,7 +577,7 @@ impl Loop {
             }
         };
         let facts = fresh_facts(&config, &transport).await;
-        warn_restart_needed(&self.daemon.config().settings, &config.settings);
+        warn_restart_needed(&self.daemon.config(), &config);
         self.daemon.metrics.declare(&config);
         self.daemon.swap(Snapshot {
             config: Arc::new(config),
@@ -639,13 +639,21 @@ impl Loop {
 
 /// Settings read once at start: a reload names those that changed, since they keep their
 /// old values until a restart.
-fn warn_restart_needed(old: &crate::config::Settings, new: &crate::config::Settings) {
+fn warn_restart_needed(old_config: &Config, new_config: &Config) {
+    let (old, new) = (&old_config.settings, &new_config.settings);
+    let (old_traffic, new_traffic) = (&old_config.traffic, &new_config.traffic);
     let mut changed = Vec::new();
     if old.store != new.store {
         changed.push("store");
     }
     if old.metrics != new.metrics {
         changed.push("metrics");
+    }
+    if old_traffic.token_env != new_traffic.token_env {
+        changed.push("traffic.token_env");
+    }
+    if old_traffic.max_requests != new_traffic.max_requests {
+        changed.push("traffic.max_requests");
     }
     if !changed.is_empty() {
         tracing::warn!(

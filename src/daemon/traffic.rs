@@ -112,10 +112,11 @@ impl Traffic {
                 "(other)".to_owned()
             };
             *out.served.entry((pin.id.clone(), label)).or_default() += 1;
-            if window.spans.len() >= config.traffic.window {
+            window.spans.push_back(span);
+            // A loop, not one pop: `window` may have shrunk on reload.
+            while window.spans.len() > config.traffic.window {
                 window.spans.pop_front();
             }
-            window.spans.push_back(span);
             window.fresh = true;
         }
         out
@@ -363,5 +364,67 @@ async fn judge_pin(daemon: &Daemon, pin: &str, spans: &[GenAiSpan]) {
             daemon.metrics.store_write_failed();
             tracing::error!(pin, error = %e, "traffic verdict NOT stored");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{SERVED_LABELS, Traffic};
+    use crate::config::tests_support::minimal_config;
+    use crate::traffic::spans::GenAiSpan;
+
+    fn span(served: &str) -> GenAiSpan {
+        GenAiSpan {
+            requested: Some("gpt-4o-2024-08-06".to_owned()),
+            served: Some(served.to_owned()),
+            provider: Some("OpenAI".to_owned()),
+            ..GenAiSpan::default()
+        }
+    }
+
+    #[test]
+    fn windows_keep_the_newest_spans_and_served_labels_are_capped() {
+        let mut config = minimal_config();
+        config.traffic.window = 10;
+        let traffic = Traffic::new(&config).unwrap();
+        let spans = (0..40).map(|i| span(&format!("model-{i}"))).collect();
+        let admitted = traffic.admit(&config, spans);
+        assert_eq!((admitted.matched, admitted.unmatched), (40, 0));
+        let labels: Vec<&str> = admitted.served.keys().map(|(_, l)| l.as_str()).collect();
+        assert_eq!(labels.len(), SERVED_LABELS + 1);
+        assert!(labels.contains(&"(other)"));
+        assert_eq!(
+            admitted.served[&("support-bot".to_owned(), "(other)".to_owned())],
+            24
+        );
+        let fresh = traffic.take_fresh();
+        assert_eq!(fresh.len(), 1);
+        let kept: Vec<_> = fresh[0]
+            .1
+            .iter()
+            .map(|s| s.served.clone().unwrap())
+            .collect();
+        assert_eq!(kept.first().map(String::as_str), Some("model-30"));
+        assert_eq!(kept.len(), 10);
+        assert!(
+            traffic.take_fresh().is_empty(),
+            "judged once until new spans arrive"
+        );
+    }
+
+    #[test]
+    fn spans_outside_the_allow_lists_or_of_another_provider_match_no_pin() {
+        let mut config = minimal_config();
+        config.traffic.services = vec!["billing".to_owned()];
+        let traffic = Traffic::new(&config).unwrap();
+        let mut other_service = span("gpt-4o-2024-08-06");
+        other_service.service = Some("support".to_owned());
+        let mut other_provider = span("gpt-4o-2024-08-06");
+        other_provider.service = Some("billing".to_owned());
+        other_provider.provider = Some("anthropic".to_owned());
+        let mut ok = span("gpt-4o-2024-08-06");
+        ok.service = Some("billing".to_owned());
+        let admitted = traffic.admit(&config, vec![other_service, other_provider, ok]);
+        assert_eq!((admitted.matched, admitted.unmatched), (1, 2));
     }
 }
