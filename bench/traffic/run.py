@@ -31,7 +31,7 @@ import urllib.request
 PINS = 20
 BATCH = 512
 CLIENTS = int(os.environ.get("CLIENTS", "4"))
-WINDOW = int(os.environ.get("WINDOW", "30"))
+WINDOW = int(os.environ.get("WINDOW", "30"))  # seconds, a multiple of the 5 s schedule
 SERVED = "sim-model-2026-01-01"
 TARGET = os.environ.get("CARGO_TARGET_DIR", "target")
 BIN = os.path.abspath(os.path.join(TARGET, "release/modelpin"))
@@ -185,6 +185,11 @@ class Load:
             t.join(timeout=15)
 
 
+def mid_tick():
+    """Sleeps to 2.5 s past a 5 s schedule tick, so every window of whole ticks counts the same."""
+    time.sleep((2.5 - time.time() % 5) % 5)
+
+
 def reroute_latency(port):
     """Seconds from posting spans served by another model to the mismatch gauge turning 1."""
     gauge = 'modelpin_traffic_served_model_mismatch{pin="pin-000"} 1'
@@ -231,6 +236,7 @@ def main():
             sys.exit("start-up audits did not finish")
         time.sleep(1)
         idle_rss = rss_kib(daemon.pid)
+        mid_tick()
         before = audits(port)
         time.sleep(WINDOW)
         quiet = audits(port) - before
@@ -238,6 +244,9 @@ def main():
         body = batch(0, lambda pin: SERVED)
         peak = 0
         with Load(port, body) as load:
+            mid_tick()
+            with load.lock:
+                load.accepted = load.throttled = load.failed = 0
             before, t0 = audits(port), time.monotonic()
             while time.monotonic() - t0 < WINDOW:
                 peak = max(peak, rss_kib(daemon.pid))
