@@ -211,7 +211,7 @@ async fn receive_inner(daemon: &Daemon, headers: &HeaderMap, body: Body) -> Resp
     };
     let bytes = match read_body(body).await {
         Ok(bytes) => bytes,
-        Err(response) => return response(encoding),
+        Err(rejected) => return refusal(encoding, &rejected),
     };
     // Decoded on this worker: a 4 MiB body takes milliseconds, and at most `max_requests` run at
     // once, where the blocking pool would add a thread (and a malloc arena) per request.
@@ -221,7 +221,10 @@ async fn receive_inner(daemon: &Daemon, headers: &HeaderMap, body: Body) -> Resp
     };
     drop(bytes);
     let genai = extracted.spans.len() as u64;
-    let other = extracted.seen - genai - extracted.malformed;
+    let other = extracted
+        .seen
+        .saturating_sub(genai)
+        .saturating_sub(extracted.malformed);
     let admitted = daemon.traffic.admit(&config, extracted.spans);
     daemon.metrics.traffic_spans(
         &admitted.served,
@@ -249,34 +252,21 @@ async fn receive_inner(daemon: &Daemon, headers: &HeaderMap, body: Body) -> Resp
 }
 
 /// The whole body, at most `MAX_BODY` bytes, within `BODY_DEADLINE`.
-async fn read_body(body: Body) -> Result<Vec<u8>, fn(Encoding) -> Response> {
+async fn read_body(body: Body) -> Result<Vec<u8>, Rejected> {
     let mut stream = body.into_data_stream();
     let mut out = Vec::new();
     let read = tokio::time::timeout(BODY_DEADLINE, async {
         while let Some(chunk) = stream.next().await {
-            let chunk: Bytes = chunk.map_err(|_| incomplete as fn(Encoding) -> Response)?;
+            let chunk: Bytes = chunk.map_err(|_| Rejected::Incomplete)?;
             if out.len() + chunk.len() > MAX_BODY {
-                return Err(too_large as fn(Encoding) -> Response);
+                return Err(Rejected::TooLarge(MAX_BODY));
             }
             out.extend_from_slice(&chunk);
         }
         Ok(())
     })
     .await;
-    match read {
-        Ok(Ok(())) => Ok(out),
-        Ok(Err(response)) => Err(response),
-        Err(_) => Err(incomplete),
-    }
-}
-
-fn incomplete(encoding: Encoding) -> Response {
-    let body = otlp::refused(encoding, 400, "the request body did not arrive in full");
-    encoded(StatusCode::BAD_REQUEST, encoding, body)
-}
-
-fn too_large(encoding: Encoding) -> Response {
-    refusal(encoding, &Rejected::TooLarge(MAX_BODY))
+    read.unwrap_or(Err(Rejected::Incomplete)).map(|()| out)
 }
 
 /// 429 with `Retry-After`: every request slot is taken.

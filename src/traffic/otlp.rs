@@ -23,6 +23,10 @@ pub const MAX_BODY: usize = 4 << 20;
 /// Largest body accepted once decompressed.
 pub const MAX_DECODED: usize = 16 << 20;
 
+/// Largest JSON document accepted once decompressed: JSON is read into a tree, several times the
+/// size of its text, so it gets the uncompressed cap rather than `MAX_DECODED`.
+pub const MAX_JSON: usize = MAX_BODY;
+
 /// The two OTLP/HTTP encodings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Encoding {
@@ -62,6 +66,8 @@ pub enum Rejected {
     ContentEncoding(String),
     #[error("the request body is larger than {0} bytes")]
     TooLarge(usize),
+    #[error("the request body did not arrive in full")]
+    Incomplete,
     #[error("the body is not valid gzip: {0}")]
     Gzip(String),
     #[error("the body is not an OTLP ExportTraceServiceRequest in protobuf: {0}")]
@@ -77,7 +83,10 @@ impl Rejected {
         match self {
             Rejected::ContentType(_) | Rejected::ContentEncoding(_) => 415,
             Rejected::TooLarge(_) => 413,
-            Rejected::Gzip(_) | Rejected::Protobuf(_) | Rejected::Json(_) => 400,
+            Rejected::Incomplete
+            | Rejected::Gzip(_)
+            | Rejected::Protobuf(_)
+            | Rejected::Json(_) => 400,
         }
     }
 }
@@ -105,6 +114,7 @@ pub fn decode(encoding: Encoding, gzip: bool, body: &[u8]) -> Result<Extracted, 
         Encoding::Protobuf => ExportTraceServiceRequest::decode(bytes)
             .map(|request| super::proto::extract(&request))
             .map_err(|e| Rejected::Protobuf(e.to_string())),
+        Encoding::Json if bytes.len() > MAX_JSON => Err(Rejected::TooLarge(MAX_JSON)),
         Encoding::Json => serde_json::from_slice::<serde_json::Value>(bytes)
             .map(|document| super::spans::extract(&document))
             .map_err(|e| Rejected::Json(e.to_string())),
@@ -215,6 +225,13 @@ mod tests {
         let bomb = gzip(&vec![0u8; MAX_DECODED + 1024]);
         assert!(bomb.len() < 64 * 1024);
         let err = decode(Encoding::Protobuf, true, &bomb).unwrap_err();
+        assert!(matches!(err, Rejected::TooLarge(_)), "{err}");
+    }
+
+    #[test]
+    fn gzipped_json_is_held_to_the_uncompressed_cap() {
+        let document = format!("[{}0]", "0,".repeat(3 << 20));
+        let err = decode(Encoding::Json, true, &gzip(document.as_bytes())).unwrap_err();
         assert!(matches!(err, Rejected::TooLarge(_)), "{err}");
     }
 
