@@ -225,7 +225,7 @@ pub fn webhook_payload(n: &Notification) -> Value {
     } else {
         None
     };
-    json!({
+    let mut body = json!({
         "id": n.id,
         "type": "modelpin.alert",
         "status": n.status.as_str(),
@@ -238,7 +238,11 @@ pub fn webhook_payload(n: &Notification) -> Value {
         "createdAt": n.created_at,
         "auditId": n.audit_id,
         "findings": n.alerts,
-    })
+    });
+    if let Some(source) = n.source {
+        body["source"] = json!(source);
+    }
+    body
 }
 
 /// Alertmanager's `POST /api/v2/alerts` body: one alert per finding.
@@ -264,6 +268,10 @@ pub fn alertmanager_payload(n: &Notification) -> Value {
                 },
                 "startsAt": a.starts_at,
             });
+            // Traffic and probe alerts of one pin and code are separate alerts, as in modelpin.
+            if let Some(source) = n.source {
+                alert["labels"]["source"] = json!(source);
+            }
             if let Some(ends) = a.ends_at {
                 alert["endsAt"] = json!(ends);
             }

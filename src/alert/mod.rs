@@ -77,6 +77,9 @@ pub struct Notification {
     /// The audit that produced it (absent in test notifications and older stores).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audit_id: Option<String>,
+    /// Set when a traffic verdict produced it; absent for probe audits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<crate::store::RecordSource>,
 }
 
 impl Notification {
@@ -99,7 +102,15 @@ impl Notification {
         } else {
             self.status.as_str().to_uppercase()
         };
-        format!("[modelpin] {lead} {}: {}", self.pin, codes.join(", "))
+        let seen_in = match self.source {
+            None => "",
+            Some(crate::store::RecordSource::Traffic) => " (traffic)",
+        };
+        format!(
+            "[modelpin] {lead} {}{seen_in}: {}",
+            self.pin,
+            codes.join(", ")
+        )
     }
 
     /// The plain-text body a human reads at a glance: what changed, the evidence, what to do.
@@ -118,6 +129,12 @@ impl Notification {
             "Pin `{}` ({} via provider `{}`)\n",
             self.pin, self.model, self.provider
         );
+        if self.source == Some(crate::store::RecordSource::Traffic) {
+            let _ = writeln!(
+                out,
+                "Seen in the application's own calls (OpenTelemetry spans), not a probe audit.\n"
+            );
+        }
         let _ = writeln!(out, "What changed:");
         for a in &self.alerts {
             let sev = a.severity.map_or("-", Severity::as_str);

@@ -378,6 +378,7 @@ mod tests {
             created_at: DateTime::from_timestamp(at, 0).unwrap(),
             test: false,
             audit_id: None,
+            source: None,
         }
     }
 

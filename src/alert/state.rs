@@ -213,6 +213,7 @@ fn notification(
         created_at: now,
         test: false,
         audit_id: Some(record.audit_id.clone()),
+        source: record.source,
     }
 }
 

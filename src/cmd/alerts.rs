@@ -98,6 +98,7 @@ fn test_notification(channel: &str) -> Notification {
         created_at: now,
         test: true,
         audit_id: None,
+        source: None,
     }
 }
 

@@ -140,6 +140,12 @@ fn traffic_from_the_openai_sdk_instrumented_by_opentelemetry_shows_a_reroute_wit
         "the alert reaches the webhook: {}",
         daemon.log()
     );
+    let hit = hook
+        .hits()
+        .into_iter()
+        .find(|h| String::from_utf8_lossy(&h.body).contains("served_model_mismatch"))
+        .unwrap();
+    assert_eq!(hit.json()["source"], "traffic", "marked as traffic");
     let exposition = metrics(port);
     let line = "modelpin_traffic_spans_total{pin=\"pin\",served=\"acme-flash-002\"} 3";
     assert!(exposition.contains(line), "{line} in\n{exposition}");
