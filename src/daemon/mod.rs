@@ -280,7 +280,14 @@ fn warn_if_public(config: &Config) {
         } else {
             "/api is open to anyone who can connect (set api_token_env)"
         };
-        tracing::warn!(%addr, "metrics_public: serving metrics and history off loopback; {api}");
+        let traces = if !config.traffic.enabled {
+            "/v1/traces is off"
+        } else if config.traffic.token_env.is_some() {
+            "/v1/traces requires its bearer token"
+        } else {
+            "/v1/traces takes spans from anyone who can connect (set [traffic] token_env)"
+        };
+        tracing::warn!(%addr, "metrics_public: serving metrics and history off loopback; {api}; {traces}");
     }
 }
 
