@@ -424,4 +424,24 @@ mod tests {
         let admitted = traffic.admit(&config, vec![other_service, other_provider, ok]);
         assert_eq!((admitted.matched, admitted.unmatched), (1, 2));
     }
+
+    #[test]
+    fn provider_names_widen_and_server_addresses_narrow_the_match() {
+        let mut config = minimal_config();
+        let mut gateway = span("gpt-4o-2024-08-06");
+        gateway.provider = Some("LiteLLM".to_owned());
+        gateway.server_address = Some("gateway.internal".to_owned());
+        let direct = span("gpt-4o-2024-08-06");
+        let count = |config: &crate::config::Config| {
+            let traffic = Traffic::new(config).unwrap();
+            traffic
+                .admit(config, vec![gateway.clone(), direct.clone()])
+                .matched
+        };
+        assert_eq!(count(&config), 1, "only the openai span by default");
+        config.traffic.provider_names = vec!["litellm".to_owned()];
+        assert_eq!(count(&config), 2);
+        config.traffic.server_addresses = vec!["gateway.internal".to_owned()];
+        assert_eq!(count(&config), 1, "the direct span names no address");
+    }
 }

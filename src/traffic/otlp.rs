@@ -268,6 +268,36 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// A valid request with bytes overwritten, in either encoding, decodes or is refused;
+        /// it never panics.
+        #[test]
+        fn damaged_requests_never_panic(
+            edits in proptest::collection::vec((0usize..4096, proptest::num::u8::ANY), 0..16),
+            json in proptest::bool::ANY,
+        ) {
+            let valid = request(vec![
+                text("gen_ai.request.model", "gpt-4o"),
+                text("gen_ai.response.model", "gpt-4o-mini"),
+            ]);
+            let (encoding, mut bytes) = if json {
+                let document = serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": [
+                    {"traceId": "ab", "attributes": [
+                        {"key": "gen_ai.request.model", "value": {"stringValue": "gpt-4o"}}
+                    ]}]}]}]});
+                (Encoding::Json, document.to_string().into_bytes())
+            } else {
+                (Encoding::Protobuf, valid.encode_to_vec())
+            };
+            for (at, byte) in edits {
+                let at = at % bytes.len();
+                bytes[at] = byte;
+            }
+            let _ = decode(encoding, false, &bytes);
+            let _ = decode(encoding, true, &gzip(&bytes));
+        }
+    }
+
     #[test]
     fn partial_success_in_the_request_encoding() {
         assert_eq!(accepted(Encoding::Json, 0, ""), b"{}");
