@@ -38,6 +38,10 @@ const BODY_DEADLINE: Duration = Duration::from_secs(10);
 /// with ever-new IDs cannot grow the metrics without bound.
 const SERVED_LABELS: usize = 16;
 
+/// A traffic verdict not committed by then is dropped (the next one follows within `interval`);
+/// judging never waits on a stuck store.
+const COMMIT_DEADLINE: Duration = Duration::from_secs(10);
+
 /// An unchanged traffic verdict is written to history at most this often.
 const KEEP_EVERY: Duration = Duration::from_secs(600);
 
@@ -355,7 +359,13 @@ async fn judge_pin(daemon: &Daemon, pin: &str, spans: &[GenAiSpan]) {
     } else {
         crate::alert::Keep::AlertsOnly
     };
-    match crate::alert::process(&daemon.store, config, &record, keep).await {
+    let processed = tokio::time::timeout(
+        COMMIT_DEADLINE,
+        crate::alert::process(&daemon.store, config, &record, keep),
+    )
+    .await
+    .unwrap_or_else(|_| Err(daemon.store.write_error("no answer from the store in time")));
+    match processed {
         Ok(queued) if !queued.is_empty() => {
             tracing::info!(pin, queued = queued.len(), "traffic: notifications queued");
             daemon.outbox_wake.send_modify(|n| *n += 1);
