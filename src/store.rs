@@ -349,6 +349,29 @@ impl Store {
         }
     }
 
+    /// The key of a pin's latest audit (`pin \0 millis audit_id`), read without decoding the
+    /// record: enough to tell whether anything changed since a page was rendered.
+    pub fn latest_key(&self, pin: &str) -> Result<Option<sled::IVec>, StoreError> {
+        let t = self.trees()?;
+        match t.audits.scan_prefix(pin_prefix(pin)).keys().next_back() {
+            None => Ok(None),
+            Some(key) => key.map(Some).map_err(|e| self.read_error(&e)),
+        }
+    }
+
+    /// A pin's latest `limit` audits as stored bytes, newest first: a caller that needs a few
+    /// fields of each decodes only those.
+    pub fn recent_raw(&self, pin: &str, limit: usize) -> Result<Vec<sled::IVec>, StoreError> {
+        let t = self.trees()?;
+        t.audits
+            .scan_prefix(pin_prefix(pin))
+            .values()
+            .rev()
+            .take(limit)
+            .map(|v| v.map_err(|e| self.read_error(&e)))
+            .collect()
+    }
+
     /// Removes audits that started before `cutoff`; returns how many.
     pub async fn prune(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
         let end = (cutoff.timestamp_millis().max(0) as u64).to_be_bytes();
@@ -365,6 +388,13 @@ impl Store {
         .await?;
         Ok(removed)
     }
+}
+
+/// Milliseconds since the epoch at which the audit keyed `key` (of `pin`) started.
+#[must_use]
+pub fn key_millis(pin: &str, key: &[u8]) -> Option<u64> {
+    let at = key.get(pin.len() + 1..pin.len() + 9)?;
+    Some(u64::from_be_bytes(at.try_into().ok()?))
 }
 
 fn pin_prefix(pin: &str) -> Vec<u8> {

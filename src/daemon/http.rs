@@ -1,10 +1,12 @@
-//! The daemon's HTTP endpoint: `/metrics` for Prometheus, `/healthz` for liveness checks and
-//! `/api/history` so `modelpin history` can read the store while the daemon holds it.
+//! The daemon's HTTP endpoint: `/metrics` for Prometheus, `/healthz` for liveness checks,
+//! `/api/history` so `modelpin history` can read the store while the daemon holds it, and the
+//! status pages (`/`, `/pins/{id}`, in `page`).
 //!
 //! Bounded so no client can starve the audits: connections are capped and time out when idle
 //! (`listener`), history comes a page at a time (`limit`, `cursor`; the next page's URL in a
 //! `Link` header, RFC 8288) and is read on the blocking pool, off the async workers that run
-//! the audits. `/api/*` requires `Authorization: Bearer` when `settings.api_token_env` is set.
+//! the audits. `/api/*` and the status pages require `Authorization: Bearer` when
+//! `settings.api_token_env` is set.
 
 use std::sync::Arc;
 
@@ -17,9 +19,9 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::daemon::Daemon;
 use crate::daemon::listener::{Bounded, IDLE_TIMEOUT, MAX_CONNECTIONS};
 use crate::daemon::metrics::CONTENT_TYPE;
+use crate::daemon::{Daemon, page};
 use crate::store::Cursor;
 
 /// Records per `/api/history` page unless `limit` says otherwise.
@@ -37,6 +39,8 @@ pub async fn serve(
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
         .route("/api/history", get(history))
+        .route("/", get(page::serve::overview_page))
+        .route("/pins/{id}", get(page::serve::pin_page))
         .with_state(daemon);
     let shutdown = async move { stop.cancelled().await };
     let listener = Bounded::new(listener, MAX_CONNECTIONS, IDLE_TIMEOUT);
@@ -81,12 +85,7 @@ async fn history(
     Query(q): Query<HistoryQuery>,
 ) -> Response {
     if !authorized(&daemon, &headers) {
-        return (
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, "Bearer")],
-            "a bearer token is required\n",
-        )
-            .into_response();
+        return unauthorized();
     }
     let cursor = match q.cursor.as_deref().map(Cursor::from_hex) {
         Some(None) => return (StatusCode::BAD_REQUEST, "invalid cursor\n").into_response(),
@@ -140,9 +139,19 @@ fn next_link(
     format!("<{path}>; rel=\"next\"")
 }
 
-/// Whether the request may read `/api/*`: always without a configured token, else only with
-/// `Authorization: Bearer <token>`, compared in constant time.
-fn authorized(daemon: &Daemon, headers: &HeaderMap) -> bool {
+/// 401 with the scheme to use.
+pub(crate) fn unauthorized() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, "Bearer")],
+        "a bearer token is required\n",
+    )
+        .into_response()
+}
+
+/// Whether the request may read `/api/*` and the status pages: always without a configured
+/// token, else only with `Authorization: Bearer <token>`, compared in constant time.
+pub(crate) fn authorized(daemon: &Daemon, headers: &HeaderMap) -> bool {
     let Some(token) = &daemon.api_token else {
         return true;
     };

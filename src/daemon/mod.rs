@@ -11,6 +11,7 @@
 pub mod http;
 pub mod listener;
 pub mod metrics;
+pub mod page;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
