@@ -23,4 +23,5 @@ mod pair;
 mod receivers;
 mod retry;
 mod scan;
+mod status_page;
 mod traffic;
