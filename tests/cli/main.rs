@@ -6,6 +6,7 @@ mod world;
 
 mod alerts;
 mod behaviour;
+mod browser;
 mod check;
 mod ci;
 mod config_errors;

@@ -29,7 +29,7 @@ body{margin:0;padding:1rem;background:var(--bg);color:var(--fg);font:15px/1.45 s
 a{color:inherit}h1{font-size:1.35rem;margin:0 0 .25rem}h2{font-size:1.1rem;margin:1.5rem 0 .5rem}
 .m,.n{color:var(--mute);font-size:.9em}table{border-collapse:collapse;width:100%}
 caption{text-align:left;font-weight:600;padding:.5rem 0}th,td{text-align:left;vertical-align:top;padding:.45rem .5rem;border-top:1px solid var(--line)}
-thead th{font-size:.85em;color:var(--mute);border-top:0}code{font-size:.92em;overflow-wrap:anywhere}
+thead th{font-size:.85em;color:var(--mute);border-top:0}code{font-size:.92em;overflow-wrap:break-word}time{white-space:nowrap}
 ul{margin:0;padding-left:1.1rem}li+li{margin-top:.3rem}.todo{color:var(--mute)}
 .st{font-weight:700;white-space:nowrap}.st.k{color:var(--k)}.st.w{color:var(--w)}.st.d{color:var(--d)}.st.i{color:var(--i)}.st.p{color:var(--p)}
 .chg{color:var(--d);font-weight:600}
@@ -92,6 +92,28 @@ pub fn esc(text: &str) -> Cow<'_, str> {
 #[must_use]
 pub fn outside(text: &str, max: usize) -> String {
     esc(&bounded(&terminal(text), max)).into_owned()
+}
+
+/// Prose from outside (a finding's message or action) as `outside` makes it, with each
+/// `` `quoted` `` span set as code. Backticks carry no meaning in HTML, so this runs after
+/// escaping; a span left open by the bound stays as it is.
+#[must_use]
+pub fn prose(text: &str, max: usize) -> String {
+    let safe = outside(text, max);
+    let mut out = String::with_capacity(safe.len() + 32);
+    let mut rest = safe.as_str();
+    while let Some(open) = rest.find('`') {
+        let Some(close) = rest[open + 1..].find('`') else {
+            break;
+        };
+        out.push_str(&rest[..open]);
+        out.push_str("<code>");
+        out.push_str(&rest[open + 1..open + 1 + close]);
+        out.push_str("</code>");
+        rest = &rest[open + close + 2..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// An ID from outside as the page shows it.
@@ -247,13 +269,13 @@ pub fn findings_list(findings: &[Finding], limit: usize, max: usize, more_href: 
         let _ = write!(
             out,
             "<li><strong>{severity}:</strong> {}",
-            outside(&f.message, max)
+            prose(&f.message, max)
         );
         if let Some(action) = &f.action {
             let _ = write!(
                 out,
                 "<div class=\"todo\">What to do: {}</div>",
-                outside(action, max)
+                prose(action, max)
             );
         }
         out.push_str("</li>");
@@ -306,7 +328,7 @@ pub fn since_text(view: &PinView) -> String {
 #[must_use]
 pub fn overview(pins: &[PinView], meta: &Meta) -> String {
     let mut main = format!(
-        "<h1>modelpin status</h1><p>{}</p><p class=\"m\">Rendered {} · refreshes by itself · {}</p>",
+        "<h1>modelpin status</h1><p>{}</p><p class=\"m\">Latest audit {} · refreshes by itself · {}</p>",
         headline(pins),
         time_tag(meta.generated),
         legend()
@@ -399,4 +421,34 @@ fn legend_mark(class: &str) -> String {
     format!(
         "<svg width=\"8\" height=\"10\" aria-hidden=\"true\"><rect width=\"8\" height=\"10\" class=\"{class}\"/></svg>"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{esc, outside, prose, segment};
+
+    #[test]
+    fn outside_text_is_escaped_inert_and_bounded() {
+        assert_eq!(
+            esc("<a href='x'>&\"</a>"),
+            "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;"
+        );
+        let shown = outside("<script>\u{202e}x", 100);
+        assert_eq!(shown, "&lt;script&gt;\\u{202e}x");
+        assert!(outside(&"<".repeat(10_000), 50).chars().count() < 300);
+    }
+
+    #[test]
+    fn prose_sets_quoted_spans_as_code_after_escaping() {
+        assert_eq!(
+            prose("served `<b>` not `a`; `open", 100),
+            "served <code>&lt;b&gt;</code> not <code>a</code>; `open"
+        );
+    }
+
+    #[test]
+    fn path_segments_are_percent_encoded() {
+        assert_eq!(segment("a b/<c>"), "a%20b%2F%3Cc%3E");
+        assert_eq!(segment("pin-1.x_y~"), "pin-1.x_y~");
+    }
 }

@@ -10,6 +10,7 @@
 
 pub mod html;
 pub mod pin;
+pub mod sample;
 pub mod serve;
 pub mod svg;
 
@@ -215,6 +216,27 @@ pub(crate) mod tests {
             ]
         );
         assert_eq!(Standing::of(&pins[4]), Standing::Pending);
+    }
+
+    /// The page weight target: 100 pins, a full strip each, a third drifting, gzipped.
+    #[test]
+    fn a_hundred_pins_gzip_to_at_most_50_kb() {
+        let now = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let mut pins = super::sample::fleet(100, now);
+        by_urgency(&mut pins);
+        let meta = super::Meta {
+            generated: now,
+            etag: "W/\"0123456789abcdef01234567\"".into(),
+        };
+        let html = super::html::overview(&pins, &meta);
+        let zipped = super::serve::compress(html.as_bytes()).unwrap();
+        assert!(
+            zipped.len() <= 50 * 1024,
+            "{} bytes gzipped ({} plain)",
+            zipped.len(),
+            html.len()
+        );
+        assert_eq!(html.matches("<tr><th scope=\"row\">").count(), 100);
     }
 
     #[test]
