@@ -286,12 +286,12 @@ pub async fn run(
     config_path: &Path,
     reset_store: bool,
     pins: &[String],
-    quiet: bool,
+    log: crate::logging::Style,
 ) -> Result<Exit, DaemonError> {
     let selection = Selection::new(pins)?;
     let config = selection.load(config_path)?;
     crate::logging::init(
-        quiet,
+        log,
         crate::redact::Redactor::from_config(&config, &|name| std::env::var(name).ok()),
     );
     if reset_store {

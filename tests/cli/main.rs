@@ -19,6 +19,7 @@ mod hostile;
 mod hostile_setup;
 mod lifecycle;
 mod litellm;
+mod manual;
 mod outages;
 mod pair;
 mod receivers;
