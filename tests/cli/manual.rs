@@ -87,7 +87,7 @@ fn man_page_has_the_usual_sections_and_renders() {
             );
         }
         Err(_) => {
-            eprintln!("notice: man not installed; the page was checked for its sections only")
+            eprintln!("notice: man not installed; the page was checked for its sections only");
         }
     }
 }
