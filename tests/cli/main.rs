@@ -12,6 +12,7 @@ mod ci;
 mod config_errors;
 mod daemon;
 mod daemon_bounds;
+mod dashboard;
 mod docs;
 mod first_hour;
 mod honesty;
