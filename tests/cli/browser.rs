@@ -150,29 +150,36 @@ fn chromium_shows_each_pins_status_and_served_model_and_asks_no_other_host() {
         "the refresh script fetched the page again: {urls:?}"
     );
 
-    let shot = screenshot_path();
-    let _ = std::fs::remove_file(&shot);
-    let taken = run_chromium(
-        &browser,
-        &test.path("profile-shot"),
-        &[
+    // A desktop window, a phone, and the dark scheme.
+    for (name, extra) in [
+        ("status-page.png", &["--window-size=1280,720"][..]),
+        ("status-page-phone.png", &["--window-size=390,844"][..]),
+        (
+            "status-page-dark.png",
+            &["--window-size=1280,720", "--force-dark-mode"][..],
+        ),
+    ] {
+        let shot = screenshot_path(name);
+        let _ = std::fs::remove_file(&shot);
+        let mut args = vec![
             format!("--screenshot={}", shot.display()),
-            "--window-size=1280,720".to_owned(),
             "--hide-scrollbars".to_owned(),
-            url,
-        ],
-    );
-    assert!(
-        taken.status.success() && shot.is_file(),
-        "screenshot: {}",
-        String::from_utf8_lossy(&taken.stderr)
-    );
-    println!("status page screenshot: {}", shot.display());
+        ];
+        args.extend(extra.iter().map(|a| (*a).to_owned()));
+        args.push(url.clone());
+        let taken = run_chromium(&browser, &test.path(&format!("profile-{name}")), &args);
+        assert!(
+            taken.status.success() && shot.is_file(),
+            "screenshot: {}",
+            String::from_utf8_lossy(&taken.stderr)
+        );
+        println!("status page screenshot: {}", shot.display());
+    }
 }
 
-/// Where the screenshot is kept: the build's temporary directory, which outlives the test.
-fn screenshot_path() -> PathBuf {
+/// Where a screenshot is kept: the build's temporary directory, which outlives the test.
+fn screenshot_path(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     std::fs::create_dir_all(&dir).expect("target tmp dir");
-    dir.join("status-page.png")
+    dir.join(name)
 }

@@ -29,7 +29,7 @@ body{margin:0;padding:1rem;background:var(--bg);color:var(--fg);font:15px/1.45 s
 a{color:inherit}h1{font-size:1.35rem;margin:0 0 .25rem}h2{font-size:1.1rem;margin:1.5rem 0 .5rem}
 .m,.n{color:var(--mute);font-size:.9em}table{border-collapse:collapse;width:100%}
 caption{text-align:left;font-weight:600;padding:.5rem 0}th,td{text-align:left;vertical-align:top;padding:.45rem .5rem;border-top:1px solid var(--line)}
-thead th{font-size:.85em;color:var(--mute);border-top:0}code{font-size:.92em;overflow-wrap:break-word}time{white-space:nowrap}
+thead th{font-size:.85em;color:var(--mute);border-top:0}code{font-size:.92em;overflow-wrap:break-word}time,td>code,.m code{white-space:nowrap}
 ul{margin:0;padding-left:1.1rem}li+li{margin-top:.3rem}.todo{color:var(--mute)}
 .st{font-weight:700;white-space:nowrap}.st.k{color:var(--k)}.st.w{color:var(--w)}.st.d{color:var(--d)}.st.i{color:var(--i)}.st.p{color:var(--p)}
 .chg{color:var(--d);font-weight:600}
@@ -38,7 +38,7 @@ svg .m0{fill:var(--m0)}svg .m1{fill:var(--m1)}svg .m2{fill:var(--m2)}svg .m3{fil
 .strip{max-width:100%;height:auto}.chart{width:100%;max-width:420px;height:70px}.frame{fill:none;stroke:var(--line)}
 .line{fill:none;stroke:var(--m0);stroke-width:1.5;vector-effect:non-scaling-stroke}.dot{fill:var(--m0)}.alpha{stroke:var(--d);stroke-dasharray:4 3;vector-effect:non-scaling-stroke}
 figure{margin:0 0 1rem}figcaption{font-size:.9em;margin-bottom:.2rem}tr:target{outline:2px solid var(--m0)}
-@media (max-width:760px){table,thead,tbody,tr,th,td{display:block}thead{position:absolute;left:-9999px}tr{border:1px solid var(--line);border-radius:6px;margin:.6rem 0;padding:.3rem .5rem}th,td{border:0;padding:.2rem 0}td[data-l]::before{content:attr(data-l) ': ';color:var(--mute)}}";
+@media (max-width:760px){table,caption,thead,tbody,tr,th,td{display:block}thead{position:absolute;left:-9999px}tr{border:1px solid var(--line);border-radius:6px;margin:.6rem 0;padding:.3rem .5rem}th,td{border:0;padding:.2rem 0}td[data-l]::before{content:attr(data-l) ': ';color:var(--mute)}}";
 
 /// Swaps in a fresh `<main>` every 30 s when the page changed (the server answers 304 while it
 /// has not), so the page stays current without a reload that would lose the scroll position.
