@@ -510,6 +510,36 @@ pub(crate) mod tests {
         assert_eq!(store.history(None, None).unwrap().len(), 100);
     }
 
+    #[tokio::test]
+    async fn recent_audits_come_newest_first_and_the_latest_key_names_its_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("store"), Holder::Daemon).unwrap();
+        assert!(store.latest_key("a").unwrap().is_none());
+        assert!(store.recent_raw("a", 5).unwrap().is_empty());
+        for (pin, at, id) in [
+            ("a", 100, "1"),
+            ("a", 300, "3"),
+            ("a", 200, "2"),
+            ("ab", 400, "4"),
+        ] {
+            store.append(&record(pin, at, id)).await.unwrap();
+        }
+        let ids: Vec<String> = store
+            .recent_raw("a", 2)
+            .unwrap()
+            .iter()
+            .map(|b| serde_json::from_slice::<AuditRecord>(b).unwrap().audit_id)
+            .collect();
+        assert_eq!(
+            ids,
+            ["3", "2"],
+            "newest first, another pin's prefix excluded"
+        );
+        let key = store.latest_key("a").unwrap().unwrap();
+        assert_eq!(key_millis("a", &key), Some(300_000));
+        assert_eq!(key_millis("a", b"a\0short"), None);
+    }
+
     /// sled releases its file lock from a background thread shortly after the last handle drops:
     /// a reopen right away can find it still held, as a second process would.
     fn reopen(path: &Path) -> Store {
