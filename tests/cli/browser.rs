@@ -150,10 +150,11 @@ fn chromium_shows_each_pins_status_and_served_model_and_asks_no_other_host() {
         "the refresh script fetched the page again: {urls:?}"
     );
 
-    // A desktop window, a phone, and the dark scheme.
+    // A desktop window, a phone, a pin's page, and the dark scheme.
     for (name, extra) in [
         ("status-page.png", &["--window-size=1280,720"][..]),
         ("status-page-phone.png", &["--window-size=390,844"][..]),
+        ("status-page-pin.png", &["--window-size=1280,1400"][..]),
         (
             "status-page-dark.png",
             &["--window-size=1280,720", "--force-dark-mode"][..],
@@ -166,7 +167,11 @@ fn chromium_shows_each_pins_status_and_served_model_and_asks_no_other_host() {
             "--hide-scrollbars".to_owned(),
         ];
         args.extend(extra.iter().map(|a| (*a).to_owned()));
-        args.push(url.clone());
+        args.push(if name.contains("pin") {
+            format!("{url}pins/swapped")
+        } else {
+            url.clone()
+        });
         let taken = run_chromium(&browser, &test.path(&format!("profile-{name}")), &args);
         assert!(
             taken.status.success() && shot.is_file(),

@@ -139,8 +139,12 @@ fn y_of(values: &[Option<f64>], scale: Scale) -> Box<dyn Fn(f64) -> f64> {
                 (lo.min(v), hi.max(v))
             });
             let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
-            let range = if hi > lo { hi - lo } else { 1.0 };
-            Box::new(move |v| CHART_H - PAD - ((v - lo) / range).clamp(0.0, 1.0) * span)
+            if hi > lo {
+                Box::new(move |v| CHART_H - PAD - ((v - lo) / (hi - lo)).clamp(0.0, 1.0) * span)
+            } else {
+                // A constant series is a level line across the middle.
+                Box::new(move |_| CHART_H / 2.0)
+            }
         }
         Scale::PValue { .. } => Box::new(move |p| {
             let height = (-p.max(1e-300).log10()).clamp(0.0, 8.0) / 8.0;
