@@ -239,7 +239,7 @@ pub fn retirement_cell(view: &PinView) -> String {
         Some(d) => format!("in {d} days"),
         None => life.stage.clone(),
     };
-    let mut out = esc(&when).into_owned();
+    let mut out = outside(&when, 40);
     if let Some(date) = &life.retires {
         let _ = write!(out, " ({})", outside(date, 40));
     }

@@ -358,3 +358,93 @@ fn plain(status: StatusCode, text: String) -> Response {
     );
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::http::{HeaderMap, HeaderValue, header};
+    use chrono::DateTime;
+
+    use super::{Stamp, accepts_gzip, not_modified};
+
+    fn headers(pairs: &[(header::HeaderName, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(name.clone(), HeaderValue::from_str(value).unwrap());
+        }
+        map
+    }
+
+    fn stamp() -> Stamp {
+        Stamp {
+            etag: "W/\"abc\"".into(),
+            last_modified: DateTime::from_timestamp(1_800_000_000, 500_000_000).unwrap(),
+        }
+    }
+
+    #[test]
+    fn if_none_match_decides_before_if_modified_since() {
+        let s = stamp();
+        for (value, want) in [
+            ("W/\"abc\"", true),
+            ("\"abc\"", true),
+            ("\"x\", W/\"abc\"", true),
+            ("*", true),
+            ("\"abd\"", false),
+        ] {
+            assert_eq!(
+                not_modified(&headers(&[(header::IF_NONE_MATCH, value)]), &s),
+                want,
+                "{value}"
+            );
+        }
+        let later = "Fri, 15 Jan 2027 08:00:00 GMT";
+        let same = httpdate::fmt_http_date(s.last_modified.into());
+        let earlier = "Thu, 01 Jan 2026 00:00:00 GMT";
+        assert!(not_modified(
+            &headers(&[(header::IF_MODIFIED_SINCE, later)]),
+            &s
+        ));
+        assert!(not_modified(
+            &headers(&[(header::IF_MODIFIED_SINCE, &same)]),
+            &s
+        ));
+        assert!(!not_modified(
+            &headers(&[(header::IF_MODIFIED_SINCE, earlier)]),
+            &s
+        ));
+        assert!(!not_modified(
+            &headers(&[(header::IF_MODIFIED_SINCE, "yesterday")]),
+            &s
+        ));
+        let both = headers(&[
+            (header::IF_NONE_MATCH, "\"other\""),
+            (header::IF_MODIFIED_SINCE, later),
+        ]);
+        assert!(
+            !not_modified(&both, &s),
+            "a stale ETag wins over a fresh date"
+        );
+        assert!(!not_modified(&HeaderMap::new(), &s));
+    }
+
+    #[test]
+    fn gzip_only_when_accepted_with_a_positive_quality() {
+        for (value, want) in [
+            ("gzip", true),
+            ("br;q=1.0, gzip;q=0.5", true),
+            ("GZIP", true),
+            ("x-gzip", true),
+            ("gzip;q=0", false),
+            ("gzip;q=0.000", false),
+            ("br, deflate", false),
+            ("gzip;q=nonsense", false),
+        ] {
+            assert_eq!(
+                accepts_gzip(&headers(&[(header::ACCEPT_ENCODING, value)])),
+                want,
+                "{value}"
+            );
+        }
+        assert!(!accepts_gzip(&HeaderMap::new()));
+    }
+}
