@@ -136,6 +136,19 @@ impl Standing {
 }
 
 impl PinView {
+    /// A configured pin before its history is read.
+    #[must_use]
+    pub fn blank(pin: &crate::config::Pin, locked: Option<Vec<String>>) -> PinView {
+        PinView {
+            id: pin.id.clone(),
+            provider: pin.provider.clone(),
+            model: pin.model.clone(),
+            latest: None,
+            marks: Vec::new(),
+            locked,
+        }
+    }
+
     /// Days until the pinned model retires (negative once retired), per the latest audit.
     #[must_use]
     pub fn days_left(&self) -> Option<i64> {

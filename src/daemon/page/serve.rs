@@ -103,16 +103,10 @@ fn build(daemon: &Daemon, headers: &HeaderMap, which: &Which) -> Result<Response
         etag: stamp.etag.clone(),
     };
     let html = match which {
-        Which::Overview => {
-            let mut views = pins
-                .iter()
-                .map(|p| view_of(&daemon.store, p, lock.as_ref(), STRIP_AUDITS).map(|(v, _)| v))
-                .collect::<Result<Vec<_>, _>>()?;
-            by_urgency(&mut views);
-            overview(&views, &meta)
-        }
+        Which::Overview => overview(&overview_views(&daemon.store, &pins, lock.as_ref())?, &meta),
         Which::Pin(_) => {
-            let (view, records) = view_of(&daemon.store, pins[0], lock.as_ref(), PIN_AUDITS)?;
+            let blank = PinView::blank(pins[0], locked_of(lock.as_ref(), &pins[0].id));
+            let (view, records) = view_of(&daemon.store, blank, PIN_AUDITS)?;
             let history = PinHistory {
                 view,
                 records,
@@ -174,25 +168,37 @@ pub fn stamp(
     })
 }
 
-/// A pin's view and its latest `limit` records, oldest first.
+/// What the lock recorded as served for a pin; `None` when it is not locked.
+fn locked_of(lock: Option<&LoadedLock>, pin: &str) -> Option<Vec<String>> {
+    lock.and_then(|l| l.lock.pins.get(pin))
+        .map(|p| p.served_models.keys().cloned().collect())
+}
+
+/// The overview's views of `pins`, worst first, read from the store.
+pub fn overview_views(
+    store: &Store,
+    pins: &[&Pin],
+    lock: Option<&LoadedLock>,
+) -> Result<Vec<PinView>, StoreError> {
+    let mut views = pins
+        .iter()
+        .map(|p| {
+            let blank = PinView::blank(p, locked_of(lock, &p.id));
+            view_of(store, blank, STRIP_AUDITS).map(|(v, _)| v)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    by_urgency(&mut views);
+    Ok(views)
+}
+
+/// `view` filled from the pin's latest `limit` audits, and those records (oldest first) when
+/// `limit` is more than a strip: the overview decodes whole only each pin's latest record.
 pub fn view_of(
     store: &Store,
-    pin: &Pin,
-    lock: Option<&LoadedLock>,
+    mut view: PinView,
     limit: usize,
 ) -> Result<(PinView, Vec<AuditRecord>), StoreError> {
-    let raw = store.recent_raw(&pin.id, limit)?;
-    let locked = lock
-        .and_then(|l| l.lock.pins.get(&pin.id))
-        .map(|p| p.served_models.keys().cloned().collect());
-    let mut view = PinView {
-        id: pin.id.clone(),
-        provider: pin.provider.clone(),
-        model: pin.model.clone(),
-        latest: None,
-        marks: Vec::new(),
-        locked,
-    };
+    let raw = store.recent_raw(&view.id, limit)?;
     let mut records = Vec::new();
     if limit <= STRIP_AUDITS {
         view.latest = raw
