@@ -8,8 +8,9 @@
 
 use std::time::{Duration, Instant};
 
-use modelpin::daemon::page::serve::{compress, view_of};
-use modelpin::daemon::page::{Meta, PinView, STRIP_AUDITS, by_urgency, html, sample};
+use modelpin::daemon::page::cache::compress;
+use modelpin::daemon::page::serve::view_of;
+use modelpin::daemon::page::{Meta, PinView, STRIP_AUDITS, by_urgency, overview, sample};
 use modelpin::store::{AuditRecord, Holder, Store};
 
 const PINS: usize = 100;
@@ -23,7 +24,7 @@ fn main() {
     };
     let mut pins = sample::fleet(PINS, now);
     by_urgency(&mut pins);
-    let page = html::overview(&pins, &meta);
+    let page = overview::overview(&pins, &meta);
     let zipped = compress(page.as_bytes()).expect("gzip");
     println!("pins: {PINS}, rounds: {ROUNDS}");
     println!(
@@ -35,13 +36,13 @@ fn main() {
     println!(
         "render:                      {}",
         timed(|| {
-            let _ = html::overview(&pins, &meta);
+            let _ = overview::overview(&pins, &meta);
         })
     );
     println!(
         "render + gzip:               {}",
         timed(|| {
-            let _ = compress(html::overview(&pins, &meta).as_bytes());
+            let _ = compress(overview::overview(&pins, &meta).as_bytes());
         })
     );
     let dir = tempfile::tempdir().expect("temp dir");
@@ -61,7 +62,7 @@ fn main() {
                 })
                 .collect();
             by_urgency(&mut views);
-            let _ = compress(html::overview(&views, &meta).as_bytes());
+            let _ = compress(overview::overview(&views, &meta).as_bytes());
         })
     );
 }

@@ -8,7 +8,9 @@
 //! Everything here is a pure function of the values gathered (`PinView`, `PinHistory`), so the
 //! same code is tested without a daemon and measured by the bench; `serve` does the I/O.
 
+pub mod cache;
 pub mod html;
+pub mod overview;
 pub mod pin;
 pub mod sample;
 pub mod serve;
@@ -241,8 +243,8 @@ pub(crate) mod tests {
             generated: now,
             etag: "W/\"0123456789abcdef01234567\"".into(),
         };
-        let html = super::html::overview(&pins, &meta);
-        let zipped = super::serve::compress(html.as_bytes()).unwrap();
+        let html = super::overview::overview(&pins, &meta);
+        let zipped = super::cache::compress(html.as_bytes()).unwrap();
         assert!(
             zipped.len() <= 50 * 1024,
             "{} bytes gzipped ({} plain)",
