@@ -106,7 +106,11 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
         }
         Command::Check(args) => cmd::check::run(&cli.config, &args.into(), out).await,
         Command::Daemon { reset_store, pins } => {
-            Ok(crate::daemon::run(&cli.config, *reset_store, pins, cli.quiet).await?)
+            let log = crate::logging::Style {
+                quiet: cli.quiet,
+                ansi: cli.color.stderr(),
+            };
+            Ok(crate::daemon::run(&cli.config, *reset_store, pins, log).await?)
         }
         Command::History { pin, since, format } => {
             cmd::history::run(&cli.config, pin.as_deref(), since, *format).await
@@ -124,6 +128,8 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
             format,
             strict,
         } => cmd::traffic::run(&cli.config, file, *format, *strict, out),
+        Command::Completions { shell } => cmd::manual::completions(*shell),
+        Command::Man => cmd::manual::man(),
         Command::Demo => cmd::demo::run(out).await,
         Command::Sim { scenario, listen } => cmd::sim::run(scenario, *listen, out).await,
     }

@@ -26,6 +26,10 @@ pub struct Cli {
     #[arg(short, long, global = true)]
     pub verbose: bool,
 
+    /// When to colour output: `auto` colours a terminal unless NO_COLOR is set.
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ColorWhen::Auto)]
+    pub color: ColorWhen,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -143,6 +147,13 @@ pub enum Command {
         #[arg(long, value_name = "SIZE", default_value = "10M", value_parser = crate::cmd::scan::parse_size)]
         max_filesize: u64,
     },
+    /// Print a completion script for SHELL on stdout, e.g. `source <(modelpin completions bash)`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) on stdout, e.g. `modelpin man | man -l -`.
+    Man,
     /// Run the whole product on a built-in simulated provider: lock, a silent reroute, and the
     /// check that catches it. No network, no keys.
     Demo,
@@ -166,6 +177,39 @@ pub enum Format {
     Junit,
     /// GitHub Actions workflow commands (annotations), plus a Markdown job summary.
     Github,
+}
+
+/// `--color`: whether escape sequences for colour may be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorWhen {
+    /// On a terminal, unless the NO_COLOR variable is set to anything but the empty string.
+    Auto,
+    /// Always, even into a file or a pipe (NO_COLOR included).
+    Always,
+    Never,
+}
+
+impl ColorWhen {
+    /// Whether to colour a stream that is (or is not) a terminal, given NO_COLOR's value
+    /// (<https://no-color.org>: set and not empty turns colour off).
+    #[must_use]
+    pub fn colours(self, terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+        match self {
+            ColorWhen::Always => true,
+            ColorWhen::Never => false,
+            ColorWhen::Auto => terminal && no_color.is_none_or(std::ffi::OsStr::is_empty),
+        }
+    }
+
+    /// Whether to colour stderr.
+    #[must_use]
+    pub fn stderr(self) -> bool {
+        use std::io::IsTerminal as _;
+        self.colours(
+            std::io::stderr().is_terminal(),
+            std::env::var_os("NO_COLOR").as_deref(),
+        )
+    }
 }
 
 /// Formats of `scan`.
@@ -234,4 +278,31 @@ pub struct CheckArgs {
     /// Start a large plan without asking on a terminal.
     #[arg(long)]
     pub yes: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsStr;
+
+    use super::ColorWhen;
+
+    #[test]
+    fn colour_follows_the_flag_then_no_color_then_the_terminal() {
+        let set = Some(OsStr::new("1"));
+        let empty = Some(OsStr::new(""));
+        for (when, terminal, no_color, want) in [
+            (ColorWhen::Auto, true, None, true),
+            (ColorWhen::Auto, false, None, false),
+            (ColorWhen::Auto, true, set, false),
+            (ColorWhen::Auto, true, empty, true),
+            (ColorWhen::Always, false, set, true),
+            (ColorWhen::Never, true, None, false),
+        ] {
+            assert_eq!(
+                when.colours(terminal, no_color),
+                want,
+                "{when:?} terminal={terminal} NO_COLOR={no_color:?}"
+            );
+        }
+    }
 }

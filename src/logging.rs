@@ -19,11 +19,18 @@ use tracing_subscriber::util::SubscriberInitExt as _;
 
 use crate::redact::Redactor;
 
+/// How the log is written: `quiet` keeps only warnings and errors (unless `RUST_LOG` says
+/// otherwise), `ansi` colours levels (`--color`, NO_COLOR).
+#[derive(Debug, Clone, Copy)]
+pub struct Style {
+    pub quiet: bool,
+    pub ansi: bool,
+}
+
 /// Installs the subscriber. Without `RUST_LOG`, modelpin's own events at INFO (WARN with
 /// `quiet`); the scheduler crate logs every job it creates at INFO, so others stay off.
-pub fn init(quiet: bool, redactor: Redactor) {
-    use std::io::IsTerminal as _;
-    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+pub fn init(style: Style, redactor: Redactor) {
+    let Style { quiet, ansi } = style;
     let (filter, invalid) = filter(std::env::var("RUST_LOG").ok().as_deref(), quiet);
     let _ = tracing_subscriber::registry()
         .with(

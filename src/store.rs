@@ -373,6 +373,29 @@ impl Store {
         Ok(None)
     }
 
+    /// The key of a pin's latest audit (`pin \0 millis audit_id`), read without decoding the
+    /// record: enough to tell whether anything changed since a page was rendered.
+    pub fn latest_key(&self, pin: &str) -> Result<Option<sled::IVec>, StoreError> {
+        let t = self.trees()?;
+        match t.audits.scan_prefix(pin_prefix(pin)).keys().next_back() {
+            None => Ok(None),
+            Some(key) => key.map(Some).map_err(|e| self.read_error(&e)),
+        }
+    }
+
+    /// A pin's latest `limit` audits as stored bytes, newest first: a caller that needs a few
+    /// fields of each decodes only those.
+    pub fn recent_raw(&self, pin: &str, limit: usize) -> Result<Vec<sled::IVec>, StoreError> {
+        let t = self.trees()?;
+        t.audits
+            .scan_prefix(pin_prefix(pin))
+            .values()
+            .rev()
+            .take(limit)
+            .map(|v| v.map_err(|e| self.read_error(&e)))
+            .collect()
+    }
+
     /// Removes audits that started before `cutoff`; returns how many.
     pub async fn prune(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
         let end = (cutoff.timestamp_millis().max(0) as u64).to_be_bytes();
@@ -389,6 +412,13 @@ impl Store {
         .await?;
         Ok(removed)
     }
+}
+
+/// Milliseconds since the epoch at which the audit keyed `key` (of `pin`) started.
+#[must_use]
+pub fn key_millis(pin: &str, key: &[u8]) -> Option<u64> {
+    let at = key.get(pin.len() + 1..pin.len() + 9)?;
+    Some(u64::from_be_bytes(at.try_into().ok()?))
 }
 
 fn pin_prefix(pin: &str) -> Vec<u8> {
@@ -503,6 +533,36 @@ pub(crate) mod tests {
         });
         all.await.expect("every append finishes");
         assert_eq!(store.history(None, None).unwrap().len(), 100);
+    }
+
+    #[tokio::test]
+    async fn recent_audits_come_newest_first_and_the_latest_key_names_its_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("store"), Holder::Daemon).unwrap();
+        assert!(store.latest_key("a").unwrap().is_none());
+        assert!(store.recent_raw("a", 5).unwrap().is_empty());
+        for (pin, at, id) in [
+            ("a", 100, "1"),
+            ("a", 300, "3"),
+            ("a", 200, "2"),
+            ("ab", 400, "4"),
+        ] {
+            store.append(&record(pin, at, id)).await.unwrap();
+        }
+        let ids: Vec<String> = store
+            .recent_raw("a", 2)
+            .unwrap()
+            .iter()
+            .map(|b| serde_json::from_slice::<AuditRecord>(b).unwrap().audit_id)
+            .collect();
+        assert_eq!(
+            ids,
+            ["3", "2"],
+            "newest first, another pin's prefix excluded"
+        );
+        let key = store.latest_key("a").unwrap().unwrap();
+        assert_eq!(key_millis("a", &key), Some(300_000));
+        assert_eq!(key_millis("a", b"a\0short"), None);
     }
 
     /// sled releases its file lock from a background thread shortly after the last handle drops:

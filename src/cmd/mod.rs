@@ -9,6 +9,7 @@ pub mod history;
 pub mod init;
 pub mod init_scan;
 pub mod lock;
+pub mod manual;
 pub mod progress;
 pub mod scan;
 pub mod sim;

@@ -1,11 +1,13 @@
-//! The daemon's HTTP endpoint: `/metrics` for Prometheus, `/healthz` for liveness checks and
-//! `/api/history` so `modelpin history` can read the store while the daemon holds it.
+//! The daemon's HTTP endpoint: `/metrics` for Prometheus, `/healthz` for liveness checks,
+//! `/api/history` so `modelpin history` can read the store while the daemon holds it, and the
+//! status pages (`/`, `/pins/{id}`, in `page`).
 //!
 //! Bounded so no client can starve the audits: connections are capped and time out when idle
 //! (`listener`), history comes a page at a time (`limit`, `cursor`; the next page's URL in a
 //! `Link` header, RFC 8288) and is read on the blocking pool, off the async workers that run
-//! the audits. `/api/*` requires `Authorization: Bearer` when `settings.api_token_env` is set.
-//! `POST /v1/traces` is the OTLP/HTTP traces receiver (`traffic`).
+//! the audits. `/api/*` and the status pages require `Authorization: Bearer` when
+//! `settings.api_token_env` is set. `POST /v1/traces` is the OTLP/HTTP traces receiver
+//! (`traffic`), with its own token (`traffic.token_env`).
 
 use std::sync::Arc;
 
@@ -18,9 +20,9 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::daemon::Daemon;
 use crate::daemon::listener::{Bounded, IDLE_TIMEOUT, MAX_CONNECTIONS};
 use crate::daemon::metrics::CONTENT_TYPE;
+use crate::daemon::{Daemon, page};
 use crate::store::Cursor;
 
 /// Records per `/api/history` page unless `limit` says otherwise.
@@ -39,6 +41,8 @@ pub async fn serve(
         .route("/healthz", get(healthz))
         .route("/api/history", get(history))
         .route("/v1/traces", post(crate::daemon::traffic::receive))
+        .route("/", get(page::serve::overview_page))
+        .route("/pins/{id}", get(page::serve::pin_page))
         .with_state(daemon);
     let shutdown = async move { stop.cancelled().await };
     let listener = Bounded::new(listener, MAX_CONNECTIONS, IDLE_TIMEOUT);
@@ -83,12 +87,7 @@ async fn history(
     Query(q): Query<HistoryQuery>,
 ) -> Response {
     if !authorized(&daemon, &headers) {
-        return (
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, "Bearer")],
-            "a bearer token is required\n",
-        )
-            .into_response();
+        return unauthorized();
     }
     let cursor = match q.cursor.as_deref().map(Cursor::from_hex) {
         Some(None) => return (StatusCode::BAD_REQUEST, "invalid cursor\n").into_response(),
@@ -142,9 +141,19 @@ fn next_link(
     format!("<{path}>; rel=\"next\"")
 }
 
-/// Whether the request may read `/api/*`: always without a configured token, else only with
-/// `Authorization: Bearer <token>`, compared in constant time.
-fn authorized(daemon: &Daemon, headers: &HeaderMap) -> bool {
+/// 401 with the scheme to use.
+pub(crate) fn unauthorized() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, "Bearer")],
+        "a bearer token is required\n",
+    )
+        .into_response()
+}
+
+/// Whether the request may read `/api/*` and the status pages: always without a configured
+/// token, else only with `Authorization: Bearer <token>`, compared in constant time.
+pub(crate) fn authorized(daemon: &Daemon, headers: &HeaderMap) -> bool {
     daemon
         .api_token
         .as_ref()

@@ -11,6 +11,7 @@
 pub mod http;
 pub mod listener;
 pub mod metrics;
+pub mod page;
 pub mod traffic;
 
 use std::collections::{BTreeMap, HashSet};
@@ -295,12 +296,12 @@ pub async fn run(
     config_path: &Path,
     reset_store: bool,
     pins: &[String],
-    quiet: bool,
+    log: crate::logging::Style,
 ) -> Result<Exit, DaemonError> {
     let selection = Selection::new(pins)?;
     let config = selection.load(config_path)?;
     crate::logging::init(
-        quiet,
+        log,
         crate::redact::Redactor::from_config(&config, &|name| std::env::var(name).ok()),
     );
     if reset_store {

@@ -1,0 +1,268 @@
+//! The status page: what a person sees when they open the daemon's address. `/` lists every pin,
+//! worst first, with what it serves now and at lock, its retirement, the open findings with what
+//! to do, and a strip of its recent audits; `/pins/{id}` shows one pin's history as small charts
+//! and a table.
+//!
+//! The page is rendered on the server from the store and the lock, as plain HTML with its style,
+//! script and charts inline, so it works offline and behind a strict Content-Security-Policy.
+//! Everything here is a pure function of the values gathered (`PinView`, `PinHistory`), so the
+//! same code is tested without a daemon and measured by the bench; `serve` does the I/O.
+
+pub mod cache;
+pub mod html;
+pub mod overview;
+pub mod pin;
+pub mod sample;
+pub mod serve;
+pub mod svg;
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+
+use crate::finding::PinStatus;
+use crate::store::AuditRecord;
+
+/// Audits shown in each pin's strip on `/`.
+pub const STRIP_AUDITS: usize = 30;
+
+/// Audits shown on a pin's page.
+pub const PIN_AUDITS: usize = 100;
+
+/// One pin as the overview shows it.
+#[derive(Debug, Clone)]
+pub struct PinView {
+    pub id: String,
+    pub provider: String,
+    pub model: String,
+    /// The latest audit, `None` before the first one is stored.
+    pub latest: Option<AuditRecord>,
+    /// Recent audits, oldest first.
+    pub marks: Vec<Mark>,
+    /// Served IDs modelpin.lock recorded; `None` when the pin is not locked.
+    pub locked: Option<Vec<String>>,
+}
+
+/// One audit in a strip: when, and how it came out.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Mark {
+    pub started_at: DateTime<Utc>,
+    pub status: PinStatus,
+}
+
+/// The fields of a stored record a strip needs; serde skips the rest without building it.
+#[derive(Deserialize)]
+struct MarkRecord {
+    started_at: DateTime<Utc>,
+    pin: MarkPin,
+}
+
+#[derive(Deserialize)]
+struct MarkPin {
+    status: PinStatus,
+}
+
+impl Mark {
+    /// The mark of a stored record; `None` for bytes that are not an audit.
+    #[must_use]
+    pub fn decode(bytes: &[u8]) -> Option<Mark> {
+        let record: MarkRecord = serde_json::from_slice(bytes).ok()?;
+        Some(Mark {
+            started_at: record.started_at,
+            status: record.pin.status,
+        })
+    }
+
+    /// The fragment naming this audit on its pin's page.
+    #[must_use]
+    pub fn anchor(&self) -> String {
+        anchor(self.started_at)
+    }
+}
+
+/// `a-<millis>`: the id of an audit's row on its pin's page.
+#[must_use]
+pub fn anchor(started_at: DateTime<Utc>) -> String {
+    format!("a-{}", started_at.timestamp_millis())
+}
+
+/// One pin's page: the overview's facts plus whole records, oldest first.
+#[derive(Debug, Clone)]
+pub struct PinHistory {
+    pub view: PinView,
+    pub records: Vec<AuditRecord>,
+    /// The family-wise false-alarm rate the p-values are judged against.
+    pub alpha: f64,
+}
+
+/// What every page says about itself.
+#[derive(Debug, Clone)]
+pub struct Meta {
+    pub generated: DateTime<Utc>,
+    /// The validator the page was rendered for; the refresh script compares it.
+    pub etag: String,
+}
+
+/// How a pin stands on the overview, worst first: a pin never audited sits between the pins
+/// that need attention and those that are fine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Standing {
+    Drift,
+    Inconclusive,
+    Warning,
+    Pending,
+    Ok,
+}
+
+impl Standing {
+    #[must_use]
+    pub fn of(view: &PinView) -> Standing {
+        match view.latest.as_ref().map(|r| r.pin.status) {
+            None => Standing::Pending,
+            Some(PinStatus::Drift) => Standing::Drift,
+            Some(PinStatus::Inconclusive) => Standing::Inconclusive,
+            Some(PinStatus::Warning) => Standing::Warning,
+            Some(PinStatus::Ok) => Standing::Ok,
+        }
+    }
+
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Standing::Drift => "drift",
+            Standing::Inconclusive => "inconclusive",
+            Standing::Warning => "warning",
+            Standing::Pending => "not audited yet",
+            Standing::Ok => "ok",
+        }
+    }
+}
+
+impl PinView {
+    /// A configured pin before its history is read.
+    #[must_use]
+    pub fn blank(pin: &crate::config::Pin, locked: Option<Vec<String>>) -> PinView {
+        PinView {
+            id: pin.id.clone(),
+            provider: pin.provider.clone(),
+            model: pin.model.clone(),
+            latest: None,
+            marks: Vec::new(),
+            locked,
+        }
+    }
+
+    /// Days until the pinned model retires (negative once retired), per the latest audit.
+    #[must_use]
+    pub fn days_left(&self) -> Option<i64> {
+        self.latest
+            .as_ref()?
+            .pin
+            .lifecycle
+            .as_ref()
+            .and_then(|l| l.days_left)
+    }
+}
+
+/// Worst first: by standing, then the nearest retirement, then id.
+pub fn by_urgency(pins: &mut [PinView]) {
+    pins.sort_by(|a, b| {
+        Standing::of(a)
+            .cmp(&Standing::of(b))
+            .then_with(|| {
+                let days = |v: &PinView| v.days_left().unwrap_or(i64::MAX);
+                days(a).cmp(&days(b))
+            })
+            .then_with(|| a.id.cmp(&b.id))
+    });
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::{Mark, PinView, Standing, by_urgency};
+    use crate::finding::PinStatus;
+    use crate::report::LifecycleSummary;
+    use crate::store::AuditRecord;
+
+    pub(crate) fn view(id: &str, status: Option<PinStatus>, days: Option<i64>) -> PinView {
+        let latest = status.map(|s| {
+            let mut r: AuditRecord = crate::store::tests::record(id, 1_800_000_000, "x");
+            r.pin.status = s;
+            r.pin.lifecycle = days.map(|d| LifecycleSummary {
+                stage: "scheduled".into(),
+                retires: Some("2027-06-01".into()),
+                days_left: Some(d),
+                replacement: vec!["next-model".into()],
+            });
+            r
+        });
+        PinView {
+            id: id.into(),
+            provider: "p".into(),
+            model: "m".into(),
+            marks: Vec::new(),
+            latest,
+            locked: None,
+        }
+    }
+
+    #[test]
+    fn worst_first_then_nearest_retirement_then_id() {
+        let mut pins = vec![
+            view("ok-b", Some(PinStatus::Ok), None),
+            view("ok-a", Some(PinStatus::Ok), Some(200)),
+            view("new", None, None),
+            view("warn", Some(PinStatus::Warning), Some(20)),
+            view("drift", Some(PinStatus::Drift), None),
+            view("unsure", Some(PinStatus::Inconclusive), None),
+            view("warn-soon", Some(PinStatus::Warning), Some(3)),
+        ];
+        by_urgency(&mut pins);
+        let ids: Vec<&str> = pins.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "drift",
+                "unsure",
+                "warn-soon",
+                "warn",
+                "new",
+                "ok-a",
+                "ok-b"
+            ]
+        );
+        assert_eq!(Standing::of(&pins[4]), Standing::Pending);
+    }
+
+    /// The page weight target: 100 pins, a full strip each, a third drifting, gzipped.
+    #[test]
+    fn a_hundred_pins_gzip_to_at_most_50_kb() {
+        let now = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let mut pins = super::sample::fleet(100, now);
+        by_urgency(&mut pins);
+        let meta = super::Meta {
+            generated: now,
+            etag: "W/\"0123456789abcdef01234567\"".into(),
+        };
+        let html = super::overview::overview(&pins, &meta);
+        let zipped = super::cache::compress(html.as_bytes()).unwrap();
+        assert!(
+            zipped.len() <= 50 * 1024,
+            "{} bytes gzipped ({} plain)",
+            zipped.len(),
+            html.len()
+        );
+        assert_eq!(html.matches("<tr><th scope=\"row\">").count(), 100);
+    }
+
+    #[test]
+    fn a_mark_decodes_from_a_stored_record_and_garbage_is_none() {
+        let mut record = crate::store::tests::record("p", 1_800_000_000, "x");
+        record.pin.status = PinStatus::Drift;
+        let bytes = serde_json::to_vec(&record).unwrap();
+        let mark = Mark::decode(&bytes).unwrap();
+        assert_eq!(mark.status, PinStatus::Drift);
+        assert_eq!(mark.anchor(), "a-1800000000000");
+        assert!(Mark::decode(b"{\"not\": 1}").is_none());
+        assert!(Mark::decode(b"\xff\x00").is_none());
+    }
+}

@@ -1,0 +1,264 @@
+//! One pin's page: its facts as on the overview, every open finding in full, its recent history
+//! as small charts (served model, token counts, cost per call, p-values), and a table with a row
+//! per audit that the overview's strip links to (`#a-<millis>`). The table is also the charts'
+//! data in text.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::daemon::page::html::{
+    document, findings_list, id_text, locked_cell, outside, retirement_cell, served_cell,
+    since_text, standing_badge, time_tag,
+};
+use crate::daemon::page::svg::{Scale, chart, served_strip, status_class, strip, swatch};
+use crate::daemon::page::{Meta, PinHistory, Standing, anchor};
+use crate::store::AuditRecord;
+
+/// Longest finding message or action shown on a pin's page, in characters.
+const PIN_TEXT_CHARS: usize = 1000;
+
+#[must_use]
+pub fn page(history: &PinHistory, meta: &Meta) -> String {
+    let view = &history.view;
+    let mut main = format!(
+        "<p><a href=\"../\">← all pins</a></p><h1>{}</h1><p>{} {}</p>",
+        id_text(&view.id),
+        standing_badge(Standing::of(view)),
+        since_text(view)
+    );
+    let last = view
+        .latest
+        .as_ref()
+        .map_or("never".to_owned(), |r| time_tag(r.finished_at));
+    let _ = write!(
+        main,
+        "<table><caption>Now</caption><tbody><tr><th scope=\"row\">Provider · model</th><td>{} · <code>{}</code></td></tr><tr><th scope=\"row\">Served now</th><td>{}</td></tr><tr><th scope=\"row\">At lock</th><td>{}</td></tr><tr><th scope=\"row\">Last audit</th><td>{last}</td></tr><tr><th scope=\"row\">Retirement</th><td>{}</td></tr></tbody></table>",
+        id_text(&view.provider),
+        id_text(&view.model),
+        served_cell(view),
+        locked_cell(view),
+        retirement_cell(view)
+    );
+    let findings = view
+        .latest
+        .as_ref()
+        .map_or(&[][..], |r| &r.pin.findings[..]);
+    let _ = write!(
+        main,
+        "<h2>Open findings and what to do</h2>{}",
+        findings_list(findings, usize::MAX, PIN_TEXT_CHARS, "")
+    );
+    charts(&mut main, history);
+    served_table(&mut main, &history.records);
+    audits_table(&mut main, &history.records);
+    document(&format!("{} · modelpin", view.id), meta, &main)
+}
+
+/// Per audit: a value per successful call, `None` when no call succeeded.
+fn per_call(
+    records: &[AuditRecord],
+    value: impl Fn(&AuditRecord) -> Option<f64>,
+) -> Vec<Option<f64>> {
+    records
+        .iter()
+        .map(|r| {
+            let ok = r.pin.calls.ok;
+            (ok > 0).then(|| value(r).map(|v| v / ok as f64)).flatten()
+        })
+        .collect()
+}
+
+/// The smallest Holm-adjusted p-value of an audit's behaviour tests.
+fn smallest_p(record: &AuditRecord) -> Option<f64> {
+    record
+        .pin
+        .behaviour
+        .iter()
+        .filter_map(|t| t.adjusted_p)
+        .filter(|p| p.is_finite())
+        .reduce(f64::min)
+}
+
+/// "from 12 to 15, latest 15" for a chart's title.
+fn range_text(values: &[Option<f64>], digits: usize) -> String {
+    let present: Vec<f64> = values
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|v| v.is_finite())
+        .collect();
+    let (Some(lo), Some(hi), Some(last)) = (
+        present.iter().copied().reduce(f64::min),
+        present.iter().copied().reduce(f64::max),
+        present.last(),
+    ) else {
+        return "no values".to_owned();
+    };
+    format!("from {lo:.digits$} to {hi:.digits$}, latest {last:.digits$}")
+}
+
+fn figure(out: &mut String, caption: &str, svg: &str) {
+    let _ = write!(
+        out,
+        "<figure><figcaption>{caption}</figcaption>{svg}</figure>"
+    );
+}
+
+fn charts(out: &mut String, history: &PinHistory) {
+    let records = &history.records;
+    let n = records.len();
+    let _ = write!(out, "<h2>Last {n} audits</h2>");
+    let marks: Vec<_> = records
+        .iter()
+        .map(|r| crate::daemon::page::Mark {
+            started_at: r.started_at,
+            status: r.pin.status,
+        })
+        .collect();
+    figure(out, "Status", &strip("", &marks));
+    let legend = served_legend(records);
+    let served: Vec<Option<usize>> = records
+        .iter()
+        .map(|r| {
+            let top = r.pin.served_models.iter().max_by_key(|(_, c)| **c)?;
+            legend.iter().position(|(id, _)| id == top.0)
+        })
+        .collect();
+    let names: Vec<String> = legend
+        .iter()
+        .enumerate()
+        .map(|(i, (id, _))| format!("{} <code>{}</code>", swatch(i), id_text(id)))
+        .collect();
+    let title = format!(
+        "Model served most in each audit: {} different",
+        legend.len()
+    );
+    figure(
+        out,
+        &format!("Served model: {}", names.join(" · ")),
+        &served_strip(&title, &served),
+    );
+    for (caption, values, digits) in [
+        (
+            "Input tokens per call",
+            per_call(records, |r| Some(r.pin.tokens.input as f64)),
+            1,
+        ),
+        (
+            "Output tokens per call",
+            per_call(records, |r| Some(r.pin.tokens.output as f64)),
+            1,
+        ),
+        (
+            "Cost per call (USD)",
+            per_call(records, |r| r.pin.cost_usd),
+            6,
+        ),
+    ] {
+        let title = format!("{caption}: {}", range_text(&values, digits));
+        figure(out, &title, &chart(&title, &values, Scale::Linear));
+    }
+    let p: Vec<Option<f64>> = records.iter().map(smallest_p).collect();
+    let title = format!(
+        "Smallest adjusted p-value (drift below the dashed line, alpha {}): {}",
+        history.alpha,
+        range_text(&p, 4)
+    );
+    figure(
+        out,
+        &title,
+        &chart(
+            &title,
+            &p,
+            Scale::PValue {
+                alpha: history.alpha,
+            },
+        ),
+    );
+}
+
+/// Every served ID in order of first sight, with the audits it was seen in.
+fn served_legend(records: &[AuditRecord]) -> Vec<(String, Seen)> {
+    let mut seen: BTreeMap<&str, Seen> = BTreeMap::new();
+    for r in records {
+        for id in r.pin.served_models.keys() {
+            let entry = seen.entry(id).or_insert(Seen {
+                first: r.started_at,
+                last: r.started_at,
+                audits: 0,
+            });
+            entry.last = r.started_at;
+            entry.audits += 1;
+        }
+    }
+    let mut legend: Vec<(String, Seen)> =
+        seen.into_iter().map(|(id, s)| (id.to_owned(), s)).collect();
+    legend.sort_by_key(|(_, s)| s.first);
+    legend
+}
+
+struct Seen {
+    first: chrono::DateTime<chrono::Utc>,
+    last: chrono::DateTime<chrono::Utc>,
+    audits: usize,
+}
+
+fn served_table(out: &mut String, records: &[AuditRecord]) {
+    out.push_str("<table><caption>Served models</caption><thead><tr><th scope=\"col\">Model</th><th scope=\"col\">First seen</th><th scope=\"col\">Last seen</th><th scope=\"col\">Audits</th></tr></thead><tbody>");
+    for (i, (id, seen)) in served_legend(records).iter().enumerate() {
+        let _ = write!(
+            out,
+            "<tr><th scope=\"row\">{} <code>{}</code></th><td data-l=\"First seen\">{}</td><td data-l=\"Last seen\">{}</td><td data-l=\"Audits\">{}</td></tr>",
+            swatch(i),
+            id_text(id),
+            time_tag(seen.first),
+            time_tag(seen.last),
+            seen.audits
+        );
+    }
+    out.push_str("</tbody></table>");
+}
+
+fn audits_table(out: &mut String, records: &[AuditRecord]) {
+    out.push_str("<table><caption>Audits, newest first</caption><thead><tr><th scope=\"col\">Started</th><th scope=\"col\">Status</th><th scope=\"col\">Served</th><th scope=\"col\">Calls ok</th><th scope=\"col\">Tokens in / out</th><th scope=\"col\">Cost per call</th><th scope=\"col\">Smallest p</th><th scope=\"col\">Findings</th></tr></thead><tbody>");
+    for r in records.iter().rev() {
+        let served: Vec<String> = r
+            .pin
+            .served_models
+            .iter()
+            .map(|(id, n)| format!("<code>{}</code> ×{n}", id_text(id)))
+            .collect();
+        let ok = r.pin.calls.ok;
+        let cost = r
+            .pin
+            .cost_usd
+            .filter(|_| ok > 0)
+            .map_or("—".to_owned(), |c| format!("${:.6}", c / ok as f64));
+        let p = smallest_p(r).map_or("—".to_owned(), |p| format!("{p:.2e}"));
+        let codes: Vec<&str> = r.pin.findings.iter().map(|f| f.code.as_str()).collect();
+        let _ = write!(
+            out,
+            "<tr id=\"{}\"><th scope=\"row\">{}<div class=\"m\"><code>{}</code></div></th><td data-l=\"Status\"><span class=\"st {}\">{}</span></td><td data-l=\"Served\">{}</td><td data-l=\"Calls ok\">{}/{}</td><td data-l=\"Tokens\">{} / {}</td><td data-l=\"Cost per call\">{cost}</td><td data-l=\"Smallest p\">{p}</td><td data-l=\"Findings\">{}</td></tr>",
+            anchor(r.started_at),
+            time_tag(r.started_at),
+            outside(&r.audit_id, 64),
+            status_class(r.pin.status),
+            r.pin.status.as_str(),
+            if served.is_empty() {
+                "—".to_owned()
+            } else {
+                served.join("<br>")
+            },
+            ok,
+            r.pin.calls.sent,
+            r.pin.tokens.input,
+            r.pin.tokens.output,
+            if codes.is_empty() {
+                "none".to_owned()
+            } else {
+                codes.join(", ")
+            },
+        );
+    }
+    out.push_str("</tbody></table>");
+}

@@ -1,0 +1,238 @@
+//! Serving the status pages: same access rule as `/api/*`, 304 while nothing changed (`cache`),
+//! gzip, and a strict Content-Security-Policy.
+//!
+//! An idle browser should cost the daemon close to nothing: only a change renders the page again.
+//! Reading, rendering and compression run on the blocking pool, off the workers that run the
+//! audits.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use chrono::Utc;
+
+use crate::config::Pin;
+use crate::daemon::Daemon;
+use crate::daemon::page::cache::{Stamp, accepts_gzip, compress, not_modified, stamp, validators};
+use crate::daemon::page::html::{content_security_policy, document};
+use crate::daemon::page::overview::overview;
+use crate::daemon::page::{
+    Mark, Meta, PIN_AUDITS, PinHistory, PinView, STRIP_AUDITS, by_urgency, pin,
+};
+use crate::lock::LoadedLock;
+use crate::store::{AuditRecord, Store, StoreError};
+
+/// The page to render once the stamp says the client's copy is stale.
+enum Which {
+    Overview,
+    Pin(String),
+}
+
+pub async fn overview_page(State(daemon): State<Arc<Daemon>>, headers: HeaderMap) -> Response {
+    respond(daemon, headers, Which::Overview).await
+}
+
+pub async fn pin_page(
+    State(daemon): State<Arc<Daemon>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    respond(daemon, headers, Which::Pin(id)).await
+}
+
+async fn respond(daemon: Arc<Daemon>, headers: HeaderMap, which: Which) -> Response {
+    if !crate::daemon::http::authorized(&daemon, &headers) {
+        return crate::daemon::http::unauthorized();
+    }
+    let work = tokio::task::spawn_blocking(move || build(&daemon, &headers, &which)).await;
+    match work {
+        Ok(Ok(response)) => response,
+        Ok(Err(e)) => plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the store cannot be read: {e}\n"),
+        ),
+        Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")),
+    }
+}
+
+fn build(daemon: &Daemon, headers: &HeaderMap, which: &Which) -> Result<Response, StoreError> {
+    let config = daemon.snapshot().config.clone();
+    let lock = daemon
+        .lock_file(&config.settings.lockfile)
+        .ok()
+        .and_then(|l| l.as_ref().clone());
+    let pins: Vec<&Pin> = match which {
+        Which::Overview => config.pins.iter().collect(),
+        Which::Pin(id) => match config.pins.iter().find(|p| &p.id == id) {
+            Some(pin) => vec![pin],
+            None => return Ok(not_found(id)),
+        },
+    };
+    let kind = match which {
+        Which::Overview => "overview",
+        Which::Pin(_) => "pin",
+    };
+    let stamp = stamp(
+        &daemon.store,
+        &config,
+        lock.as_ref(),
+        &pins,
+        kind,
+        daemon.started,
+    )?;
+    let private = daemon.api_token.is_some();
+    if not_modified(headers, &stamp) {
+        let mut response = StatusCode::NOT_MODIFIED.into_response();
+        validators(response.headers_mut(), &stamp, private);
+        return Ok(response);
+    }
+    let meta = Meta {
+        generated: stamp.last_modified,
+        etag: stamp.etag.clone(),
+    };
+    let html = match which {
+        Which::Overview => overview(&overview_views(&daemon.store, &pins, lock.as_ref())?, &meta),
+        Which::Pin(_) => {
+            let blank = PinView::blank(pins[0], locked_of(lock.as_ref(), &pins[0].id));
+            let (view, records) = view_of(&daemon.store, blank, PIN_AUDITS)?;
+            let history = PinHistory {
+                view,
+                records,
+                alpha: config.settings.alpha,
+            };
+            pin::page(&history, &meta)
+        }
+    };
+    Ok(html_response(
+        StatusCode::OK,
+        html,
+        Some(&stamp),
+        accepts_gzip(headers),
+        private,
+    ))
+}
+
+/// What the lock recorded as served for a pin; `None` when it is not locked.
+fn locked_of(lock: Option<&LoadedLock>, pin: &str) -> Option<Vec<String>> {
+    lock.and_then(|l| l.lock.pins.get(pin))
+        .map(|p| p.served_models.keys().cloned().collect())
+}
+
+/// The overview's views of `pins`, worst first, read from the store.
+pub fn overview_views(
+    store: &Store,
+    pins: &[&Pin],
+    lock: Option<&LoadedLock>,
+) -> Result<Vec<PinView>, StoreError> {
+    let mut views = pins
+        .iter()
+        .map(|p| {
+            let blank = PinView::blank(p, locked_of(lock, &p.id));
+            view_of(store, blank, STRIP_AUDITS).map(|(v, _)| v)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    by_urgency(&mut views);
+    Ok(views)
+}
+
+/// `view` filled from the pin's latest `limit` audits, and those records (oldest first) when
+/// `limit` is more than a strip: the overview decodes whole only each pin's latest record.
+pub fn view_of(
+    store: &Store,
+    mut view: PinView,
+    limit: usize,
+) -> Result<(PinView, Vec<AuditRecord>), StoreError> {
+    let raw = store.recent_raw(&view.id, limit)?;
+    let mut records = Vec::new();
+    if limit <= STRIP_AUDITS {
+        view.latest = raw
+            .first()
+            .and_then(|b| serde_json::from_slice::<AuditRecord>(b).ok());
+        view.marks = raw.iter().rev().filter_map(|b| Mark::decode(b)).collect();
+    } else {
+        records = raw
+            .iter()
+            .rev()
+            .filter_map(|b| serde_json::from_slice::<AuditRecord>(b).ok())
+            .collect();
+        view.latest = records.last().cloned();
+        view.marks = records
+            .iter()
+            .map(|r| Mark {
+                started_at: r.started_at,
+                status: r.pin.status,
+            })
+            .collect();
+    }
+    Ok((view, records))
+}
+
+/// `html`, gzipped when `gzip` and it pays, with the page's security and cache headers.
+fn html_response(
+    status: StatusCode,
+    html: String,
+    stamp: Option<&Stamp>,
+    gzip: bool,
+    private: bool,
+) -> Response {
+    let compressed = gzip.then(|| compress(html.as_bytes())).flatten();
+    let encoded = compressed.is_some();
+    let mut response = match compressed {
+        Some(bytes) => (status, bytes).into_response(),
+        None => (status, html).into_response(),
+    };
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    if let Ok(csp) = HeaderValue::from_str(&content_security_policy()) {
+        h.insert(header::CONTENT_SECURITY_POLICY, csp);
+    }
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    if encoded {
+        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    }
+    match stamp {
+        Some(stamp) => validators(h, stamp, private),
+        None => {
+            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        }
+    }
+    response
+}
+
+fn not_found(id: &str) -> Response {
+    let meta = Meta {
+        generated: Utc::now(),
+        etag: String::new(),
+    };
+    let main = format!(
+        "<p><a href=\"../\">← all pins</a></p><h1>No such pin</h1><p>pins.toml has no pin <code>{}</code>.</p>",
+        crate::daemon::page::html::outside(id, crate::text::DISPLAY_ID_CHARS)
+    );
+    html_response(
+        StatusCode::NOT_FOUND,
+        document("No such pin · modelpin", &meta, &main),
+        None,
+        false,
+        false,
+    )
+}
+
+fn plain(status: StatusCode, text: String) -> Response {
+    let mut response = (status, text).into_response();
+    response.headers_mut().insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}

@@ -1,0 +1,260 @@
+//! The page's pictures as inline SVG: a strip of recent audits coloured by status, and small line
+//! charts. Each is `role="img"` with a `<title>` that says in words what it shows, and colours
+//! come from CSS classes so both colour schemes apply. Numbers are written with one decimal at
+//! most, which is finer than a pixel at these sizes.
+
+use std::fmt::Write as _;
+
+use crate::daemon::page::Mark;
+use crate::daemon::page::html::{esc, time_text};
+use crate::finding::PinStatus;
+
+/// Width of one audit in a strip, gap included.
+const MARK_STEP: usize = 8;
+const MARK_WIDTH: usize = 6;
+const STRIP_HEIGHT: usize = 18;
+
+/// Size of a chart's drawing area, in its own units (scaled by CSS to the column).
+const CHART_W: f64 = 300.0;
+const CHART_H: f64 = 60.0;
+const PAD: f64 = 4.0;
+
+/// The CSS class that colours a status.
+#[must_use]
+pub fn status_class(status: PinStatus) -> &'static str {
+    match status {
+        PinStatus::Ok => "k",
+        PinStatus::Warning => "w",
+        PinStatus::Inconclusive => "i",
+        PinStatus::Drift => "d",
+    }
+}
+
+/// The recent audits of one pin, oldest left; each mark links to `{href}#a-<millis>`. `href` is
+/// already escaped for an attribute.
+#[must_use]
+pub fn strip(href: &str, marks: &[Mark]) -> String {
+    let width = (marks.len() * MARK_STEP).max(MARK_STEP);
+    let mut out = format!(
+        "<svg class=\"strip\" role=\"img\" width=\"{width}\" height=\"{STRIP_HEIGHT}\" viewBox=\"0 0 {width} {STRIP_HEIGHT}\"><title>{}</title>",
+        esc(&strip_summary(marks))
+    );
+    for (i, mark) in marks.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<a href=\"{href}#{}\"><title>{}: {}</title><rect x=\"{}\" width=\"{MARK_WIDTH}\" height=\"{STRIP_HEIGHT}\" class=\"{}\"/></a>",
+            mark.anchor(),
+            time_text(mark.started_at),
+            mark.status.as_str(),
+            i * MARK_STEP,
+            status_class(mark.status),
+        );
+    }
+    out.push_str("</svg>");
+    out
+}
+
+/// "Last 30 audits: 28 ok, 2 drift; latest drift" — the strip in words.
+#[must_use]
+pub fn strip_summary(marks: &[Mark]) -> String {
+    let Some(last) = marks.last() else {
+        return "No audits stored yet".to_owned();
+    };
+    let counts: Vec<String> = PinStatus::ALL
+        .iter()
+        .map(|s| (s, marks.iter().filter(|m| m.status == *s).count()))
+        .filter(|(_, n)| *n > 0)
+        .map(|(s, n)| format!("{n} {}", s.as_str()))
+        .collect();
+    let audits = if marks.len() == 1 { "audit" } else { "audits" };
+    format!(
+        "Last {} {audits}: {}; latest {}",
+        marks.len(),
+        counts.join(", "),
+        last.status.as_str()
+    )
+}
+
+/// How a chart maps values to height.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scale {
+    /// From the smallest value to the largest.
+    Linear,
+    /// p-values: `-log10 p`, from 1 at the bottom to `1e-8` at the top, with a dashed line at
+    /// the given alpha.
+    PValue { alpha: f64 },
+}
+
+/// A small line chart of `values` (oldest first; `None` where an audit has no value), described
+/// in words by `title`.
+#[must_use]
+pub fn chart(title: &str, values: &[Option<f64>], scale: Scale) -> String {
+    let mut out = format!(
+        "<svg class=\"chart\" role=\"img\" viewBox=\"0 0 {CHART_W} {CHART_H}\" preserveAspectRatio=\"none\"><title>{}</title><rect class=\"frame\" width=\"{CHART_W}\" height=\"{CHART_H}\"/>",
+        esc(title)
+    );
+    let y = y_of(values, scale);
+    if let Scale::PValue { alpha } = scale {
+        let _ = write!(
+            out,
+            "<line class=\"alpha\" x1=\"0\" x2=\"{CHART_W}\" y1=\"{0:.1}\" y2=\"{0:.1}\"/>",
+            y(alpha)
+        );
+    }
+    let step = if values.len() > 1 {
+        (CHART_W - 2.0 * PAD) / (values.len() - 1) as f64
+    } else {
+        0.0
+    };
+    for run in runs(values) {
+        let points: Vec<String> = run
+            .iter()
+            .map(|(i, v)| format!("{:.1},{:.1}", PAD + *i as f64 * step, y(*v)))
+            .collect();
+        if let [only] = points.as_slice() {
+            let (cx, cy) = only.split_once(',').unwrap_or(("0", "0"));
+            let _ = write!(
+                out,
+                "<circle class=\"dot\" cx=\"{cx}\" cy=\"{cy}\" r=\"2\"/>"
+            );
+        } else {
+            let _ = write!(
+                out,
+                "<polyline class=\"line\" points=\"{}\"/>",
+                points.join(" ")
+            );
+        }
+    }
+    out.push_str("</svg>");
+    out
+}
+
+/// The vertical position of a value, for the values' range or the p-value scale.
+fn y_of(values: &[Option<f64>], scale: Scale) -> Box<dyn Fn(f64) -> f64> {
+    let span = CHART_H - 2.0 * PAD;
+    match scale {
+        Scale::Linear => {
+            let finite = values.iter().flatten().copied().filter(|v| v.is_finite());
+            let (lo, hi) = finite.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+                (lo.min(v), hi.max(v))
+            });
+            let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
+            if hi > lo {
+                Box::new(move |v| CHART_H - PAD - ((v - lo) / (hi - lo)).clamp(0.0, 1.0) * span)
+            } else {
+                // A constant series is a level line across the middle.
+                Box::new(move |_| CHART_H / 2.0)
+            }
+        }
+        Scale::PValue { .. } => Box::new(move |p| {
+            let height = (-p.max(1e-300).log10()).clamp(0.0, 8.0) / 8.0;
+            CHART_H - PAD - height * span
+        }),
+    }
+}
+
+/// Consecutive runs of present, finite values, with their positions.
+fn runs(values: &[Option<f64>]) -> Vec<Vec<(usize, f64)>> {
+    let mut runs = vec![Vec::new()];
+    for (i, v) in values.iter().enumerate() {
+        match v.filter(|v| v.is_finite()) {
+            Some(v) => runs.last_mut().map_or((), |r| r.push((i, v))),
+            None => runs.push(Vec::new()),
+        }
+    }
+    runs.retain(|r| !r.is_empty());
+    runs
+}
+
+/// A strip of audits coloured by the model each one was mostly served: `served[i]` is the index
+/// of that model in the legend (`None` when nothing answered).
+#[must_use]
+pub fn served_strip(title: &str, served: &[Option<usize>]) -> String {
+    let width = (served.len() * MARK_STEP).max(MARK_STEP);
+    let mut out = format!(
+        "<svg class=\"strip\" role=\"img\" width=\"{width}\" height=\"{STRIP_HEIGHT}\" viewBox=\"0 0 {width} {STRIP_HEIGHT}\"><title>{}</title>",
+        esc(title)
+    );
+    for (i, model) in served.iter().enumerate() {
+        if let Some(model) = model {
+            let _ = write!(
+                out,
+                "<rect x=\"{}\" width=\"{MARK_WIDTH}\" height=\"{STRIP_HEIGHT}\" class=\"{}\"/>",
+                i * MARK_STEP,
+                model_class(*model)
+            );
+        }
+    }
+    out.push_str("</svg>");
+    out
+}
+
+/// Colour classes for served models, in legend order; the last is every model after them.
+pub const MODEL_CLASSES: [&str; 6] = ["m0", "m1", "m2", "m3", "m4", "m5"];
+
+#[must_use]
+pub fn model_class(index: usize) -> &'static str {
+    MODEL_CLASSES[index.min(MODEL_CLASSES.len() - 1)]
+}
+
+/// A legend swatch in a model's colour.
+#[must_use]
+pub fn swatch(index: usize) -> String {
+    format!(
+        "<svg class=\"sw\" width=\"10\" height=\"10\" aria-hidden=\"true\"><rect width=\"10\" height=\"10\" class=\"{}\"/></svg>",
+        model_class(index)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::DateTime;
+
+    use super::{Scale, chart, runs, strip, strip_summary};
+    use crate::daemon::page::Mark;
+    use crate::finding::PinStatus;
+
+    fn mark(at: i64, status: PinStatus) -> Mark {
+        Mark {
+            started_at: DateTime::from_timestamp(at, 0).unwrap(),
+            status,
+        }
+    }
+
+    #[test]
+    fn a_strip_links_each_audit_and_says_what_it_shows() {
+        let marks = [
+            mark(1_800_000_000, PinStatus::Ok),
+            mark(1_800_003_600, PinStatus::Drift),
+        ];
+        let svg = strip("pins/x", &marks);
+        assert!(svg.contains("role=\"img\""), "{svg}");
+        assert!(
+            svg.contains("<title>Last 2 audits: 1 ok, 1 drift; latest drift</title>"),
+            "{svg}"
+        );
+        assert!(svg.contains("href=\"pins/x#a-1800003600000\""), "{svg}");
+        assert!(svg.contains("class=\"d\""), "{svg}");
+        assert_eq!(strip_summary(&[]), "No audits stored yet");
+    }
+
+    #[test]
+    fn charts_break_at_missing_values_and_survive_odd_numbers() {
+        assert_eq!(runs(&[Some(1.0), None, Some(2.0), Some(f64::NAN)]).len(), 2);
+        let svg = chart(
+            "cost <per> call",
+            &[Some(1.0), Some(1.0), None, Some(f64::INFINITY), Some(0.0)],
+            Scale::Linear,
+        );
+        assert!(
+            svg.contains("<title>cost &lt;per&gt; call</title>"),
+            "{svg}"
+        );
+        assert!(svg.contains("<polyline"), "{svg}");
+        assert!(svg.contains("<circle"), "a lone value is a dot: {svg}");
+        assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
+        let p = chart("p", &[Some(0.0), Some(1.0)], Scale::PValue { alpha: 0.001 });
+        assert!(p.contains("class=\"alpha\""), "{p}");
+        assert!(!chart("empty", &[], Scale::Linear).contains("NaN"));
+    }
+}

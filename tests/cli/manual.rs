@@ -1,0 +1,135 @@
+//! Shell completions, the manual page and `--color`/NO_COLOR, through the real binary.
+
+use std::process::Command;
+
+use modelpin::provider::ProviderKind;
+
+use crate::harness::{Test, one_pin_with};
+
+fn modelpin() -> String {
+    assert_cmd::cargo::cargo_bin("modelpin")
+        .display()
+        .to_string()
+}
+
+#[test]
+fn bash_completion_script_loads_and_completes_subcommands() {
+    let run = Test::new().run(&["completions", "bash"]);
+    run.code(0);
+    assert!(run.stdout.contains("_modelpin()"), "{}", run.stdout);
+    let script = format!(
+        "source <('{}' completions bash) && complete -p modelpin && COMP_WORDS=(modelpin che) && COMP_CWORD=1 && _modelpin modelpin che modelpin && printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        modelpin()
+    );
+    let out = Command::new("bash").args(["-c", &script]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("-F _modelpin modelpin"), "{text}");
+    assert!(
+        text.lines().any(|l| l == "check"),
+        "`che` completes to check: {text}"
+    );
+}
+
+#[test]
+fn zsh_and_fish_completions_name_every_subcommand() {
+    for (shell, marker) in [
+        ("zsh", "#compdef modelpin"),
+        ("fish", "complete -c modelpin"),
+    ] {
+        let run = Test::new().run(&["completions", shell]);
+        run.code(0);
+        assert!(run.stdout.contains(marker), "{shell}: {}", run.stdout);
+        for command in ["check", "lock", "daemon", "scan", "man", "completions"] {
+            assert!(run.stdout.contains(command), "{shell} lacks {command}");
+        }
+    }
+    let bad = Test::new().run(&["completions", "tcsh"]);
+    bad.code(2);
+}
+
+#[test]
+fn man_page_has_the_usual_sections_and_renders() {
+    let run = Test::new().run(&["man"]);
+    run.code(0);
+    for section in [
+        ".TH modelpin 1",
+        ".SH NAME",
+        ".SH SYNOPSIS",
+        ".SH OPTIONS",
+        ".SH SUBCOMMANDS",
+    ] {
+        assert!(run.stdout.contains(section), "{section}\n{}", run.stdout);
+    }
+    assert!(run.stdout.contains("\\-\\-color"), "{}", run.stdout);
+    let page = Test::new().file("modelpin.1", &run.stdout);
+    match Command::new("man")
+        .arg("-l")
+        .arg(page.path("modelpin.1"))
+        .env("MANPAGER", "cat")
+        .env("MANWIDTH", "80")
+        .output()
+    {
+        Ok(out) => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                text.contains("SYNOPSIS") && text.contains("modelpin-check"),
+                "{text}"
+            );
+        }
+        Err(_) => {
+            eprintln!("notice: man not installed; the page was checked for its sections only");
+        }
+    }
+}
+
+/// A daemon that logs one line and stops: `--reset-store` with no store logs at INFO, then the
+/// listener's port is taken.
+fn daemon_log(color: &[&str], env: &[(&str, &str)]) -> String {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let settings = format!("metrics = \"127.0.0.1:{port}\"\nstore = \"store\"");
+    let mut test = Test::new()
+        .pins(&one_pin_with(
+            &settings,
+            ProviderKind::OpenAi,
+            "http://127.0.0.1:9/v1",
+            "gpt-4o-2024-08-06",
+            "",
+        ))
+        .file("probes/arith.toml", crate::harness::ARITH);
+    for (k, v) in env {
+        test = test.env(k, v);
+    }
+    let mut args = color.to_vec();
+    args.extend(["daemon", "--reset-store"]);
+    let run = test.run(&args);
+    run.code(2);
+    assert!(run.stderr.contains("no store to reset"), "{}", run.stderr);
+    drop(taken);
+    run.stderr
+}
+
+#[test]
+fn color_flag_and_no_color_decide_whether_the_log_has_escape_codes() {
+    assert!(daemon_log(&["--color", "always"], &[]).contains("\u{1b}["));
+    assert!(!daemon_log(&["--color", "never"], &[]).contains('\u{1b}'));
+    assert!(
+        !daemon_log(&[], &[]).contains('\u{1b}'),
+        "auto: not a terminal"
+    );
+    assert!(
+        daemon_log(&["--color", "always"], &[("NO_COLOR", "1")]).contains("\u{1b}["),
+        "an explicit --color always wins over NO_COLOR"
+    );
+    assert!(!daemon_log(&["--color", "auto"], &[("NO_COLOR", "1")]).contains('\u{1b}'));
+}

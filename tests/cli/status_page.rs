@@ -1,0 +1,281 @@
+//! The status page served by a real daemon: pins worst first with what they serve and what to
+//! do, hostile model IDs shown as text, conditional requests, gzip and the bearer token.
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use modelpin::provider::ProviderKind;
+use modelpin::sim::scenario::Reported;
+
+use crate::daemon::{Daemon, free_port, until};
+use crate::harness::{KEY_VAR, Sim, Test};
+use crate::world::{model, reroute, single};
+
+pub const STEADY: &str = "acme-pro-001";
+pub const SWAPPED: &str = "acme-mini-002";
+pub const HOSTILE: &str = "<script>alert(1)</script><img src=x onerror=alert(2)>";
+
+/// Three pins: `steady` stays ok, `swapped` is served `served_instead` after its lock (drift),
+/// `unlocked` has no baseline (inconclusive). `settings` gives the schedule and anything else.
+pub fn fleet(port: u16, served_instead: &str, settings: &str) -> (Sim, Test) {
+    let sim = Sim::start(reroute(
+        single(STEADY, model(STEADY, 4.0, (1.25, 10.0))),
+        SWAPPED,
+        model(SWAPPED, 4.0, (0.5, 2.0)),
+        Reported::Honest,
+    ));
+    let pin = |id: &str, model: &str| {
+        format!(
+            "[[pin]]\nid = \"{id}\"\nprovider = \"p\"\nmodel = \"{model}\"\nprobes = [\"probes/*.toml\"]\nsamples = 2\n"
+        )
+    };
+    let pins = format!(
+        "version = 1\n\n[settings]\ntimeout = \"5s\"\nbudget = \"30s\"\nmetrics = \"127.0.0.1:{port}\"\nstore = \"store\"\n{settings}\n\n[providers.p]\nkind = \"gemini\"\nbase_url = \"{}\"\napi_key_env = \"{KEY_VAR}\"\n\n{}\n{}\n{}",
+        sim.url(ProviderKind::Gemini),
+        pin("steady", STEADY),
+        pin("swapped", SWAPPED),
+        pin("unlocked", STEADY),
+    );
+    let test = Test::new()
+        .pins(&pins)
+        .file("probes/arith.toml", crate::harness::ARITH);
+    test.run(&["lock", "--pin", "steady", "--pin", "swapped"])
+        .code(0);
+    sim.set(reroute(
+        sim.sim.scenario(),
+        SWAPPED,
+        model(served_instead, 4.0, (0.5, 2.0)),
+        Reported::Honest,
+    ));
+    (sim, test)
+}
+
+/// One HTTP/1.1 answer, body as bytes (it may be gzip).
+pub struct Reply {
+    pub status: u16,
+    pub head: String,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            key.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| value.trim().to_owned())
+        })
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// A GET with extra request header lines (each ending in `\r\n`).
+pub fn fetch(port: u16, path: &str, headers: &str) -> Option<Reply> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\n{headers}Connection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes).ok()?;
+    let split = bytes.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&bytes[..split]).into_owned();
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some(Reply {
+        status,
+        head,
+        body: bytes[split + 4..].to_vec(),
+    })
+}
+
+/// (pin id, status word) of each row of the overview, in page order.
+pub fn rows(html: &str) -> Vec<(String, String)> {
+    html.split("<tr><th scope=\"row\">")
+        .skip(1)
+        .filter_map(|row| {
+            let id = row.split_once("\">")?.1.split_once("</a>")?.0.to_owned();
+            let status = row
+                .split_once("<span class=\"st ")?
+                .1
+                .split_once("</span>")?
+                .0;
+            let word = status.rsplit_once(' ').map_or(status, |(_, w)| w);
+            Some((id, word.to_owned()))
+        })
+        .collect()
+}
+
+/// Waits until the overview shows `want` (id, status) rows in this order; the last page seen.
+pub fn wait_for(port: u16, daemon: &Daemon, want: &[(&str, &str)], auth: &str) -> String {
+    let mut last = String::new();
+    let reached = until(Duration::from_secs(40), || {
+        last = fetch(port, "/", auth).map(|r| r.text()).unwrap_or_default();
+        let got = rows(&last);
+        got.len() == want.len()
+            && got
+                .iter()
+                .zip(want)
+                .all(|((id, st), (wid, wst))| id == wid && st == wst)
+    });
+    assert!(reached, "rows {:?}\n{last}\n{}", rows(&last), daemon.log());
+    last
+}
+
+pub const EVERY_SECOND: &str = "schedule = \"* * * * * *\"";
+
+/// Hourly: after the start-up audit of each pin, nothing changes for a while.
+pub const HOURLY: &str = "schedule = \"0 0 * * * *\"";
+
+const WORST_FIRST: [(&str, &str); 3] = [
+    ("swapped", "drift"),
+    ("unlocked", "inconclusive"),
+    ("steady", "ok"),
+];
+
+#[test]
+fn status_page_lists_pins_worst_first_with_what_they_serve_and_what_to_do() {
+    let port = free_port();
+    let (_sim, test) = fleet(port, HOSTILE, EVERY_SECOND);
+    let daemon = Daemon::start(&test);
+    let html = wait_for(port, &daemon, &WORST_FIRST, "");
+    assert!(
+        html.contains("Needs attention: 1 drift, 1 inconclusive"),
+        "{html}"
+    );
+    assert!(html.contains(&format!("<code>{STEADY}</code>")), "{html}");
+    assert!(html.contains("What to do:"), "{html}");
+    assert!(html.contains("not at lock"), "{html}");
+    assert!(html.contains("<svg class=\"strip\" role=\"img\""), "{html}");
+    assert!(html.contains("href=\"pins/swapped#a-"), "{html}");
+    // The served model `<script>…<img …>` is text: escaped, and no element of its own.
+    assert!(
+        html.contains("&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;"),
+        "{html}"
+    );
+    assert_eq!(
+        html.matches("<script").count(),
+        1,
+        "only the page's own script"
+    );
+    assert!(!html.contains("<img"), "{html}");
+
+    let reply = fetch(port, "/", "").unwrap();
+    assert_eq!(reply.status, 200);
+    assert_eq!(
+        reply.header("content-type").as_deref(),
+        Some("text/html; charset=utf-8")
+    );
+    let csp = reply.header("content-security-policy").unwrap();
+    assert!(
+        csp.starts_with("default-src 'none'; style-src 'sha256-"),
+        "{csp}"
+    );
+    assert!(
+        csp.contains("script-src 'sha256-") && csp.contains("img-src data:"),
+        "{csp}"
+    );
+    assert!(!csp.contains("unsafe"), "{csp}");
+
+    let pin = fetch(port, "/pins/swapped", "").unwrap();
+    assert_eq!(pin.status, 200, "{}", pin.head);
+    let page = pin.text();
+    for part in [
+        "<h1>swapped</h1>",
+        "Input tokens per call",
+        "Cost per call (USD)",
+        "Smallest adjusted p-value",
+        "<caption>Served models</caption>",
+        "<tr id=\"a-",
+        &format!("<code>{SWAPPED}</code>"),
+        "&lt;script&gt;alert(1)",
+    ] {
+        assert!(page.contains(part), "{part}\n{page}");
+    }
+    assert_eq!(page.matches("<script").count(), 1, "{page}");
+    let missing = fetch(port, "/pins/%3Cb%3Enope", "").unwrap();
+    assert_eq!(missing.status, 404);
+    assert!(
+        missing.text().contains("&lt;b&gt;nope"),
+        "{}",
+        missing.text()
+    );
+}
+
+#[test]
+fn status_page_revalidates_with_304_gzips_and_needs_the_token_like_the_api() {
+    let port = free_port();
+    let token = "tok-status-0123456789";
+    let settings = format!("{HOURLY}\napi_token_env = \"MODELPIN_API_TOKEN\"");
+    let (_sim, test) = fleet(port, "acme-flash-009", &settings);
+    let test = test.env("MODELPIN_API_TOKEN", token);
+    let daemon = Daemon::start(&test);
+    let auth = format!("Authorization: Bearer {token}\r\n");
+    wait_for(port, &daemon, &WORST_FIRST, &auth);
+
+    for path in ["/", "/pins/steady"] {
+        assert_eq!(fetch(port, path, "").unwrap().status, 401, "{path}");
+        let wrong = fetch(port, path, "Authorization: Bearer nope\r\n").unwrap();
+        assert_eq!(wrong.status, 401, "{path}");
+    }
+    assert_eq!(
+        fetch(port, "/metrics", "").unwrap().status,
+        200,
+        "metrics stay open"
+    );
+
+    // Each pin was audited once at start; the hourly schedule keeps the pages unchanged.
+    let first = fetch(port, "/pins/steady", &auth).unwrap();
+    assert_eq!(first.status, 200);
+    let etag = first.header("etag").unwrap();
+    assert!(etag.starts_with("W/\""), "{etag}");
+    assert!(first.header("cache-control").unwrap().contains("no-cache"));
+    let modified = first.header("last-modified").unwrap();
+    let again = fetch(
+        port,
+        "/pins/steady",
+        &format!("{auth}If-None-Match: \"x\", {etag}\r\n"),
+    )
+    .unwrap();
+    assert_eq!(again.status, 304, "{}", again.head);
+    assert!(again.body.is_empty());
+    assert_eq!(again.header("etag").as_deref(), Some(etag.as_str()));
+    let since = fetch(
+        port,
+        "/pins/steady",
+        &format!("{auth}If-Modified-Since: {modified}\r\n"),
+    )
+    .unwrap();
+    assert_eq!(since.status, 304, "{}", since.head);
+    let unauthorized = fetch(port, "/", &format!("If-None-Match: {etag}\r\n")).unwrap();
+    assert_eq!(unauthorized.status, 401, "no 304 without the token either");
+    let stale = fetch(
+        port,
+        "/pins/steady",
+        &format!("{auth}If-None-Match: W/\"0000\"\r\n"),
+    )
+    .unwrap();
+    assert_eq!(stale.status, 200, "a different ETag gets the page");
+
+    let zipped = fetch(
+        port,
+        "/",
+        &format!("{auth}Accept-Encoding: br;q=1, gzip;q=0.8\r\n"),
+    )
+    .unwrap();
+    assert_eq!(zipped.status, 200);
+    assert_eq!(zipped.header("content-encoding").as_deref(), Some("gzip"));
+    assert_eq!(zipped.header("vary").as_deref(), Some("Accept-Encoding"));
+    let mut html = String::new();
+    flate2::read::GzDecoder::new(zipped.body.as_slice())
+        .read_to_string(&mut html)
+        .unwrap();
+    assert!(html.contains("<h1>modelpin status</h1>"), "{html}");
+    let refused = fetch(port, "/", &format!("{auth}Accept-Encoding: gzip;q=0\r\n")).unwrap();
+    assert_eq!(refused.header("content-encoding"), None);
+}
