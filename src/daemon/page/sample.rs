@@ -51,6 +51,7 @@ fn pin(i: usize, now: DateTime<Utc>) -> PinView {
         finished_at: now,
         config_digest: "sha256:0".into(),
         lock_digest: None,
+        source: None,
         pin: PinReport {
             id: id.clone(),
             provider: "acme".into(),
