@@ -129,12 +129,13 @@ pub(super) fn validators(h: &mut HeaderMap, stamp: &Stamp, private: bool) {
     h.insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
 }
 
-/// gzip at the default level; `None` if the encoder fails (the page is then sent plain).
+/// gzip at level 3; `None` if the encoder fails (the page is then sent plain). On 100 pins the
+/// default level 6 saves 10% of the bytes and costs five times the time (bench/status_page).
 #[must_use]
 pub fn compress(bytes: &[u8]) -> Option<Vec<u8>> {
     let mut encoder = flate2::write::GzEncoder::new(
         Vec::with_capacity(bytes.len() / 4),
-        flate2::Compression::default(),
+        flate2::Compression::new(3),
     );
     encoder.write_all(bytes).ok()?;
     encoder.finish().ok()
