@@ -20,7 +20,7 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
 use crate::finding::PinStatus;
-use crate::store::AuditRecord;
+use crate::store::{AuditRecord, RecordSource};
 
 /// Audits shown in each pin's strip on `/`.
 pub const STRIP_AUDITS: usize = 30;
@@ -47,6 +47,8 @@ pub struct PinView {
 pub struct Mark {
     pub started_at: DateTime<Utc>,
     pub status: PinStatus,
+    /// A verdict judged from traffic (OpenTelemetry spans), not a probe audit.
+    pub traffic: bool,
 }
 
 /// The fields of a stored record a strip needs; serde skips the rest without building it.
@@ -54,6 +56,8 @@ pub struct Mark {
 struct MarkRecord {
     started_at: DateTime<Utc>,
     pin: MarkPin,
+    #[serde(default)]
+    source: Option<RecordSource>,
 }
 
 #[derive(Deserialize)]
@@ -69,7 +73,18 @@ impl Mark {
         Some(Mark {
             started_at: record.started_at,
             status: record.pin.status,
+            traffic: record.source.is_some(),
         })
+    }
+
+    /// The mark of a decoded record.
+    #[must_use]
+    pub fn of(record: &AuditRecord) -> Mark {
+        Mark {
+            started_at: record.started_at,
+            status: record.pin.status,
+            traffic: record.source.is_some(),
+        }
     }
 
     /// The fragment naming this audit on its pin's page.
@@ -262,6 +277,12 @@ pub(crate) mod tests {
         let mark = Mark::decode(&bytes).unwrap();
         assert_eq!(mark.status, PinStatus::Drift);
         assert_eq!(mark.anchor(), "a-1800000000000");
+        assert!(!mark.traffic);
+        assert_eq!(Mark::of(&record), mark);
+        record.source = Some(crate::store::RecordSource::Traffic);
+        let traffic = Mark::decode(&serde_json::to_vec(&record).unwrap()).unwrap();
+        assert!(traffic.traffic, "a traffic verdict is marked as such");
+        assert_eq!(Mark::of(&record), traffic);
         assert!(Mark::decode(b"{\"not\": 1}").is_none());
         assert!(Mark::decode(b"\xff\x00").is_none());
     }

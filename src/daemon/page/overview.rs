@@ -42,12 +42,20 @@ fn row(out: &mut String, view: &PinView) {
     let standing = Standing::of(view);
     let href = format!("pins/{}", segment(&view.id));
     let last = view.latest.as_ref().map_or("—".to_owned(), |r| {
-        format!(
-            "{}<div class=\"m\">{}/{} calls ok</div>",
-            time_tag(r.finished_at),
-            r.pin.calls.ok,
-            r.pin.calls.sent
-        )
+        if r.source.is_some() {
+            format!(
+                "{}<div class=\"m\">from traffic: {} spans</div>",
+                time_tag(r.finished_at),
+                r.pin.calls.sent
+            )
+        } else {
+            format!(
+                "{}<div class=\"m\">{}/{} calls ok</div>",
+                time_tag(r.finished_at),
+                r.pin.calls.ok,
+                r.pin.calls.sent
+            )
+        }
     });
     let findings = view.latest.as_ref().map_or(String::new(), |r| {
         findings_list(

@@ -110,10 +110,7 @@ fn charts(out: &mut String, history: &PinHistory) {
     let _ = write!(out, "<h2>Last {n} audits</h2>");
     let marks: Vec<_> = records
         .iter()
-        .map(|r| crate::daemon::page::Mark {
-            started_at: r.started_at,
-            status: r.pin.status,
-        })
+        .map(crate::daemon::page::Mark::of)
         .collect();
     figure(out, "Status", &strip("", &marks));
     let legend = served_legend(records);
@@ -238,12 +235,17 @@ fn audits_table(out: &mut String, records: &[AuditRecord]) {
         let codes: Vec<&str> = r.pin.findings.iter().map(|f| f.code.as_str()).collect();
         let _ = write!(
             out,
-            "<tr id=\"{}\"><th scope=\"row\">{}<div class=\"m\"><code>{}</code></div></th><td data-l=\"Status\"><span class=\"st {}\">{}</span></td><td data-l=\"Served\">{}</td><td data-l=\"Calls ok\">{}/{}</td><td data-l=\"Tokens\">{} / {}</td><td data-l=\"Cost per call\">{cost}</td><td data-l=\"Smallest p\">{p}</td><td data-l=\"Findings\">{}</td></tr>",
+            "<tr id=\"{}\"><th scope=\"row\">{}<div class=\"m\"><code>{}</code></div></th><td data-l=\"Status\"><span class=\"st {}\">{}</span>{}</td><td data-l=\"Served\">{}</td><td data-l=\"Calls ok\">{}/{}</td><td data-l=\"Tokens\">{} / {}</td><td data-l=\"Cost per call\">{cost}</td><td data-l=\"Smallest p\">{p}</td><td data-l=\"Findings\">{}</td></tr>",
             anchor(r.started_at),
             time_tag(r.started_at),
             outside(&r.audit_id, 64),
             status_class(r.pin.status),
             r.pin.status.as_str(),
+            if r.source.is_some() {
+                "<div class=\"m\">from traffic</div>"
+            } else {
+                ""
+            },
             if served.is_empty() {
                 "—".to_owned()
             } else {

@@ -37,6 +37,7 @@ fn pin(i: usize, now: DateTime<Utc>) -> PinView {
             } else {
                 PinStatus::Ok
             },
+            traffic: false,
         })
         .collect();
     let served = if status == PinStatus::Drift {

@@ -159,10 +159,7 @@ pub fn view_of(
         view.latest = records.last().cloned();
         view.marks = records
             .iter()
-            .map(|r| Mark {
-                started_at: r.started_at,
-                status: r.pin.status,
-            })
+            .map(Mark::of)
             .collect();
     }
     Ok((view, records))

@@ -42,10 +42,11 @@ pub fn strip(href: &str, marks: &[Mark]) -> String {
     for (i, mark) in marks.iter().enumerate() {
         let _ = write!(
             out,
-            "<a href=\"{href}#{}\"><title>{}: {}</title><rect x=\"{}\" width=\"{MARK_WIDTH}\" height=\"{STRIP_HEIGHT}\" class=\"{}\"/></a>",
+            "<a href=\"{href}#{}\"><title>{}: {}{}</title><rect x=\"{}\" width=\"{MARK_WIDTH}\" height=\"{STRIP_HEIGHT}\" class=\"{}\"/></a>",
             mark.anchor(),
             time_text(mark.started_at),
             mark.status.as_str(),
+            if mark.traffic { " (traffic)" } else { "" },
             i * MARK_STEP,
             status_class(mark.status),
         );
@@ -218,6 +219,7 @@ mod tests {
         Mark {
             started_at: DateTime::from_timestamp(at, 0).unwrap(),
             status,
+            traffic: false,
         }
     }
 
