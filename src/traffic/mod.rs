@@ -159,3 +159,51 @@ fn provider_names(pin: &Pin) -> &'static [&'static str] {
         ProviderKind::OpenRouter => &["openrouter", "openai"],
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{GenAiSpan, judge};
+    use crate::audit::lifecycle::Facts;
+    use crate::config::tests::{BASE, PROBE};
+    use crate::config::tests_support::config_with;
+    use crate::finding::Code;
+
+    fn span(served: &str) -> GenAiSpan {
+        GenAiSpan {
+            trace_id: "5b".repeat(16),
+            span_id: "eee19b7ec3c1b174".to_owned(),
+            provider: Some("openai".to_owned()),
+            requested: Some("gpt-4o-2024-08-06".to_owned()),
+            served: Some(served.to_owned()),
+            ..GenAiSpan::default()
+        }
+    }
+
+    fn codes(pins: &str, spans: &[GenAiSpan]) -> Vec<Code> {
+        let config = config_with(pins, PROBE);
+        let judged = judge(&config, None, spans, &Facts::default(), false);
+        judged.report.pins[0]
+            .findings
+            .iter()
+            .map(|f| f.code)
+            .collect()
+    }
+
+    #[test]
+    fn a_retired_model_still_answering_in_traffic_is_retired_still_served() {
+        let retired = BASE.replacen(
+            "model = \"gpt-4o-2024-08-06\"",
+            "model = \"gpt-4o-2024-08-06\"\nretires_on = 2020-01-01",
+            1,
+        );
+        let found = codes(&retired, &[span("gpt-4o-2024-08-06")]);
+        assert!(found.contains(&Code::RetiredStillServed), "{found:?}");
+    }
+
+    #[test]
+    fn traffic_answered_by_another_model_is_a_mismatch() {
+        let found = codes(BASE, &[span("gpt-4o-2024-08-06"), span("gpt-4o-mini")]);
+        assert!(found.contains(&Code::ServedModelMismatch), "{found:?}");
+        assert!(codes(BASE, &[span("gpt-4o-2024-08-06")]).is_empty());
+    }
+}

@@ -338,10 +338,13 @@ fn traffic_receiver_answers_429_with_retry_after_when_every_slot_is_taken() {
         "POST /v1/traces HTTP/1.1\r\nHost: localhost\r\n{PROTOBUF}\r\nContent-Length: 1000\r\n\r\nxx"
     )
     .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
     let body = request(vec![span(1, ID, ID)]).encode_to_vec();
-    let busy = post(port, "/v1/traces", &[PROTOBUF], &body).unwrap();
-    assert_eq!(busy.status, 429, "{}", daemon.log());
+    let mut busy = None;
+    until(Duration::from_secs(5), || {
+        busy = post(port, "/v1/traces", &[PROTOBUF], &body).filter(|a| a.status == 429);
+        busy.is_some()
+    });
+    let busy = busy.unwrap_or_else(|| panic!("a 429 while the slot is held: {}", daemon.log()));
     assert!(busy.head.contains("retry-after: 1"), "{}", busy.head);
     drop(slow);
     let freed = until(Duration::from_secs(5), || {

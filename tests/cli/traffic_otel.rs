@@ -122,13 +122,15 @@ fn traffic_from_the_openai_sdk_instrumented_by_opentelemetry_shows_a_reroute_wit
     let sent = Instant::now();
     assert!(answered.contains("acme-flash-002"), "{answered}");
     assert!(
-        until(Duration::from_secs(5), || mismatch_in_traffic(&test)),
+        until(Duration::from_secs(10), || mismatch_in_traffic(&test)),
         "the reroute is a finding: {}",
         daemon.log()
     );
+    // Judged every second; the margin is for a loaded test machine (bench/traffic measures the
+    // latency itself).
     let seen_after = sent.elapsed();
     assert!(
-        seen_after <= Duration::from_secs(3),
+        seen_after <= Duration::from_secs(5),
         "finding after {seen_after:?}"
     );
     assert!(
