@@ -207,6 +207,11 @@ fn traffic_spans_posted_to_the_daemon_become_a_finding_and_a_metric() {
         history(&test).iter().any(|r| r.get("source").is_none()),
         "the start-up probe audit is kept"
     );
+    // The status page shows the traffic verdict as one, beside the probe audit in the strip.
+    let (status, _, page) = get(port, "/").expect("the status page answers");
+    assert_eq!(status, 200);
+    assert!(page.contains("from traffic: 7 spans"), "{page}");
+    assert!(page.contains("drift (traffic)</title>"), "{page}");
 }
 
 #[test]

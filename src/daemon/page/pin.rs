@@ -108,10 +108,7 @@ fn charts(out: &mut String, history: &PinHistory) {
     let records = &history.records;
     let n = records.len();
     let _ = write!(out, "<h2>Last {n} audits</h2>");
-    let marks: Vec<_> = records
-        .iter()
-        .map(crate::daemon::page::Mark::of)
-        .collect();
+    let marks: Vec<_> = records.iter().map(crate::daemon::page::Mark::of).collect();
     figure(out, "Status", &strip("", &marks));
     let legend = served_legend(records);
     let served: Vec<Option<usize>> = records

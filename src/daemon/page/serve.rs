@@ -157,10 +157,7 @@ pub fn view_of(
             .filter_map(|b| serde_json::from_slice::<AuditRecord>(b).ok())
             .collect();
         view.latest = records.last().cloned();
-        view.marks = records
-            .iter()
-            .map(Mark::of)
-            .collect();
+        view.marks = records.iter().map(Mark::of).collect();
     }
     Ok((view, records))
 }
