@@ -201,6 +201,46 @@ impl ColorWhen {
         }
     }
 
+    /// clap's choice for its own help and error messages; `auto` leaves clap's own detection
+    /// (a terminal, NO_COLOR) as it is.
+    #[must_use]
+    pub fn for_clap(self) -> clap::ColorChoice {
+        match self {
+            ColorWhen::Auto => clap::ColorChoice::Auto,
+            ColorWhen::Always => clap::ColorChoice::Always,
+            ColorWhen::Never => clap::ColorChoice::Never,
+        }
+    }
+
+    /// The `--color` given on a command line, read before clap parses it so that clap's own help
+    /// and errors follow it too: the last one wins, nothing after `--` counts, and a value that
+    /// is not a choice is left for clap to refuse.
+    #[must_use]
+    pub fn from_args<I, S>(args: I) -> Option<ColorWhen>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let mut found = None;
+        let mut args = args.into_iter().skip(1);
+        while let Some(arg) = args.next() {
+            let Some(arg) = arg.as_ref().to_str() else {
+                continue;
+            };
+            let value = match arg {
+                "--" => break,
+                "--color" => args
+                    .next()
+                    .and_then(|v| v.as_ref().to_str().map(str::to_owned)),
+                _ => arg.strip_prefix("--color=").map(str::to_owned),
+            };
+            if let Some(when) = value.and_then(|v| ColorWhen::from_str(&v, false).ok()) {
+                found = Some(when);
+            }
+        }
+        found
+    }
+
     /// Whether to colour stderr.
     #[must_use]
     pub fn stderr(self) -> bool {
@@ -285,6 +325,31 @@ mod tests {
     use std::ffi::OsStr;
 
     use super::ColorWhen;
+
+    #[test]
+    fn the_color_flag_is_found_before_clap_parses() {
+        for (args, want) in [
+            (&["modelpin", "check"][..], None),
+            (
+                &["modelpin", "--color", "never", "check"],
+                Some(ColorWhen::Never),
+            ),
+            (
+                &["modelpin", "check", "--color=always"],
+                Some(ColorWhen::Always),
+            ),
+            (
+                &["modelpin", "--color", "never", "check", "--color", "auto"],
+                Some(ColorWhen::Auto),
+            ),
+            (&["modelpin", "--color", "sometimes"], None),
+            (&["modelpin", "--color"], None),
+            (&["modelpin", "scan", "--", "--color=never"], None),
+            (&["--color=never"], None),
+        ] {
+            assert_eq!(ColorWhen::from_args(args), want, "{args:?}");
+        }
+    }
 
     #[test]
     fn colour_follows_the_flag_then_no_color_then_the_terminal() {

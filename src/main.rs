@@ -2,9 +2,15 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory as _, FromArgMatches as _};
+use modelpin::cli::{Cli, ColorWhen};
 
 fn main() -> ExitCode {
-    let cli = modelpin::cli::Cli::parse();
+    let mut command = Cli::command();
+    // `--color` decides clap's own help and errors too, so it is read before clap parses.
+    if let Some(when) = ColorWhen::from_args(std::env::args_os()) {
+        command = command.color(when.for_clap());
+    }
+    let cli = Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit());
     modelpin::app::run(&cli).into()
 }

@@ -133,3 +133,31 @@ fn color_flag_and_no_color_decide_whether_the_log_has_escape_codes() {
     );
     assert!(!daemon_log(&["--color", "auto"], &[("NO_COLOR", "1")]).contains('\u{1b}'));
 }
+
+#[test]
+fn color_flag_decides_the_help_and_usage_errors_too() {
+    let test = Test::new();
+    let help = |args: &[&str]| {
+        let run = test.run(args);
+        run.code(0);
+        run.stdout
+    };
+    assert!(help(&["--color", "always", "--help"]).contains("\u{1b}["));
+    assert!(help(&["check", "--help", "--color=always"]).contains("\u{1b}["));
+    assert!(!help(&["--color", "never", "--help"]).contains('\u{1b}'));
+    assert!(
+        !help(&["--help"]).contains('\u{1b}'),
+        "auto: not a terminal"
+    );
+    let error = test.run(&["--color", "always", "chekc"]);
+    error.code(2);
+    assert!(error.stderr.contains("\u{1b}["), "{}", error.stderr);
+    assert!(
+        error.stderr.contains("check"),
+        "a suggestion: {}",
+        error.stderr
+    );
+    let plain = test.run(&["--color", "never", "chekc"]);
+    plain.code(2);
+    assert!(!plain.stderr.contains('\u{1b}'), "{}", plain.stderr);
+}
