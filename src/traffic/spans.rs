@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 /// Longest attribute value kept (model IDs, provider names): longer ones are cut.
-const MAX_VALUE: usize = 256;
+pub const MAX_VALUE: usize = 256;
 
 /// One LLM call as its span recorded it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
