@@ -4,8 +4,6 @@
 //! under Grafana's dashboard JSON schema (vendored, see `tests/fixtures/grafana/SOURCES.md`).
 
 use std::collections::BTreeSet;
-use std::io::Write as _;
-use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
@@ -123,43 +121,5 @@ fn grafana_dashboard_reads_the_datasource_variable_and_lays_out_on_the_grid() {
 /// with a notice outside CI when it is missing.
 #[test]
 fn grafana_dashboard_is_valid_under_grafanas_schema() {
-    let script = r"
-import json, sys, jsonschema
-schema = json.load(open(sys.argv[1]))
-jsonschema.Draft7Validator.check_schema(schema)
-errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(json.load(sys.stdin)), key=str)
-for e in errors[:5]:
-    print(list(e.absolute_path), e.message[:300], file=sys.stderr)
-sys.exit(1 if errors else 0)
-";
-    let has_jsonschema = Command::new("python3")
-        .args(["-c", "import jsonschema"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !has_jsonschema {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "python3 with jsonschema is required in CI (.ci/run installs it)"
-        );
-        eprintln!("notice: python3 jsonschema not installed; skipping the dashboard schema check");
-        return;
-    }
-    let mut child = Command::new("python3")
-        .args(["-c", script, SCHEMA])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(DASHBOARD.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "dashboard schema violations: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::harness::assert_valid_under_schema(SCHEMA, "Draft7Validator", DASHBOARD, "dashboard");
 }

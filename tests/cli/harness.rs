@@ -207,3 +207,52 @@ probes = ["probes/*.toml"]
         },
     )
 }
+
+/// Asserts `document` is valid under the JSON schema at `schema` with Python's `jsonschema`
+/// (`validator` names the draft class, e.g. `Draft7Validator`); `what` names the document in
+/// messages. Skipped with a notice outside CI when `jsonschema` is missing; `.ci/run` installs it.
+pub fn assert_valid_under_schema(schema: &str, validator: &str, document: &str, what: &str) {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let script = format!(
+        r"
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+jsonschema.{validator}.check_schema(schema)
+errors = sorted(jsonschema.{validator}(schema).iter_errors(json.load(sys.stdin)), key=str)
+for e in errors[:5]:
+    print(list(e.absolute_path), e.message[:300], file=sys.stderr)
+sys.exit(1 if errors else 0)
+"
+    );
+    let has_jsonschema = Command::new("python3")
+        .args(["-c", "import jsonschema"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_jsonschema {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "python3 with jsonschema is required in CI (.ci/run installs it)"
+        );
+        eprintln!("notice: python3 jsonschema not installed; skipping the {what} schema check");
+        return;
+    }
+    let mut child = Command::new("python3")
+        .args(["-c", &script, schema])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(document.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{what} schema violations: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

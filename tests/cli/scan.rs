@@ -462,48 +462,9 @@ fn scan_sarif_is_valid_sarif_2_1_0_and_points_at_the_ids() {
     assert!(fixes > 0, "retired IDs with one successor carry a fix");
 }
 
-/// Validates with Python's `jsonschema` against the vendored schema; skipped with a notice
-/// outside CI when it is missing.
+/// Validates against the vendored SARIF 2.1.0 schema.
 fn validate_sarif(log: &str) {
-    let script = r"
-import json, sys, jsonschema
-schema = json.load(open(sys.argv[1]))
-jsonschema.Draft4Validator.check_schema(schema)
-errors = sorted(jsonschema.Draft4Validator(schema).iter_errors(json.load(sys.stdin)), key=str)
-for e in errors[:5]:
-    print(list(e.absolute_path), e.message, file=sys.stderr)
-sys.exit(1 if errors else 0)
-";
-    let has_jsonschema = Command::new("python3")
-        .args(["-c", "import jsonschema"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !has_jsonschema {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "python3 with jsonschema is required in CI (.ci/run installs it)"
-        );
-        eprintln!("notice: python3 jsonschema not installed; skipping SARIF schema validation");
-        return;
-    }
-    let mut child = Command::new("python3")
-        .args(["-c", script, SCHEMA])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(log.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "SARIF schema violations: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::harness::assert_valid_under_schema(SCHEMA, "Draft4Validator", log, "SARIF");
 }
 
 #[test]
