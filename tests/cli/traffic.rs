@@ -3,7 +3,8 @@
 use modelpin::provider::ProviderKind;
 use serde_json::{Value, json};
 
-use crate::harness::{ARITH, Test, one_pin_with};
+use crate::harness::{ARITH, Sim, Test, one_pin_with};
+use crate::world::{model, single};
 
 const ID: &str = "acme-large-2024-08-06";
 
@@ -83,5 +84,56 @@ fn traffic_with_nothing_matching_is_no_all_clear() {
         run.stderr.contains("broken.json:1: not OTLP/JSON"),
         "{}",
         run.stderr
+    );
+}
+
+/// A project locked on the simulator: the lock records the probe's digest and prompt tokens.
+fn locked(sim: &Sim) -> (Test, String, u64) {
+    let test = Test::new()
+        .pins(&one_pin_with(
+            "timeout = \"5s\"",
+            ProviderKind::OpenAi,
+            &sim.url(ProviderKind::OpenAi),
+            ID,
+            "samples = 2",
+        ))
+        .file("probes/arith.toml", ARITH);
+    test.run(&["lock"]).code(0);
+    let lock: Value = serde_json::from_str(&test.read("modelpin.lock")).unwrap();
+    let probe = &lock["pins"]["pin"]["probes"]["arith"];
+    let digest = probe["digest"].as_str().unwrap().to_owned();
+    (test, digest, probe["prompt_tokens"][0].as_u64().unwrap())
+}
+
+fn fingerprinted(i: usize, digest: &str, input_tokens: u64) -> Value {
+    let mut s = span(i, ID, ID);
+    let attributes = s["attributes"].as_array_mut().unwrap();
+    attributes.retain(|kv| kv["key"] != "gen_ai.usage.input_tokens");
+    attributes.push(json!({"key": "gen_ai.usage.input_tokens", "value": {"intValue": input_tokens.to_string()}}));
+    attributes.push(json!({"key": "modelpin.probe.digest", "value": {"stringValue": digest}}));
+    s
+}
+
+#[test]
+fn traffic_fingerprinted_prompts_whose_token_count_moved_are_a_tokenizer_change() {
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.25, 10.0))));
+    let (test, digest, tokens) = locked(&sim);
+    // Spans without the fingerprint may have any count; those with it must match the lock.
+    let mut spans = vec![span(0, ID, ID), fingerprinted(1, &digest, tokens)];
+    let test = test.file("same.json", &export(&spans));
+    test.run(&["traffic", "same.json"]).code(0);
+    spans.push(fingerprinted(2, &digest, tokens + 7));
+    let test = test.file("moved.json", &export(&spans));
+    let run = test.run(&["traffic", "moved.json", "--format", "json"]);
+    run.code(1);
+    let report = run.json();
+    let finding = report.pin("pin").finding("tokenizer_changed");
+    let counts = &finding.evidence["probes"][0];
+    assert_eq!(counts["probe"], "arith");
+    assert_eq!(counts["locked"], json!([tokens]));
+    assert_eq!(counts["now"], json!([tokens, tokens + 7]));
+    assert_eq!(
+        counts["examples"],
+        json!([format!("trace {:032x} span {:016x}", 2, 2)])
     );
 }
