@@ -7,7 +7,7 @@
 //! hex and 64-bit integers as strings (opentelemetry-proto, "JSON Protobuf Encoding"). Spans
 //! without GenAI attributes are skipped; anything malformed is skipped and counted, never a panic.
 //!
-//! Two more attributes are read when present:
+//! Three more attributes are read when present:
 //! - `modelpin.probe.digest`, set by an application that opted in, on a call that sent exactly
 //!   one of the pin's probes: its value is the probe's `digest` from `modelpin.lock`, so the
 //!   call's prompt token count can be held against the locked one.
@@ -17,6 +17,11 @@
 //!   name sent to the provider by litellm"), `model_id` (the router's deployment id) and
 //!   `api_base`. They carry what the proxy's `x-litellm-model-name`, `x-litellm-model-id` and
 //!   `x-litellm-model-api-base` response headers carry on the probe path.
+//! - `litellm.provider.model`, set by LiteLLM's newer OpenTelemetry engine
+//!   (`litellm/integrations/otel/model/semconv.py`, `LiteLLM.PROVIDER_MODEL`): "the model string
+//!   litellm actually sent to the provider (the deployment's `litellm_params.model`)", while its
+//!   `gen_ai.request.model` is the model group the caller asked for. That engine writes the API
+//!   base only as `server.address` (its host), so no upstream is taken from it.
 
 use serde_json::Value;
 
@@ -43,10 +48,11 @@ pub struct GenAiSpan {
     pub deployment: Option<Deployment>,
 }
 
-/// What LiteLLM's `hidden_params` span attribute says about the deployment that answered.
+/// What LiteLLM's span attributes say about the deployment that answered.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Deployment {
-    /// `litellm_model_name`: the model the deployment sent to the provider.
+    /// `litellm.provider.model`, else `litellm_model_name`: the model the deployment sent to
+    /// the provider.
     pub model: Option<String>,
     /// `model_id`: the router's id of the deployment.
     pub id: Option<String>,
@@ -147,7 +153,7 @@ pub(crate) struct Ids {
 
 /// Every attribute key read, in one table: the JSON and protobuf readers offer each attribute
 /// once and the first value of a key wins, so both formats give the same span.
-const KEYS: [&str; 17] = [
+const KEYS: [&str; 18] = [
     "gen_ai.request.model",
     "llm.invocation_parameters",
     "gen_ai.response.model",
@@ -165,6 +171,7 @@ const KEYS: [&str; 17] = [
     "server.address",
     "modelpin.probe.digest",
     "hidden_params",
+    "litellm.provider.model",
 ];
 
 /// The GenAI attributes of one span, collected in a single pass over its attributes.
@@ -249,8 +256,24 @@ impl<'a> Fields<'a> {
                 .raw("modelpin.probe.digest")
                 .filter(|d| is_digest(d))
                 .map(str::to_owned),
-            deployment: self.raw("hidden_params").and_then(deployment),
+            deployment: self.deployment(),
         })
+    }
+
+    /// The deployment either LiteLLM integration names; the newer one's model is the more
+    /// precise (it prefers the router's own deployment record).
+    fn deployment(&self) -> Option<Deployment> {
+        let provider_model = self.text(&["litellm.provider.model"]);
+        match self.raw("hidden_params").and_then(deployment) {
+            Some(found) => Some(Deployment {
+                model: provider_model.or(found.model),
+                ..found
+            }),
+            None => provider_model.map(|model| Deployment {
+                model: Some(model),
+                ..Deployment::default()
+            }),
+        }
     }
 }
 
@@ -488,6 +511,15 @@ mod tests {
             let span = one(&with_model(&[hidden(params.clone())]));
             assert_eq!(span.deployment, want, "{params}");
         }
+        // LiteLLM's newer engine: the model group is requested, the deployment named apart.
+        let newer = one(&with_model(&[kv(
+            "litellm.provider.model",
+            json!({"stringValue": "azure/my-deployment"}),
+        )]));
+        assert_eq!(
+            newer.deployment,
+            deployment(Some("azure/my-deployment"), None, None)
+        );
         let broken = kv(
             "hidden_params",
             json!({"stringValue": "{\"litellm_model_name\": "}),
