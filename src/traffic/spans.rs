@@ -97,6 +97,8 @@ pub fn extract(document: &Value) -> Extracted {
 }
 
 /// How one span entry read.
+// Returned and consumed at once, never stored: boxing the span would cost an allocation per span.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Read {
     GenAi(GenAiSpan),
     /// A span without GenAI attributes.
