@@ -5,8 +5,9 @@
 //! the span names one) is the pin's provider kind, so a pins.toml that works for `check` works
 //! for traffic unchanged. Each matched span becomes an answered call of the pin; the judge then
 //! compares served IDs with `accept` and the lock, and a retired ID still answering is
-//! `retired_still_served`. A gateway deployment a span names (LiteLLM's `hidden_params`) is the
-//! served identity and its API base the upstream, as the gateway's headers are for probes.
+//! `retired_still_served`. A gateway deployment a span names (LiteLLM's `hidden_params` or
+//! `litellm.provider.model`) is the served identity and its API base the upstream, as the
+//! gateway's response headers are for probes.
 //!
 //! Prompt token counts only mean something for a prompt the lock knows: a span whose
 //! `modelpin.probe.digest` is the locked digest of one of the pin's probes counts as an answer to
