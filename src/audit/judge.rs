@@ -184,6 +184,10 @@ fn nothing_measured(obs: &Observation) -> Unmeasured {
 
 /// Probes whose answers were longer than their `max_tokens`.
 fn over_max_tokens(case: &Case<'_>) -> Option<MaxTokensExceeded> {
+    // A span's completion count may include tokens the application asked for beyond the probe.
+    if case.traffic {
+        return None;
+    }
     let probes: Vec<OverLimit> = case
         .probes
         .iter()
@@ -455,9 +459,27 @@ fn tokenizer(case: &Case<'_>) -> Option<TokenizerChanged> {
     let probes: Vec<TokenCounts> = comparable_prompt_tokens(case)
         .into_iter()
         .filter(|(_, then, now)| now.iter().any(|n| !then.contains(n)))
-        .map(|(probe, locked, now)| TokenCounts { probe, locked, now })
+        .map(|(probe, locked, now)| TokenCounts {
+            examples: moved_examples(case, &probe, &locked),
+            probe,
+            locked,
+            now,
+        })
         .collect();
     (!probes.is_empty()).then_some(TokenizerChanged { probes })
+}
+
+/// For traffic, up to three trace and span ids of calls whose prompt count left the lock's.
+fn moved_examples(case: &Case<'_>, probe: &str, locked: &[u64]) -> Vec<String> {
+    if !case.traffic {
+        return Vec::new();
+    }
+    case.observation
+        .replies()
+        .filter(|(c, r)| c.probe == probe && r.usage.input.is_some_and(|n| !locked.contains(&n)))
+        .filter_map(|(_, r)| r.request_id.clone())
+        .take(3)
+        .collect()
 }
 
 /// The per-token price to judge and count cost against: the pin's list price, else the price
@@ -607,6 +629,10 @@ fn unmeasured_probes(case: &Case<'_>) -> Vec<Evidence> {
 /// lengths against this audit's, Holm-corrected across all of the pin's tests at `alpha`.
 #[must_use]
 pub fn behaviour_verdict(case: &Case<'_>) -> Option<DriftVerdict> {
+    // Spans carry token counts, not answers: there is no text to compare.
+    if case.traffic {
+        return None;
+    }
     let probes: Vec<ProbeSamples> = case
         .probes
         .iter()

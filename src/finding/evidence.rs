@@ -188,6 +188,9 @@ pub struct TokenCounts {
     pub probe: String,
     pub locked: Vec<u64>,
     pub now: BTreeSet<u64>,
+    /// Up to three trace and span ids of traffic calls with a count the lock does not have.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<String>,
 }
 
 impl TokenizerChanged {

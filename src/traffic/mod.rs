@@ -5,7 +5,14 @@
 //! the span names one) is the pin's provider kind, so a pins.toml that works for `check` works
 //! for traffic unchanged. Each matched span becomes an answered call of the pin; the judge then
 //! compares served IDs with `accept` and the lock, and a retired ID still answering is
-//! `retired_still_served`. Probe-only checks (tokenizer, behaviour) have nothing to compare.
+//! `retired_still_served`. A gateway deployment a span names (LiteLLM's `hidden_params` or
+//! `litellm.provider.model`) is the served identity and its API base the upstream, as the
+//! gateway's response headers are for probes.
+//!
+//! Prompt token counts only mean something for a prompt the lock knows: a span whose
+//! `modelpin.probe.digest` is the locked digest of one of the pin's probes counts as an answer to
+//! that probe, so the tokenizer and per-call input cost checks compare it with the lock. Other
+//! probe checks (behaviour, `max_tokens`) are left to probes: spans carry no answer text.
 
 pub mod otlp;
 pub mod proto;
@@ -17,11 +24,12 @@ use std::time::Duration;
 use crate::audit::judge::{Case, judge_with_statistics};
 use crate::audit::lifecycle::{Facts, ProviderSignals};
 use crate::audit::{CallRecord, CallResult, Observation};
-use crate::config::{Config, Pin};
-use crate::lock::LoadedLock;
+use crate::config::{Config, Pin, Probe};
+use crate::lock::{LoadedLock, LockedPin};
+use crate::provider::gateway::{self, Gateway};
 use crate::provider::{ProviderKind, Reply, Usage, normalize_model_id};
 use crate::report::{PinReport, Report};
-use spans::GenAiSpan;
+use spans::{Deployment, GenAiSpan};
 
 /// The report over the pins that had traffic, and what did not match any pin.
 pub struct Judged {
@@ -105,12 +113,25 @@ pub fn pin_report(
     spans: &[&GenAiSpan],
     facts: &Facts,
 ) -> PinReport {
-    let calls = spans.iter().enumerate().map(|(i, s)| call(i, s)).collect();
-    let obs = Observation::complete(&pin.id, calls);
     let locked = lock.and_then(|l| l.lock.pins.get(&pin.id));
+    let probes = fingerprinted(
+        config.probes_of(pin),
+        locked.filter(|l| l.model == pin.model),
+    );
+    let calls: Vec<CallRecord> = spans
+        .iter()
+        .enumerate()
+        .map(|(i, s)| call(i, s, &probes))
+        .collect();
+    // Only the probes some span answered: the others were not asked in this traffic.
+    let probes = probes
+        .into_iter()
+        .filter(|p| calls.iter().any(|c| c.probe == p.id))
+        .collect();
+    let obs = Observation::complete(&pin.id, calls);
     let life =
         crate::audit::run::lifecycle_of(config, pin, &obs, &ProviderSignals::default(), facts);
-    let case = Case::new(pin, Vec::new(), &obs, locked)
+    let case = Case::new(pin, probes, &obs, locked)
         .with_lifecycle(life.clone(), Vec::new())
         .with_alpha(config.settings.alpha)
         .from_traffic();
@@ -118,25 +139,62 @@ pub fn pin_report(
     PinReport::new(pin, &obs, locked, findings).with_lifecycle(&life)
 }
 
-/// A span as an answered call; its trace and span ids stand where a request id would.
-fn call(index: usize, span: &GenAiSpan) -> CallRecord {
+/// The pin's probes a span can be held against: those whose digest the lock recorded for the
+/// pin's current model, unchanged since. A span names one by that digest.
+fn fingerprinted<'c>(probes: Vec<&'c Probe>, baseline: Option<&LockedPin>) -> Vec<&'c Probe> {
+    let Some(baseline) = baseline else {
+        return Vec::new();
+    };
+    probes
+        .into_iter()
+        .filter(|p| {
+            baseline
+                .probes
+                .get(&p.id)
+                .is_some_and(|l| l.digest == p.digest)
+        })
+        .collect()
+}
+
+/// A span as an answered call; its trace and span ids stand where a request id would. A span
+/// with a known probe digest and a prompt token count answers that probe; any other, `traffic`.
+fn call(index: usize, span: &GenAiSpan, probes: &[&Probe]) -> CallRecord {
+    let probe = probes
+        .iter()
+        .find(|p| span.input_tokens.is_some() && span.probe_digest.as_ref() == Some(&p.digest))
+        .map_or("traffic", |p| p.id.as_str());
+    let reply = Reply {
+        served_model: span.served.as_deref().map(normalize_model_id),
+        usage: Usage {
+            input: span.input_tokens,
+            output: span.output_tokens,
+            ..Usage::default()
+        },
+        request_id: Some(format!("trace {} span {}", span.trace_id, span.span_id)),
+        ..Reply::default()
+    };
     CallRecord {
-        probe: "traffic".to_owned(),
+        probe: probe.to_owned(),
         sample: u32::try_from(index).unwrap_or(u32::MAX),
-        result: CallResult::Reply(Reply {
-            served_model: span.served.as_deref().map(normalize_model_id),
-            usage: Usage {
-                input: span.input_tokens,
-                output: span.output_tokens,
-                ..Usage::default()
-            },
-            request_id: Some(format!("trace {} span {}", span.trace_id, span.span_id)),
-            ..Reply::default()
+        result: CallResult::Reply(match &span.deployment {
+            Some(d) => gateway::apply(reply, litellm(d)),
+            None => reply,
         }),
         latency: Duration::ZERO,
         attempts: 1,
         waits: Vec::new(),
         stopped: None,
+    }
+}
+
+/// LiteLLM's deployment as its response headers would have named it on a probe call.
+fn litellm(deployment: &Deployment) -> Gateway {
+    Gateway {
+        name: "litellm",
+        deployment: deployment.model.clone(),
+        deployment_id: deployment.id.clone(),
+        api_base: deployment.api_base.clone(),
+        ..Gateway::default()
     }
 }
 
@@ -162,11 +220,15 @@ fn provider_names(pin: &Pin) -> &'static [&'static str] {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::{GenAiSpan, judge};
     use crate::audit::lifecycle::Facts;
     use crate::config::tests::{BASE, PROBE};
     use crate::config::tests_support::config_with;
     use crate::finding::Code;
+    use crate::lock::{LOCK_VERSION, LoadedLock, Lock, LockedPin, LockedProbe};
+    use crate::traffic::spans::Deployment;
 
     fn span(served: &str) -> GenAiSpan {
         GenAiSpan {
@@ -205,5 +267,149 @@ mod tests {
         let found = codes(BASE, &[span("gpt-4o-2024-08-06"), span("gpt-4o-mini")]);
         assert!(found.contains(&Code::ServedModelMismatch), "{found:?}");
         assert!(codes(BASE, &[span("gpt-4o-2024-08-06")]).is_empty());
+    }
+
+    const UPSTREAM: &str = "https://api.openai.com/v1";
+
+    /// A lock for `BASE`: the probe answered with 20 prompt tokens, through `UPSTREAM`.
+    fn lock(probe_digest: &str) -> LoadedLock {
+        let probe = LockedProbe {
+            digest: probe_digest.to_owned(),
+            max_tokens: 8,
+            temperature: 1.0,
+            prompt_tokens: vec![20],
+            outputs: vec!["391".to_owned()],
+            completion_tokens: vec![2],
+        };
+        let pin = LockedPin {
+            provider: "openai".to_owned(),
+            kind: "openai".to_owned(),
+            model: "gpt-4o-2024-08-06".to_owned(),
+            served_models: BTreeMap::from([("gpt-4o-2024-08-06".to_owned(), 1)]),
+            upstreams: BTreeMap::from([(UPSTREAM.to_owned(), 1)]),
+            system_fingerprints: Vec::new(),
+            effective_price: None,
+            probes: BTreeMap::from([("arith-17x23".to_owned(), probe)]),
+        };
+        LoadedLock {
+            lock: Lock {
+                lock_version: LOCK_VERSION,
+                modelpin_version: "0".to_owned(),
+                config_digest: "sha256:0".to_owned(),
+                pins: BTreeMap::from([("support-bot".to_owned(), pin)]),
+            },
+            digest: "sha256:1".to_owned(),
+        }
+    }
+
+    fn tokens(n: Option<u64>, digest: Option<&str>) -> GenAiSpan {
+        GenAiSpan {
+            input_tokens: n,
+            probe_digest: digest.map(str::to_owned),
+            ..span("gpt-4o-2024-08-06")
+        }
+    }
+
+    fn deployed(model: &str, api_base: &str) -> GenAiSpan {
+        GenAiSpan {
+            deployment: Some(Deployment {
+                model: Some(model.to_owned()),
+                id: Some("9f3c".to_owned()),
+                api_base: Some(api_base.to_owned()),
+            }),
+            ..span("gpt-4o-2024-08-06")
+        }
+    }
+
+    #[test]
+    fn fingerprinted_spans_and_gateway_deployments_are_judged_against_the_lock() {
+        let config = config_with(BASE, PROBE);
+        let digest = config.probes[0].digest.clone();
+        let other = format!("sha256:{}", "0".repeat(64));
+        let d = Some(digest.as_str());
+        let rows: Vec<(&str, Vec<GenAiSpan>, &str, Vec<Code>)> = vec![
+            (
+                "the locked count",
+                vec![tokens(Some(20), d)],
+                &digest,
+                vec![],
+            ),
+            (
+                "a count the lock lacks",
+                vec![tokens(Some(20), d), tokens(Some(31), d)],
+                &digest,
+                vec![Code::TokenizerChanged],
+            ),
+            (
+                "no fingerprint: any count",
+                vec![tokens(Some(31), None)],
+                &digest,
+                vec![],
+            ),
+            (
+                "another digest",
+                vec![tokens(Some(31), Some(&other))],
+                &digest,
+                vec![],
+            ),
+            (
+                "a fingerprint but no count",
+                vec![tokens(None, d)],
+                &digest,
+                vec![],
+            ),
+            (
+                "the probe changed since the lock",
+                vec![tokens(Some(31), d)],
+                &other,
+                vec![],
+            ),
+            (
+                "the locked deployment",
+                vec![deployed("gpt-4o-2024-08-06", UPSTREAM)],
+                &digest,
+                vec![],
+            ),
+            (
+                "another deployment behind the name",
+                vec![deployed("gpt-4o-mini", UPSTREAM)],
+                &digest,
+                vec![Code::ServedModelMismatch],
+            ),
+            (
+                "another upstream",
+                vec![deployed("gpt-4o-2024-08-06", "https://proxy.example")],
+                &digest,
+                vec![Code::UpstreamMismatch],
+            ),
+        ];
+        for (name, spans, locked_digest, want) in rows {
+            let lock = lock(locked_digest);
+            let judged = judge(&config, Some(&lock), &spans, &Facts::default(), false);
+            let codes: Vec<Code> = judged.report.pins[0]
+                .findings
+                .iter()
+                .map(|f| f.code)
+                .collect();
+            assert_eq!(codes, want, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_tokenizer_change_in_traffic_names_the_spans() {
+        let config = config_with(BASE, PROBE);
+        let d = Some(config.probes[0].digest.as_str());
+        let mut moved = tokens(Some(31), d);
+        moved.span_id = "00000000000000aa".to_owned();
+        let spans = [tokens(Some(20), d), moved, tokens(Some(99), None)];
+        let lock = lock(&config.probes[0].digest);
+        let judged = judge(&config, Some(&lock), &spans, &Facts::default(), false);
+        let finding = &judged.report.pins[0].findings[0];
+        assert_eq!(finding.code, Code::TokenizerChanged);
+        let counts = &finding.evidence["probes"][0];
+        assert_eq!(counts["locked"], serde_json::json!([20]));
+        assert_eq!(counts["now"], serde_json::json!([20, 31]));
+        let example = format!("trace {} span 00000000000000aa", "5b".repeat(16));
+        assert_eq!(counts["examples"], serde_json::json!([example]));
     }
 }

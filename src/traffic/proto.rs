@@ -161,6 +161,9 @@ pub(crate) mod tests {
         }
     }
 
+    const DIGEST: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    const HIDDEN: &str = r#"{"model_id": "9f3c", "api_base": "https://api.openai.com/v1", "litellm_model_name": "gpt-4o-mini-2024-07-18"}"#;
+
     #[test]
     fn protobuf_and_json_give_the_same_span() {
         let attributes = vec![
@@ -168,6 +171,8 @@ pub(crate) mod tests {
             text("gen_ai.request.model", "gpt-4o"),
             text("gen_ai.response.model", "gpt-4o-mini"),
             int("gen_ai.usage.input_tokens", 5),
+            text("modelpin.probe.digest", DIGEST),
+            text("hidden_params", HIDDEN),
         ];
         let json = serde_json::json!({"resourceSpans": [{
             "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "support"}}]},
@@ -176,12 +181,21 @@ pub(crate) mod tests {
                     {"key": "gen_ai.system", "value": {"stringValue": "openai"}},
                     {"key": "gen_ai.request.model", "value": {"stringValue": "gpt-4o"}},
                     {"key": "gen_ai.response.model", "value": {"stringValue": "gpt-4o-mini"}},
-                    {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "5"}}
+                    {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "5"}},
+                    {"key": "modelpin.probe.digest", "value": {"stringValue": DIGEST}},
+                    {"key": "hidden_params", "value": {"stringValue": HIDDEN}}
                 ]}]}]
         }]});
         let from_json = crate::traffic::spans::extract(&json).spans;
         let from_proto = extract(&request(attributes)).spans;
         assert_eq!(from_json, from_proto);
+        assert_eq!(from_proto[0].probe_digest.as_deref(), Some(DIGEST));
+        let deployment = from_proto[0].deployment.as_ref().unwrap();
+        assert_eq!(deployment.model.as_deref(), Some("gpt-4o-mini-2024-07-18"));
+        assert_eq!(
+            deployment.api_base.as_deref(),
+            Some("https://api.openai.com/v1")
+        );
     }
 
     #[test]

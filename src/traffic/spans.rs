@@ -6,6 +6,22 @@
 //! `gen_ai.usage.prompt_tokens`), and OpenInference's `llm.*` attributes. OTLP/JSON writes ids as
 //! hex and 64-bit integers as strings (opentelemetry-proto, "JSON Protobuf Encoding"). Spans
 //! without GenAI attributes are skipped; anything malformed is skipped and counted, never a panic.
+//!
+//! Three more attributes are read when present:
+//! - `modelpin.probe.digest`, set by an application that opted in, on a call that sent exactly
+//!   one of the pin's probes: its value is the probe's `digest` from `modelpin.lock`, so the
+//!   call's prompt token count can be held against the locked one.
+//! - `hidden_params`, the JSON string the LiteLLM OpenTelemetry callback sets on its request span
+//!   (BerriAI/litellm `litellm/integrations/opentelemetry.py`, `set_attributes`), holding the
+//!   `StandardLoggingHiddenParams` of `litellm/types/utils.py`: `litellm_model_name` ("the model
+//!   name sent to the provider by litellm"), `model_id` (the router's deployment id) and
+//!   `api_base`. They carry what the proxy's `x-litellm-model-name`, `x-litellm-model-id` and
+//!   `x-litellm-model-api-base` response headers carry on the probe path.
+//! - `litellm.provider.model`, set by LiteLLM's newer OpenTelemetry engine
+//!   (`litellm/integrations/otel/model/semconv.py`, `LiteLLM.PROVIDER_MODEL`): "the model string
+//!   litellm actually sent to the provider (the deployment's `litellm_params.model`)", while its
+//!   `gen_ai.request.model` is the model group the caller asked for. That engine writes the API
+//!   base only as `server.address` (its host), so no upstream is taken from it.
 
 use serde_json::Value;
 
@@ -26,7 +42,26 @@ pub struct GenAiSpan {
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
     pub server_address: Option<String>,
+    /// The lock's digest of the probe this call sent verbatim (`modelpin.probe.digest`).
+    pub probe_digest: Option<String>,
+    /// The gateway deployment that answered, when a gateway's span names it.
+    pub deployment: Option<Deployment>,
 }
+
+/// What LiteLLM's span attributes say about the deployment that answered.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Deployment {
+    /// `litellm.provider.model`, else `litellm_model_name`: the model the deployment sent to
+    /// the provider.
+    pub model: Option<String>,
+    /// `model_id`: the router's id of the deployment.
+    pub id: Option<String>,
+    /// `api_base`, without credentials, query or fragment: the upstream.
+    pub api_base: Option<String>,
+}
+
+/// Longest `hidden_params` JSON parsed; LiteLLM's is a few hundred bytes.
+const MAX_HIDDEN_PARAMS: usize = 16 * 1024;
 
 /// What a document held.
 #[derive(Debug, Default)]
@@ -62,6 +97,8 @@ pub fn extract(document: &Value) -> Extracted {
 }
 
 /// How one span entry read.
+// Returned and consumed at once, never stored: boxing the span would cost an allocation per span.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Read {
     GenAi(GenAiSpan),
     /// A span without GenAI attributes.
@@ -118,7 +155,7 @@ pub(crate) struct Ids {
 
 /// Every attribute key read, in one table: the JSON and protobuf readers offer each attribute
 /// once and the first value of a key wins, so both formats give the same span.
-const KEYS: [&str; 15] = [
+const KEYS: [&str; 18] = [
     "gen_ai.request.model",
     "llm.invocation_parameters",
     "gen_ai.response.model",
@@ -134,6 +171,9 @@ const KEYS: [&str; 15] = [
     "gen_ai.usage.completion_tokens",
     "llm.token_count.completion",
     "server.address",
+    "modelpin.probe.digest",
+    "hidden_params",
+    "litellm.provider.model",
 ];
 
 /// The GenAI attributes of one span, collected in a single pass over its attributes.
@@ -165,6 +205,14 @@ impl<'a> Fields<'a> {
             Attr::Int(Some(n)) if *n <= 1_000_000_000 => Some(*n),
             _ => None,
         })
+    }
+
+    /// The text as sent, unbounded: for JSON that is parsed, not kept.
+    fn raw(&self, key: &str) -> Option<&'a str> {
+        match self.slot(key)? {
+            Attr::Text(t) => Some(t),
+            _ => None,
+        }
     }
 
     fn slot(&self, key: &str) -> Option<&Attr<'a>> {
@@ -206,7 +254,71 @@ impl<'a> Fields<'a> {
                 "llm.token_count.completion",
             ]),
             server_address: self.text(&["server.address"]),
+            probe_digest: self
+                .raw("modelpin.probe.digest")
+                .filter(|d| is_digest(d))
+                .map(str::to_owned),
+            deployment: self.deployment(),
         })
+    }
+
+    /// The deployment either LiteLLM integration names; the newer one's model is the more
+    /// precise (it prefers the router's own deployment record).
+    fn deployment(&self) -> Option<Deployment> {
+        let provider_model = self.text(&["litellm.provider.model"]);
+        match self.raw("hidden_params").and_then(deployment) {
+            Some(found) => Some(Deployment {
+                model: provider_model.or(found.model),
+                ..found
+            }),
+            None => provider_model.map(|model| Deployment {
+                model: Some(model),
+                ..Deployment::default()
+            }),
+        }
+    }
+}
+
+/// `sha256:` and 64 lowercase hex digits, the form `modelpin.lock` writes probe digests in.
+fn is_digest(text: &str) -> bool {
+    text.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
+}
+
+/// The deployment LiteLLM's `hidden_params` names, when it names one (by model or by id).
+fn deployment(json: &str) -> Option<Deployment> {
+    if json.len() > MAX_HIDDEN_PARAMS {
+        return None;
+    }
+    let params: Value = serde_json::from_str(json).ok()?;
+    let field = |key: &str| {
+        params
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+    };
+    let found = Deployment {
+        model: field("litellm_model_name").map(bounded),
+        id: field("model_id").map(bounded),
+        api_base: field("api_base").map(|url| bounded(&without_credentials(url))),
+    };
+    (found.model.is_some() || found.id.is_some()).then_some(found)
+}
+
+/// A URL without user info, query or fragment, where credentials can hide.
+fn without_credentials(url: &str) -> String {
+    let url = url.split(['?', '#']).next().unwrap_or_default();
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    if scheme.is_empty() {
+        format!("{host}{path}")
+    } else {
+        format!("{scheme}://{host}{path}")
     }
 }
 
@@ -324,5 +436,105 @@ mod tests {
                 assert_eq!((s.input_tokens, s.output_tokens), (None, None));
             }
         }
+    }
+
+    const DIGEST: &str = "sha256:4f1c1c5b2d7e0a9b8c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b";
+
+    fn with_model(extra: &[Value]) -> Value {
+        let mut attributes = vec![
+            kv("gen_ai.system", json!({"stringValue": "openai"})),
+            kv("gen_ai.request.model", json!({"stringValue": "gpt-4o"})),
+        ];
+        attributes.extend_from_slice(extra);
+        export(&attributes)
+    }
+
+    fn one(doc: &Value) -> GenAiSpan {
+        extract(doc).spans.remove(0)
+    }
+
+    #[test]
+    fn a_probe_digest_is_read_only_in_the_form_the_lock_writes() {
+        let long = format!("{DIGEST}{}", "0".repeat(100_000));
+        let upper = DIGEST.to_ascii_uppercase().replace("SHA256", "sha256");
+        let rows: [(Value, Option<&str>); 6] = [
+            (json!({"stringValue": DIGEST}), Some(DIGEST)),
+            (json!({"stringValue": &DIGEST[7..]}), None),
+            (json!({"stringValue": upper}), None),
+            (json!({"stringValue": &DIGEST[..70]}), None),
+            (json!({"stringValue": long}), None),
+            (json!({"intValue": "7"}), None),
+        ];
+        for (value, want) in rows {
+            let span = one(&with_model(&[kv("modelpin.probe.digest", value.clone())]));
+            assert_eq!(span.probe_digest.as_deref(), want, "{value}");
+        }
+        assert_eq!(one(&with_model(&[])).probe_digest, None);
+    }
+
+    #[test]
+    fn litellm_hidden_params_name_the_deployment_and_its_api_base() {
+        // As `litellm/integrations/opentelemetry.py` writes it: `safe_dumps(hidden_params)`.
+        let hidden =
+            |params: Value| kv("hidden_params", json!({"stringValue": params.to_string()}));
+        let deployment = |model: Option<&str>, id: Option<&str>, base: Option<&str>| {
+            Some(Deployment {
+                model: model.map(str::to_owned),
+                id: id.map(str::to_owned),
+                api_base: base.map(str::to_owned),
+            })
+        };
+        let rows: [(Value, Option<Deployment>); 7] = [
+            (
+                json!({"model_id": "9f3c", "cache_key": null, "api_base": "https://api.openai.com/v1",
+                       "response_cost": 1.2e-5, "litellm_model_name": "gpt-4o-mini-2024-07-18",
+                       "additional_headers": {"x_ratelimit_remaining_requests": 9}}),
+                deployment(
+                    Some("gpt-4o-mini-2024-07-18"),
+                    Some("9f3c"),
+                    Some("https://api.openai.com/v1"),
+                ),
+            ),
+            // Older LiteLLM releases had no `litellm_model_name`: the id still names the deployment.
+            (
+                json!({"model_id": "9f3c", "api_base": "https://x.openai.azure.com"}),
+                deployment(None, Some("9f3c"), Some("https://x.openai.azure.com")),
+            ),
+            (
+                json!({"litellm_model_name": "gpt-4o", "api_base": "https://u:p@h.example/v1?key=s#f"}),
+                deployment(Some("gpt-4o"), None, Some("https://h.example/v1")),
+            ),
+            (json!({"api_base": "https://api.openai.com"}), None),
+            (json!({"litellm_model_name": 7, "model_id": ["x"]}), None),
+            (json!({"litellm_model_name": "  "}), None),
+            (json!("not an object"), None),
+        ];
+        for (params, want) in rows {
+            let span = one(&with_model(&[hidden(params.clone())]));
+            assert_eq!(span.deployment, want, "{params}");
+        }
+        // LiteLLM's newer engine: the model group is requested, the deployment named apart.
+        let newer = one(&with_model(&[kv(
+            "litellm.provider.model",
+            json!({"stringValue": "azure/my-deployment"}),
+        )]));
+        assert_eq!(
+            newer.deployment,
+            deployment(Some("azure/my-deployment"), None, None)
+        );
+        let broken = kv(
+            "hidden_params",
+            json!({"stringValue": "{\"litellm_model_name\": "}),
+        );
+        assert_eq!(one(&with_model(&[broken])).deployment, None);
+        let huge = json!({"litellm_model_name": "m", "pad": "x".repeat(MAX_HIDDEN_PARAMS)});
+        assert_eq!(one(&with_model(&[hidden(huge)])).deployment, None);
+        let hostile = json!({"litellm_model_name": format!("\u{1b}[31m{}", "m".repeat(1000))});
+        let model = one(&with_model(&[hidden(hostile)]))
+            .deployment
+            .unwrap()
+            .model
+            .unwrap();
+        assert!(model.chars().count() <= MAX_VALUE && !model.contains('\u{1b}'));
     }
 }

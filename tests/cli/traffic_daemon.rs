@@ -357,3 +357,60 @@ fn traffic_receiver_answers_429_with_retry_after_when_every_slot_is_taken() {
     });
     assert!(freed, "the slot is free again once that request ends");
 }
+
+#[test]
+fn traffic_fingerprinted_spans_posted_to_the_daemon_are_held_against_the_locked_token_count() {
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.25, 10.0))));
+    let port = free_port();
+    let test = project(&sim, port, "");
+    let lock: serde_json::Value = serde_json::from_str(&test.read("modelpin.lock")).unwrap();
+    let probe = &lock["pins"]["pin"]["probes"]["arith"];
+    let digest = probe["digest"].as_str().unwrap();
+    let tokens = probe["prompt_tokens"][0].as_i64().unwrap();
+    let daemon = Daemon::start(&test);
+    started(port, &daemon);
+
+    let fingerprinted = |i: u64, input: i64| {
+        let mut s = span(i, ID, ID);
+        s.attributes
+            .retain(|kv| kv.key != "gen_ai.usage.input_tokens");
+        s.attributes.push(kv(
+            "gen_ai.usage.input_tokens",
+            any_value::Value::IntValue(input),
+        ));
+        s.attributes.push(text("modelpin.probe.digest", digest));
+        s
+    };
+    let spans = vec![
+        span(0, ID, ID),
+        fingerprinted(1, tokens),
+        fingerprinted(2, tokens + 7),
+    ];
+    let answer = post(
+        port,
+        "/v1/traces",
+        &[PROTOBUF],
+        &request(spans).encode_to_vec(),
+    )
+    .unwrap();
+    assert_eq!(answer.status, 200, "{}", answer.head);
+
+    let mut finding = None;
+    until(Duration::from_secs(5), || {
+        finding = traffic_records(&test).iter().find_map(|r| {
+            r["pin"]["findings"]
+                .as_array()?
+                .iter()
+                .find(|f| f["code"] == "tokenizer_changed")
+                .cloned()
+        });
+        finding.is_some()
+    });
+    let finding =
+        finding.unwrap_or_else(|| panic!("a traffic tokenizer_changed: {}", daemon.log()));
+    let counts = &finding["evidence"]["probes"][0];
+    assert_eq!(counts["locked"], serde_json::json!([tokens]));
+    assert_eq!(counts["now"], serde_json::json!([tokens, tokens + 7]));
+    let example = format!("trace {} span {:016x}", format!("{:016x}", 2).repeat(2), 2);
+    assert_eq!(counts["examples"], serde_json::json!([example]));
+}
