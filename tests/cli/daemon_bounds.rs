@@ -1,7 +1,6 @@
 //! The daemon's HTTP surface under load and without trust: paged history, a bearer token for
 //! `/api/*`, idle connections closed, and no listener off loopback unless asked for.
 
-use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::time::Duration;
 
@@ -17,20 +16,11 @@ fn sim() -> Sim {
     Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))))
 }
 
-/// A GET with extra request headers; status, head and body.
+/// A GET with extra request header lines (each ending in `\r\n`); status, head and body.
 fn get_with(port: u16, path: &str, headers: &str) -> Option<(u16, String, String)> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\n{headers}Connection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut text = String::new();
-    stream.read_to_string(&mut text).ok()?;
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    let status = head.split_whitespace().nth(1)?.parse().ok()?;
-    Some((status, head.to_owned(), body.to_owned()))
+    let reply = crate::status_page::fetch(port, path, headers)?;
+    let body = reply.text();
+    Some((reply.status, reply.head, body))
 }
 
 fn link_of(head: &str) -> Option<String> {

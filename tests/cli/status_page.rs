@@ -1,14 +1,13 @@
 //! The status page served by a real daemon: pins worst first with what they serve and what to
 //! do, hostile model IDs shown as text, conditional requests, gzip and the bearer token.
 
-use std::io::{Read as _, Write as _};
-use std::net::TcpStream;
+use std::io::Read as _;
 use std::time::Duration;
 
 use modelpin::provider::ProviderKind;
 use modelpin::sim::scenario::Reported;
 
-use crate::daemon::{Daemon, free_port, until};
+use crate::daemon::{Daemon, Reply, free_port, request, until};
 use crate::harness::{KEY_VAR, Sim, Test};
 use crate::world::{model, reroute, single};
 
@@ -51,47 +50,10 @@ pub fn fleet(port: u16, served_instead: &str, settings: &str) -> (Sim, Test) {
     (sim, test)
 }
 
-/// One HTTP/1.1 answer, body as bytes (it may be gzip).
-pub struct Reply {
-    pub status: u16,
-    pub head: String,
-    pub body: Vec<u8>,
-}
-
-impl Reply {
-    pub fn header(&self, name: &str) -> Option<String> {
-        self.head.lines().find_map(|line| {
-            let (key, value) = line.split_once(':')?;
-            key.trim()
-                .eq_ignore_ascii_case(name)
-                .then(|| value.trim().to_owned())
-        })
-    }
-
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-}
-
 /// A GET with extra request header lines (each ending in `\r\n`).
 pub fn fetch(port: u16, path: &str, headers: &str) -> Option<Reply> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\n{headers}Connection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut bytes = Vec::new();
-    stream.read_to_end(&mut bytes).ok()?;
-    let split = bytes.windows(4).position(|w| w == b"\r\n\r\n")?;
-    let head = String::from_utf8_lossy(&bytes[..split]).into_owned();
-    let status = head.split_whitespace().nth(1)?.parse().ok()?;
-    Some(Reply {
-        status,
-        head,
-        body: bytes[split + 4..].to_vec(),
-    })
+    let lines: Vec<&str> = headers.split_terminator("\r\n").collect();
+    request(port, "GET", path, &lines, &[])
 }
 
 /// (pin id, status word) of each row of the overview, in page order.

@@ -15,7 +15,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 use prost::Message as _;
 
-use crate::daemon::{Daemon, free_port, get, history, until};
+use crate::daemon::{Daemon, Reply, free_port, get, history, until};
 use crate::harness::{Sim, Test, one_pin_with};
 use crate::world::{model, single};
 
@@ -75,41 +75,9 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     encoder.finish().unwrap()
 }
 
-/// An HTTP/1.1 answer: status, head (lowercase) and body.
-pub struct Answer {
-    pub status: u16,
-    pub head: String,
-    pub body: Vec<u8>,
-}
-
-/// A plain HTTP/1.1 POST on loopback; `headers` are whole lines without CRLF.
-pub fn post(port: u16, path: &str, headers: &[&str], body: &[u8]) -> Option<Answer> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .ok()?;
-    let mut head = format!(
-        "POST {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for h in headers {
-        head.push_str(h);
-        head.push_str("\r\n");
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).ok()?;
-    // A refusal may close the connection before the whole body is written.
-    let _ = stream.write_all(body);
-    let mut raw = Vec::new();
-    let _ = stream.read_to_end(&mut raw);
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
-    let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
-    let status = head.split_whitespace().nth(1)?.parse().ok()?;
-    Some(Answer {
-        status,
-        head,
-        body: raw[split + 4..].to_vec(),
-    })
+/// A POST on loopback; `headers` are whole lines without CRLF.
+pub fn post(port: u16, path: &str, headers: &[&str], body: &[u8]) -> Option<Reply> {
+    crate::daemon::request(port, "POST", path, headers, body)
 }
 
 const PROTOBUF: &str = "Content-Type: application/x-protobuf";
@@ -175,7 +143,10 @@ fn traffic_spans_posted_to_the_daemon_become_a_finding_and_a_metric() {
     )
     .unwrap();
     assert_eq!(answer.status, 200, "{}", answer.head);
-    assert!(answer.head.contains("content-type: application/x-protobuf"));
+    assert_eq!(
+        answer.header("content-type").as_deref(),
+        Some("application/x-protobuf")
+    );
     let decoded = ExportTraceServiceResponse::decode(answer.body.as_slice()).unwrap();
     assert_eq!(decoded.partial_success, None);
 
@@ -350,7 +321,12 @@ fn traffic_receiver_answers_429_with_retry_after_when_every_slot_is_taken() {
         busy.is_some()
     });
     let busy = busy.unwrap_or_else(|| panic!("a 429 while the slot is held: {}", daemon.log()));
-    assert!(busy.head.contains("retry-after: 1"), "{}", busy.head);
+    assert_eq!(
+        busy.header("retry-after").as_deref(),
+        Some("1"),
+        "{}",
+        busy.head
+    );
     drop(slow);
     let freed = until(Duration::from_secs(5), || {
         post(port, "/v1/traces", &[PROTOBUF], &body).is_some_and(|a| a.status == 200)
