@@ -11,35 +11,18 @@ every page. Prints Markdown table rows. Run from the repository root:
 import concurrent.futures
 import json
 import os
-import re
-import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon_idle import BIN, PINS, free_port, rss_kib, scenario  # noqa: E402
+from daemon_bench import Project, rss_kib  # noqa: E402
 
+PINS = 100
 AUDITS = int(os.environ.get("AUDITS", "10000"))
 REQUESTS = int(os.environ.get("REQUESTS", "150"))
 CONCURRENCY = int(os.environ.get("CONCURRENCY", "50"))
-
-
-def pins_toml(base_url, port):
-    lines = ["version = 1", "[settings]", 'schedule = "* * * * * *"', f'metrics = "127.0.0.1:{port}"',
-             'store = "store"', "[providers.sim]", 'kind = "openai-compatible"', f'base_url = "{base_url}"']
-    for i in range(PINS):
-        lines += ["[[pin]]", f'id = "pin-{i:03}"', 'provider = "sim"', f'model = "model-{i:03}"',
-                  'probes = ["probes/arith.toml"]', "samples = 1"]
-    return "\n".join(lines) + "\n"
-
-
-def audits(port):
-    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-    return sum(float(v) for v in re.findall(r'^modelpin_audits_total\{[^}]*\} (\S+)$', body, re.M))
 
 
 def get(url):
@@ -53,29 +36,9 @@ def get(url):
 
 
 def main():
-    subprocess.run(["cargo", "build", "--release", "--quiet"], check=True)
-    work = tempfile.mkdtemp(prefix="modelpin-history-")
-    with open(f"{work}/scenario.json", "w") as f:
-        json.dump(scenario(), f)
-    sim = subprocess.Popen([BIN, "sim", "--scenario", f"{work}/scenario.json"], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL, text=True)
-    addr = sim.stdout.readline().strip()
-    port = free_port()
-    os.makedirs(f"{work}/probes")
-    with open(f"{work}/probes/arith.toml", "w") as f:
-        f.write('id = "arith"\nprompt = "What is 17 * 23? Reply with the number only."\nmax_tokens = 8\n')
-    with open(f"{work}/pins.toml", "w") as f:
-        f.write(pins_toml(f"http://{addr}/compat/v1", port))
-    subprocess.run([BIN, "lock", "-q"], cwd=work, check=True)
-    daemon = subprocess.Popen([BIN, "daemon", "-q"], cwd=work, stderr=subprocess.DEVNULL)
-    try:
-        while True:
-            try:
-                if audits(port) >= AUDITS:
-                    break
-            except OSError:
-                pass
-            time.sleep(1)
+    with Project("modelpin-history-", PINS, "* * * * * *") as p:
+        p.wait_for_audits(AUDITS, limit=float("inf"), poll=1)
+        port, daemon = p.port, p.daemon
         base_rss = rss_kib(daemon.pid)
         peak, unhealthy, stop = [base_rss], [0], threading.Event()
 
@@ -107,10 +70,6 @@ def main():
             url = f"http://127.0.0.1:{port}{link.split('<')[1].split('>')[0]}" if link else None
         print(f"| whole history, pages of 1000 | {records} records in {pages} pages, "
               f"{time.time() - t0:.1f} s, peak RSS {max(peak[0], rss_kib(daemon.pid)) / 1024:.0f} MiB |")
-    finally:
-        daemon.send_signal(signal.SIGTERM)
-        daemon.wait(timeout=15)
-        sim.terminate()
 
 
 if __name__ == "__main__":

@@ -15,40 +15,19 @@ required. Prints a Markdown table. Run from the repository root:
 
     python3 bench/traffic/run.py
 """
-import json
+import http.client
 import os
-import re
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-import http.client
-import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from daemon_bench import SERVED, Project, rss_kib  # noqa: E402
 
 PINS = 20
 BATCH = 512
 CLIENTS = int(os.environ.get("CLIENTS", "4"))
 WINDOW = int(os.environ.get("WINDOW", "30"))  # seconds, a multiple of the 5 s schedule
-SERVED = "sim-model-2026-01-01"
-TARGET = os.environ.get("CARGO_TARGET_DIR", "target")
-BIN = os.path.abspath(os.path.join(TARGET, "release/modelpin"))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 # --- OTLP protobuf, just the fields the receiver reads ---------------------------------------
@@ -102,44 +81,7 @@ def batch(first, served_for):
     return field(1, field(1, resource) + field(2, spans))
 
 
-# --- the daemon ------------------------------------------------------------------------------
-
-def scenario():
-    model = {
-        "id": SERVED,
-        "tokenizer": {"chars_per_token": 4.0, "overhead": 5},
-        "answers": [{"prompt_contains": "17 * 23", "answers": [["391", 1.0]]}],
-        "price": {"input": 1.0, "output": 2.0},
-    }
-    routes = {f"model-{i:03}": {"model": "m"} for i in range(PINS)}
-    return {"models": {"m": model}, "routes": routes, "seed": 1}
-
-
-def pins_toml(base_url, port):
-    lines = [
-        "version = 1",
-        "[settings]",
-        'schedule = "*/5 * * * * *"',
-        f'metrics = "127.0.0.1:{port}"',
-        'store = "store"',
-        "[providers.sim]",
-        'kind = "openai-compatible"',
-        f'base_url = "{base_url}"',
-    ]
-    for i in range(PINS):
-        lines += ["[[pin]]", f'id = "pin-{i:03}"', 'provider = "sim"', f'model = "model-{i:03}"',
-                  'probes = ["probes/arith.toml"]', "samples = 1"]
-    return "\n".join(lines) + "\n"
-
-
-def metrics(port):
-    return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-
-
-def audits(port):
-    body = metrics(port)
-    return sum(float(v) for v in re.findall(r"^modelpin_audits_total\{[^}]*\} (\S+)$", body, re.M))
-
+# --- the load ------------------------------------------------------------------------------
 
 class Load:
     """CLIENTS keep-alive connections posting the same batch until stopped."""
@@ -190,56 +132,33 @@ def mid_tick():
     time.sleep((2.5 - time.time() % 5) % 5)
 
 
-def reroute_latency(port):
+def reroute_latency(p):
     """Seconds from posting spans served by another model to the mismatch gauge turning 1."""
     gauge = 'modelpin_traffic_served_model_mismatch{pin="pin-000"} 1'
     body = batch(10**9, lambda pin: "other-model-2026-06-01" if pin == 0 else SERVED)
     sent = time.monotonic()
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn = http.client.HTTPConnection("127.0.0.1", p.port, timeout=10)
     conn.request("POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"})
     if conn.getresponse().status != 200:
         return None
     while time.monotonic() - sent < 10:
-        if gauge in metrics(port):
+        if gauge in p.metrics():
             return time.monotonic() - sent
         time.sleep(0.02)
     return None
 
 
 def main():
-    if not os.environ.get("NO_BUILD"):
-        subprocess.run(["cargo", "build", "--release", "--quiet"], check=True)
-    work = tempfile.mkdtemp(prefix="modelpin-traffic-")
-    with open(f"{work}/scenario.json", "w") as f:
-        json.dump(scenario(), f)
-    sim = subprocess.Popen([BIN, "sim", "--scenario", f"{work}/scenario.json"], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL, text=True)
-    addr = sim.stdout.readline().strip()
-    port = free_port()
-    os.makedirs(f"{work}/probes")
-    with open(f"{work}/probes/arith.toml", "w") as f:
-        f.write('id = "arith"\nprompt = "What is 17 * 23? Reply with the number only."\nmax_tokens = 8\n')
-    with open(f"{work}/pins.toml", "w") as f:
-        f.write(pins_toml(f"http://{addr}/compat/v1", port))
-    subprocess.run([BIN, "lock", "-q"], cwd=work, check=True)
-    daemon = subprocess.Popen([BIN, "daemon", "-q"], cwd=work, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                if audits(port) >= PINS:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.5)
-        else:
+    with Project("modelpin-traffic-", PINS, "*/5 * * * * *") as p:
+        if not p.wait_for_audits(PINS, limit=60):
             sys.exit("start-up audits did not finish")
+        port, daemon = p.port, p.daemon
         time.sleep(1)
         idle_rss = rss_kib(daemon.pid)
         mid_tick()
-        before = audits(port)
+        before = p.audits()
         time.sleep(WINDOW)
-        quiet = audits(port) - before
+        quiet = p.audits() - before
 
         body = batch(0, lambda pin: SERVED)
         peak = 0
@@ -247,23 +166,23 @@ def main():
             mid_tick()
             with load.lock:
                 load.accepted = load.throttled = load.failed = 0
-            before, t0 = audits(port), time.monotonic()
+            before, t0 = p.audits(), time.monotonic()
             while time.monotonic() - t0 < WINDOW:
                 peak = max(peak, rss_kib(daemon.pid))
                 time.sleep(0.25)
-            loaded = audits(port) - before
+            loaded = p.audits() - before
             elapsed = time.monotonic() - t0
             accepted, throttled, failed = load.accepted, load.throttled, load.failed
         rate = accepted * BATCH / elapsed
         time.sleep(2)
-        latency = reroute_latency(port)
+        latency = reroute_latency(p)
         alive = daemon.poll() is None
 
         def verdict(ok):
             return "met" if ok else "NOT met"
 
-        print(f"| measure | without load | with load | target |")
-        print(f"| --- | --- | --- | --- |")
+        print("| measure | without load | with load | target |")
+        print("| --- | --- | --- | --- |")
         print(f"| GenAI spans accepted per second ({CLIENTS} clients, batches of {BATCH}) | - | "
               f"{rate:,.0f} ({throttled} answers 429, {failed} failed) | >= 20,000: {verdict(rate >= 20000)} |")
         print(f"| daemon RSS, MiB | {idle_rss / 1024:.1f} | {peak / 1024:.1f} (peak) | "
@@ -274,10 +193,7 @@ def main():
         print(f"| reroute in spans to mismatch on /metrics | - | {shown} | <= 2 s: "
               f"{verdict(latency is not None and latency <= 2)} |")
         print(f"| daemon alive after the run | | {'yes' if alive else 'NO'} | |")
-    finally:
-        daemon.send_signal(signal.SIGTERM)
-        daemon.wait(timeout=15)
-        sim.terminate()
+
 
 
 if __name__ == "__main__":
