@@ -308,16 +308,27 @@ fn traffic_receiver_answers_429_with_retry_after_when_every_slot_is_taken() {
     let daemon = Daemon::start(&test);
     started(port, &daemon);
     // A request whose body is still arriving holds the only slot.
-    let mut slow = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        slow,
-        "POST /v1/traces HTTP/1.1\r\nHost: localhost\r\n{PROTOBUF}\r\nContent-Length: 1000\r\n\r\nxx"
-    )
-    .unwrap();
+    let hold = || {
+        let mut slow = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(
+            slow,
+            "POST /v1/traces HTTP/1.1\r\nHost: localhost\r\n{PROTOBUF}\r\nContent-Length: 1000\r\n\r\nxx"
+        )
+        .unwrap();
+        slow.set_nonblocking(true).unwrap();
+        slow
+    };
+    let mut slow = hold();
     let body = request(vec![span(1, ID, ID)]).encode_to_vec();
     let mut busy = None;
     until(Duration::from_secs(5), || {
         busy = post(port, "/v1/traces", &[PROTOBUF], &body).filter(|a| a.status == 429);
+        // A probe that came first took the slot and the slow request was the one refused
+        // (it has an answer): start it again.
+        let mut byte = [0u8; 1];
+        if busy.is_none() && slow.peek(&mut byte).is_ok_and(|n| n > 0) {
+            slow = hold();
+        }
         busy.is_some()
     });
     let busy = busy.unwrap_or_else(|| panic!("a 429 while the slot is held: {}", daemon.log()));

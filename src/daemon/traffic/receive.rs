@@ -37,12 +37,7 @@ async fn receive_inner(daemon: &Daemon, headers: &HeaderMap, body: Body) -> Resp
         );
     }
     if !daemon.traffic.authorized(headers) {
-        return (
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, "Bearer")],
-            "a bearer token is required\n",
-        )
-            .into_response();
+        return crate::daemon::http::unauthorized();
     }
     let header_text = |name| headers.get(name).and_then(|v| v.to_str().ok());
     let content_type = header_text(header::CONTENT_TYPE).unwrap_or_default();
