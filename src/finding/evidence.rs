@@ -504,6 +504,8 @@ pub enum Unmeasured {
         answers: u64,
         without_prompt_tokens: u64,
     },
+    /// Traffic whose spans did not say which model answered: the served identity is unmeasured.
+    ServedNotReported { spans: u64 },
     /// Several audits in a row measured nothing (what the alert says).
     Streak {
         consecutive: u32,
@@ -565,6 +567,10 @@ impl Unmeasured {
                     .map(|p| format!("`{p}`"))
                     .collect::<Vec<_>>()
                     .join(", ")
+            ),
+            Unmeasured::ServedNotReported { spans } => format!(
+                "none of {spans} span{} named the model that answered (`gen_ai.response.model` or `llm.model_name`): the served model was not measured",
+                if *spans == 1 { "" } else { "s" }
             ),
             Unmeasured::Streak {
                 consecutive,

@@ -25,6 +25,8 @@ use crate::audit::judge::{Case, judge_with_statistics};
 use crate::audit::lifecycle::{Facts, ProviderSignals};
 use crate::audit::{CallRecord, CallResult, Observation};
 use crate::config::{Config, Pin, Probe};
+use crate::finding::Finding;
+use crate::finding::evidence::{Evidence, Unmeasured};
 use crate::lock::{LoadedLock, LockedPin};
 use crate::provider::gateway::{self, Gateway};
 use crate::provider::{ProviderKind, Reply, Usage, normalize_model_id};
@@ -135,7 +137,16 @@ pub fn pin_report(
         .with_lifecycle(life.clone(), Vec::new())
         .with_alpha(config.settings.alpha)
         .from_traffic();
-    let (findings, _) = judge_with_statistics(&case);
+    let (mut findings, _) = judge_with_statistics(&case);
+    // A span that does not say which model answered measures nothing about the pin: with no
+    // such span at all, the verdict is inconclusive, never ok.
+    if spans.iter().all(|s| s.served.is_none()) {
+        findings.push(Finding::from(Evidence::Inconclusive(
+            Unmeasured::ServedNotReported {
+                spans: spans.len() as u64,
+            },
+        )));
+    }
     PinReport::new(pin, &obs, locked, findings).with_lifecycle(&life)
 }
 

@@ -47,6 +47,33 @@ fn traffic_answered_by_another_model_is_a_mismatch() {
     assert!(codes(BASE, &[span("gpt-4o-2024-08-06")]).is_empty());
 }
 
+#[test]
+fn traffic_that_never_names_the_answering_model_is_inconclusive_not_ok() {
+    let silent = GenAiSpan {
+        served: None,
+        ..span("unused")
+    };
+    let config = config_with(BASE, PROBE);
+    let judged = judge(
+        &config,
+        None,
+        &[silent.clone(), silent.clone()],
+        &Facts::default(),
+        false,
+    );
+    let pin = &judged.report.pins[0];
+    assert_eq!(pin.status, crate::finding::PinStatus::Inconclusive);
+    assert!(
+        pin.findings[0]
+            .message
+            .contains("none of 2 spans named the model"),
+        "{:?}",
+        pin.findings
+    );
+    // One span that names it is a measurement; the silent ones add nothing to it.
+    assert!(codes(BASE, &[silent, span("gpt-4o-2024-08-06")]).is_empty());
+}
+
 const UPSTREAM: &str = "https://api.openai.com/v1";
 
 /// A lock for `BASE`: the probe answered with 20 prompt tokens, through `UPSTREAM`.
