@@ -23,6 +23,11 @@ pub const MAX_BODY: usize = 4 << 20;
 /// Largest body accepted once decompressed.
 pub const MAX_DECODED: usize = 16 << 20;
 
+/// Most spans read from one request. An empty span is two bytes on the wire and a few hundred
+/// once decoded, so a body's size alone does not bound the memory decoding it takes; the spans
+/// are counted on the wire first (OTLP exporters send a few hundred to a few thousand).
+pub const MAX_SPANS: usize = 50_000;
+
 /// Largest JSON document accepted once decompressed: JSON is read into a tree, several times the
 /// size of its text, so it gets the uncompressed cap rather than `MAX_DECODED`.
 pub const MAX_JSON: usize = MAX_BODY;
@@ -68,6 +73,8 @@ pub enum Rejected {
     TooLarge(usize),
     #[error("the request body did not arrive in full")]
     Incomplete,
+    #[error("the request holds more than {0} spans: send smaller batches")]
+    TooManySpans(usize),
     #[error("the body is not valid gzip: {0}")]
     Gzip(String),
     #[error("the body is not an OTLP ExportTraceServiceRequest in protobuf: {0}")]
@@ -82,7 +89,7 @@ impl Rejected {
     pub fn status(&self) -> u16 {
         match self {
             Rejected::ContentType(_) | Rejected::ContentEncoding(_) => 415,
-            Rejected::TooLarge(_) => 413,
+            Rejected::TooLarge(_) | Rejected::TooManySpans(_) => 413,
             Rejected::Incomplete
             | Rejected::Gzip(_)
             | Rejected::Protobuf(_)
@@ -111,6 +118,12 @@ pub fn decode(encoding: Encoding, gzip: bool, body: &[u8]) -> Result<Extracted, 
         body
     };
     match encoding {
+        // Decoded protobuf takes many times its wire size: held to the uncompressed cap, and
+        // its spans counted before anything is built.
+        Encoding::Protobuf if bytes.len() > MAX_BODY => Err(Rejected::TooLarge(MAX_BODY)),
+        Encoding::Protobuf if wire_spans(bytes) > MAX_SPANS => {
+            Err(Rejected::TooManySpans(MAX_SPANS))
+        }
         Encoding::Protobuf => ExportTraceServiceRequest::decode(bytes)
             .map(|request| super::proto::extract(&request))
             .map_err(|e| Rejected::Protobuf(e.to_string())),
@@ -119,6 +132,64 @@ pub fn decode(encoding: Encoding, gzip: bool, body: &[u8]) -> Result<Extracted, 
             .map(|document| super::spans::extract(&document))
             .map_err(|e| Rejected::Json(e.to_string())),
     }
+}
+
+/// The spans of a protobuf `ExportTraceServiceRequest`, counted on the wire without decoding
+/// them: `resource_spans` (1) → `scope_spans` (2) → `spans` (2). Stops counting past
+/// `MAX_SPANS`; malformed input counts what it can and is left to the decoder to refuse.
+fn wire_spans(request: &[u8]) -> usize {
+    let mut n = 0;
+    for resource in submessages(request, 1) {
+        for scope in submessages(resource, 2) {
+            n += submessages(scope, 2).count();
+            if n > MAX_SPANS {
+                return n;
+            }
+        }
+    }
+    n
+}
+
+/// The length-delimited fields numbered `field` of one protobuf message, in order; other fields
+/// are skipped by their wire type. Ends at the first malformed byte.
+fn submessages(mut buf: &[u8], field: u64) -> impl Iterator<Item = &[u8]> {
+    std::iter::from_fn(move || {
+        loop {
+            let key = varint(&mut buf)?;
+            let skip = match key & 7 {
+                0 => {
+                    varint(&mut buf)?;
+                    0
+                }
+                1 => 8,
+                5 => 4,
+                2 => {
+                    let len = usize::try_from(varint(&mut buf)?).ok()?;
+                    let payload = buf.get(..len)?;
+                    buf = &buf[len..];
+                    if key >> 3 == field {
+                        return Some(payload);
+                    }
+                    0
+                }
+                _ => return None,
+            };
+            buf = buf.get(skip..)?;
+        }
+    })
+}
+
+/// A protobuf varint from the front of `buf`, which moves past it.
+fn varint(buf: &mut &[u8]) -> Option<u64> {
+    let mut value = 0u64;
+    for (i, byte) in buf.iter().enumerate().take(10) {
+        value |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            *buf = &buf[i + 1..];
+            return Some(value);
+        }
+    }
+    None
 }
 
 fn gunzip(body: &[u8], max: usize) -> Result<Vec<u8>, Rejected> {
@@ -225,6 +296,50 @@ mod tests {
         let bomb = gzip(&vec![0u8; MAX_DECODED + 1024]);
         assert!(bomb.len() < 64 * 1024);
         let err = decode(Encoding::Protobuf, true, &bomb).unwrap_err();
+        assert!(matches!(err, Rejected::TooLarge(_)), "{err}");
+    }
+
+    /// A request of one resource and one scope holding `spans` empty spans (two bytes each).
+    fn empty_spans(spans: usize) -> Vec<u8> {
+        let scope = [0x12, 0x00].repeat(spans);
+        wrap(0x0a, &wrap(0x12, &scope))
+    }
+
+    #[test]
+    fn spans_are_counted_on_the_wire_before_decoding() {
+        let body = request(vec![text("gen_ai.request.model", "gpt-4o")]).encode_to_vec();
+        assert_eq!(super::wire_spans(&body), 2);
+        assert_eq!(super::wire_spans(&empty_spans(7)), 7);
+        assert_eq!(
+            super::wire_spans(b"\xff\xff"),
+            0,
+            "malformed counts nothing"
+        );
+        assert_eq!(
+            super::wire_spans(&wrap(0x0a, &[0x12, 0x05, 0x12])),
+            0,
+            "cut short"
+        );
+        let many = empty_spans(super::MAX_SPANS + 1);
+        assert!(many.len() < 128 * 1024);
+        for gzip_it in [false, true] {
+            let body = if gzip_it { gzip(&many) } else { many.clone() };
+            let err = decode(Encoding::Protobuf, gzip_it, &body).unwrap_err();
+            assert!(matches!(err, Rejected::TooManySpans(_)), "{err}");
+            assert_eq!(err.status(), 413);
+        }
+        let fine = decode(Encoding::Protobuf, false, &empty_spans(super::MAX_SPANS)).unwrap();
+        assert_eq!(fine.seen, super::MAX_SPANS as u64);
+    }
+
+    #[test]
+    fn gzipped_protobuf_is_held_to_the_uncompressed_cap() {
+        // One span with a 5 MiB name: small gzipped, within the span count, over the cap.
+        let mut name = vec![0x2a];
+        prost::encoding::encode_varint(5 << 20, &mut name);
+        name.extend(std::iter::repeat_n(b'a', 5 << 20));
+        let body = gzip(&wrap(0x0a, &wrap(0x12, &wrap(0x12, &name))));
+        let err = decode(Encoding::Protobuf, true, &body).unwrap_err();
         assert!(matches!(err, Rejected::TooLarge(_)), "{err}");
     }
 
