@@ -94,6 +94,26 @@ impl Mark {
     }
 }
 
+/// The record a pin stands on, from its newest probe audit and its newest traffic verdict: the
+/// worse of the two (the probe audit on a tie), so a traffic verdict of ok never hides what the
+/// last probe audit found, nor the other way round.
+#[must_use]
+pub fn standing_record(
+    probe: Option<AuditRecord>,
+    traffic: Option<AuditRecord>,
+) -> Option<AuditRecord> {
+    match (probe, traffic) {
+        (Some(p), Some(t)) => Some(
+            if Standing::of_status(t.pin.status) < Standing::of_status(p.pin.status) {
+                t
+            } else {
+                p
+            },
+        ),
+        (p, t) => p.or(t),
+    }
+}
+
 /// `a-<millis>`: the id of an audit's row on its pin's page.
 #[must_use]
 pub fn anchor(started_at: DateTime<Utc>) -> String {
@@ -131,12 +151,18 @@ pub enum Standing {
 impl Standing {
     #[must_use]
     pub fn of(view: &PinView) -> Standing {
-        match view.latest.as_ref().map(|r| r.pin.status) {
-            None => Standing::Pending,
-            Some(PinStatus::Drift) => Standing::Drift,
-            Some(PinStatus::Inconclusive) => Standing::Inconclusive,
-            Some(PinStatus::Warning) => Standing::Warning,
-            Some(PinStatus::Ok) => Standing::Ok,
+        view.latest
+            .as_ref()
+            .map_or(Standing::Pending, |r| Standing::of_status(r.pin.status))
+    }
+
+    #[must_use]
+    pub fn of_status(status: PinStatus) -> Standing {
+        match status {
+            PinStatus::Drift => Standing::Drift,
+            PinStatus::Inconclusive => Standing::Inconclusive,
+            PinStatus::Warning => Standing::Warning,
+            PinStatus::Ok => Standing::Ok,
         }
     }
 
@@ -267,6 +293,48 @@ pub(crate) mod tests {
             html.len()
         );
         assert_eq!(html.matches("<tr><th scope=\"row\">").count(), 100);
+    }
+
+    #[test]
+    fn a_traffic_verdict_never_hides_a_worse_probe_audit_nor_the_other_way_round() {
+        use crate::store::RecordSource::Traffic;
+        let record = |status, traffic: bool| {
+            let mut r = crate::store::tests::record("p", 1_800_000_000, "x");
+            r.pin.status = status;
+            r.source = traffic.then_some(Traffic);
+            r
+        };
+        let standing = |p: Option<PinStatus>, t: Option<PinStatus>| {
+            super::standing_record(p.map(|s| record(s, false)), t.map(|s| record(s, true)))
+                .map(|r| (r.pin.status, r.source.is_some()))
+        };
+        for (probe, traffic, want) in [
+            (
+                Some(PinStatus::Drift),
+                Some(PinStatus::Ok),
+                Some((PinStatus::Drift, false)),
+            ),
+            (
+                Some(PinStatus::Ok),
+                Some(PinStatus::Drift),
+                Some((PinStatus::Drift, true)),
+            ),
+            (
+                Some(PinStatus::Warning),
+                Some(PinStatus::Inconclusive),
+                Some((PinStatus::Inconclusive, true)),
+            ),
+            (
+                Some(PinStatus::Ok),
+                Some(PinStatus::Ok),
+                Some((PinStatus::Ok, false)),
+            ),
+            (None, Some(PinStatus::Ok), Some((PinStatus::Ok, true))),
+            (Some(PinStatus::Ok), None, Some((PinStatus::Ok, false))),
+            (None, None, None),
+        ] {
+            assert_eq!(standing(probe, traffic), want, "{probe:?} {traffic:?}");
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::daemon::page::cache::{Stamp, accepts_gzip, compress, not_modified, st
 use crate::daemon::page::html::{content_security_policy, document};
 use crate::daemon::page::overview::overview;
 use crate::daemon::page::{
-    Mark, Meta, PIN_AUDITS, PinHistory, PinView, STRIP_AUDITS, by_urgency, pin,
+    Mark, Meta, PIN_AUDITS, PinHistory, PinView, STRIP_AUDITS, by_urgency, pin, standing_record,
 };
 use crate::lock::LoadedLock;
 use crate::store::{AuditRecord, Store, StoreError};
@@ -145,20 +145,36 @@ pub fn view_of(
 ) -> Result<(PinView, Vec<AuditRecord>), StoreError> {
     let raw = store.recent_raw(&view.id, limit)?;
     let mut records = Vec::new();
-    if limit <= STRIP_AUDITS {
-        view.latest = raw
-            .first()
-            .and_then(|b| serde_json::from_slice::<AuditRecord>(b).ok());
+    let (probe, traffic) = if limit <= STRIP_AUDITS {
         view.marks = raw.iter().rev().filter_map(|b| Mark::decode(b)).collect();
+        let newest = |traffic: bool| {
+            raw.iter()
+                .find(|b| Mark::decode(b).is_some_and(|m| m.traffic == traffic))
+                .and_then(|b| serde_json::from_slice::<AuditRecord>(b).ok())
+        };
+        (newest(false), newest(true))
     } else {
         records = raw
             .iter()
             .rev()
             .filter_map(|b| serde_json::from_slice::<AuditRecord>(b).ok())
             .collect();
-        view.latest = records.last().cloned();
         view.marks = records.iter().map(Mark::of).collect();
-    }
+        let newest = |traffic: bool| {
+            records
+                .iter()
+                .rev()
+                .find(|r| r.source.is_some() == traffic)
+                .cloned()
+        };
+        (newest(false), newest(true))
+    };
+    // A probe audit pushed out of the window by traffic verdicts still counts.
+    let probe = match probe {
+        None if traffic.is_some() => store.last_audit(&view.id)?,
+        probe => probe,
+    };
+    view.latest = standing_record(probe, traffic);
     Ok((view, records))
 }
 
