@@ -361,14 +361,14 @@ impl Store {
 
     /// The latest audit of a pin.
     pub fn last_audit(&self, pin: &str) -> Result<Option<AuditRecord>, StoreError> {
-        let t = self.trees()?;
-        // Traffic verdicts are history too, but not audits: the schedule looks past them.
         // Only their `source` is read on the way past: a pin with much traffic has many.
         #[derive(Deserialize)]
         struct Source {
             #[serde(default)]
             source: Option<RecordSource>,
         }
+        let t = self.trees()?;
+        // Traffic verdicts are history too, but not audits: the schedule looks past them.
         for entry in t.audits.scan_prefix(pin_prefix(pin)).rev() {
             let (_, bytes) = entry.map_err(|e| self.read_error(&e))?;
             if serde_json::from_slice::<Source>(&bytes).is_ok_and(|s| s.source.is_some()) {
