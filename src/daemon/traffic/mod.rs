@@ -15,6 +15,7 @@ mod receive;
 pub use receive::receive;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -46,6 +47,9 @@ pub struct Traffic {
     windows: Mutex<BTreeMap<String, Window>>,
     slots: Arc<Semaphore>,
     token: Option<Secret>,
+    /// Set when judging has stopped (the daemon is shutting down): spans are refused with 503,
+    /// which exporters retry, rather than accepted and never judged.
+    closed: AtomicBool,
 }
 
 #[derive(Default)]
@@ -76,6 +80,8 @@ impl Traffic {
     /// and an unset variable is an error, never an open endpoint.
     pub fn new(config: &Config) -> Result<Traffic, DaemonError> {
         let token = match &config.traffic.token_env {
+            // The variable matters only to a receiver that is on.
+            _ if !config.traffic.enabled => None,
             None => None,
             Some(var) => match std::env::var(var) {
                 Ok(token) if !token.is_empty() => Some(Secret::new(token)),
@@ -90,6 +96,7 @@ impl Traffic {
             windows: Mutex::new(BTreeMap::new()),
             slots: Arc::new(Semaphore::new(config.traffic.max_requests)),
             token,
+            closed: AtomicBool::new(false),
         })
     }
 
@@ -158,6 +165,26 @@ impl Traffic {
         stale
     }
 
+    /// A verdict that could not be committed: judged again at the next tick, and not taken as
+    /// kept in history.
+    fn retry(&self, pin: &str) {
+        let mut windows = self.windows.lock().expect("traffic windows");
+        if let Some(window) = windows.get_mut(pin) {
+            window.fresh = true;
+            window.kept = None;
+        }
+    }
+
+    /// Forgets the windows of pins no longer configured (after a reload).
+    fn forget_unconfigured(&self, config: &Config) {
+        let mut windows = self.windows.lock().expect("traffic windows");
+        windows.retain(|pin, _| config.pins.iter().any(|p| &p.id == pin));
+    }
+
+    fn closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
+    }
+
     fn authorized(&self, headers: &HeaderMap) -> bool {
         self.token
             .as_ref()
@@ -165,33 +192,52 @@ impl Traffic {
     }
 }
 
-/// Judges the pins that received spans, every `[traffic] interval`, until `stop`.
+/// Judges the pins that received spans, every `[traffic] interval`, until `stop`; then closes
+/// the receiver and judges what arrived since the last tick once more.
 pub async fn judge_loop(daemon: Arc<Daemon>, stop: CancellationToken) {
     loop {
         let interval = daemon.config().traffic.interval;
-        tokio::select! {
-            () = tokio::time::sleep(interval) => {}
-            () = stop.cancelled() => return,
+        let stopping = tokio::select! {
+            () = tokio::time::sleep(interval) => false,
+            () = stop.cancelled() => true,
+        };
+        if stopping {
+            daemon.traffic.closed.store(true, Ordering::Relaxed);
         }
+        daemon.traffic.forget_unconfigured(&daemon.config());
         for pin in daemon.traffic.take_fresh() {
             let spans = daemon.traffic.spans_of(&pin);
-            judge_pin(&daemon, &pin, &spans).await;
+            if !judge_pin(&daemon, &pin, &spans).await {
+                daemon.traffic.retry(&pin);
+            }
+        }
+        if stopping {
+            return;
         }
     }
 }
 
-async fn judge_pin(daemon: &Daemon, pin: &str, spans: &[GenAiSpan]) {
+/// Judges one pin's window and commits the verdict; false when the commit failed.
+async fn judge_pin(daemon: &Daemon, pin: &str, spans: &[GenAiSpan]) -> bool {
     let snapshot = daemon.snapshot();
     let config = &snapshot.config;
     let Some(pinned) = config.pins.iter().find(|p| p.id == pin) else {
-        return;
+        return true;
     };
     let lock = daemon
         .lock_file(&config.settings.lockfile)
         .unwrap_or_else(|_| Arc::new(None));
     let lock = lock.as_ref().as_ref();
     let started = Utc::now();
-    let refs: Vec<&GenAiSpan> = spans.iter().collect();
+    // Only the spans that still match the pin as configured now: a reload may have changed
+    // its model or narrowed the allow-lists since they arrived.
+    let refs: Vec<&GenAiSpan> = spans
+        .iter()
+        .filter(|s| crate::traffic::pin_for(config, s).is_some_and(|p| p.id == pin))
+        .collect();
+    if refs.is_empty() {
+        return true;
+    }
     let report = crate::traffic::pin_report(config, lock, pinned, &refs, &snapshot.facts);
     let record = AuditRecord {
         audit_id: super::audit_id(started),
@@ -211,7 +257,14 @@ async fn judge_pin(daemon: &Daemon, pin: &str, spans: &[GenAiSpan]) {
             .iter()
             .map(|f| f.code.as_str().to_owned())
             .collect(),
-        record.pin.served_models.keys().cloned().collect(),
+        // Bounded like the metric labels: a stream of ever-new served IDs is one verdict.
+        record
+            .pin
+            .served_models
+            .keys()
+            .take(SERVED_LABELS)
+            .cloned()
+            .collect(),
     );
     let keep = if daemon.traffic.keep(pin, verdict) {
         crate::alert::Keep::Audit
@@ -225,14 +278,17 @@ async fn judge_pin(daemon: &Daemon, pin: &str, spans: &[GenAiSpan]) {
     .await
     .unwrap_or_else(|_| Err(daemon.store.write_error("no answer from the store in time")));
     match processed {
-        Ok(queued) if !queued.is_empty() => {
-            tracing::info!(pin, queued = queued.len(), "traffic: notifications queued");
-            daemon.outbox_wake.send_modify(|n| *n += 1);
+        Ok(queued) => {
+            if !queued.is_empty() {
+                tracing::info!(pin, queued = queued.len(), "traffic: notifications queued");
+                daemon.outbox_wake.send_modify(|n| *n += 1);
+            }
+            true
         }
-        Ok(_) => {}
         Err(e) => {
             daemon.metrics.store_write_failed();
-            tracing::error!(pin, error = %e, "traffic verdict NOT stored");
+            tracing::error!(pin, error = %e, "traffic verdict NOT stored; judged again next interval");
+            false
         }
     }
 }
@@ -276,6 +332,34 @@ mod tests {
             traffic.take_fresh().is_empty(),
             "judged once until new spans arrive"
         );
+    }
+
+    #[test]
+    fn a_failed_commit_is_judged_again_and_removed_pins_lose_their_windows() {
+        let mut config = minimal_config();
+        let traffic = Traffic::new(&config).unwrap();
+        traffic.admit(&config, vec![span("gpt-4o-2024-08-06")]);
+        assert_eq!(traffic.take_fresh(), ["support-bot"]);
+        let verdict = ("ok".to_owned(), Vec::new(), Vec::new());
+        assert!(traffic.keep("support-bot", verdict.clone()));
+        traffic.retry("support-bot");
+        assert_eq!(traffic.take_fresh(), ["support-bot"], "judged again");
+        assert!(traffic.keep("support-bot", verdict), "and kept again");
+        config.pins.clear();
+        traffic.forget_unconfigured(&config);
+        assert!(traffic.spans_of("support-bot").is_empty());
+    }
+
+    #[test]
+    fn a_token_variable_matters_only_to_a_receiver_that_is_on() {
+        let mut config = minimal_config();
+        config.traffic.token_env = Some("MODELPIN_TEST_UNSET_OTLP_TOKEN".to_owned());
+        assert!(
+            Traffic::new(&config).is_err(),
+            "on: an unset variable refuses"
+        );
+        config.traffic.enabled = false;
+        assert!(Traffic::new(&config).is_ok());
     }
 
     #[test]

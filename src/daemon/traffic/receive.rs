@@ -36,6 +36,16 @@ async fn receive_inner(daemon: &Daemon, headers: &HeaderMap, body: Body) -> Resp
             "the traces receiver is off ([traffic] enabled = false)",
         );
     }
+    if daemon.traffic.closed() {
+        let mut response = plain(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the daemon is shutting down; retry later",
+        );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
+        return response;
+    }
     if !daemon.traffic.authorized(headers) {
         return crate::daemon::http::unauthorized();
     }
