@@ -222,9 +222,12 @@ impl<'a> Fields<'a> {
 
     /// The span, or `Other` when it names no model at all.
     pub(crate) fn into_span(self, ids: Ids) -> Read {
+        // Parsed whole (up to the hidden-params bound), not cut first: the parameters of a real
+        // call (tools, response format) run past any display bound, and only the model is kept.
         let invocation_model = self
-            .text(&["llm.invocation_parameters"])
-            .and_then(|json| serde_json::from_str::<Value>(&json).ok())
+            .raw("llm.invocation_parameters")
+            .filter(|json| json.len() <= MAX_HIDDEN_PARAMS)
+            .and_then(|json| serde_json::from_str::<Value>(json).ok())
             .and_then(|v| v.get("model").and_then(Value::as_str).map(bounded));
         let requested = self.text(&["gen_ai.request.model"]).or(invocation_model);
         let served = self.text(&["gen_ai.response.model", "llm.model_name"]);
@@ -309,16 +312,14 @@ fn deployment(json: &str) -> Option<Deployment> {
 
 /// A URL without user info, query or fragment, where credentials can hide.
 fn without_credentials(url: &str) -> String {
-    let url = url.split(['?', '#']).next().unwrap_or_default();
     let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let host = authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host)| host);
+    // User info ends at the last `@`: a careless password may hold `/`, `?` or `#` before it.
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, after)| after);
+    let rest = rest.split(['?', '#']).next().unwrap_or_default();
     if scheme.is_empty() {
-        format!("{host}{path}")
+        rest.to_owned()
     } else {
-        format!("{scheme}://{host}{path}")
+        format!("{scheme}://{rest}")
     }
 }
 

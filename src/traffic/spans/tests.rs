@@ -134,7 +134,7 @@ fn litellm_hidden_params_name_the_deployment_and_its_api_base() {
             api_base: base.map(str::to_owned),
         })
     };
-    let rows: [(Value, Option<Deployment>); 7] = [
+    let rows: [(Value, Option<Deployment>); 9] = [
         (
             json!({"model_id": "9f3c", "cache_key": null, "api_base": "https://api.openai.com/v1",
                    "response_cost": 1.2e-5, "litellm_model_name": "gpt-4o-mini-2024-07-18",
@@ -153,6 +153,14 @@ fn litellm_hidden_params_name_the_deployment_and_its_api_base() {
         (
             json!({"litellm_model_name": "gpt-4o", "api_base": "https://u:p@h.example/v1?key=s#f"}),
             deployment(Some("gpt-4o"), None, Some("https://h.example/v1")),
+        ),
+        (
+            json!({"litellm_model_name": "m", "api_base": "https://user:p#ss@h.example/v1"}),
+            deployment(Some("m"), None, Some("https://h.example/v1")),
+        ),
+        (
+            json!({"litellm_model_name": "m", "api_base": "https://u:pa/ss@h.example"}),
+            deployment(Some("m"), None, Some("https://h.example")),
         ),
         (json!({"api_base": "https://api.openai.com"}), None),
         (json!({"litellm_model_name": 7, "model_id": ["x"]}), None),
@@ -186,4 +194,25 @@ fn litellm_hidden_params_name_the_deployment_and_its_api_base() {
         .model
         .unwrap();
     assert!(model.chars().count() <= MAX_VALUE && !model.contains('\u{1b}'));
+}
+
+#[test]
+fn openinference_invocation_parameters_are_read_whole_however_long() {
+    let tools = "x".repeat(4000);
+    let params = json!({"model": "gpt-4o", "temperature": 0.2, "tools": [tools]}).to_string();
+    let doc = export(&[
+        kv("llm.model_name", json!({"stringValue": "gpt-4o-mini"})),
+        kv("llm.invocation_parameters", json!({"stringValue": params})),
+    ]);
+    let s = one(&doc);
+    assert_eq!(
+        s.requested.as_deref(),
+        Some("gpt-4o"),
+        "the model asked for"
+    );
+    assert_eq!(
+        s.served.as_deref(),
+        Some("gpt-4o-mini"),
+        "the model that answered"
+    );
 }
