@@ -124,7 +124,12 @@ fn idle_connections_are_capped_and_closed() {
             .is_some_and(|(s, _, _)| s == 200)),
         "the daemon serves again once idle connections time out"
     );
-    assert!(fds() <= before + 8, "idle connections were closed");
+    // They time out together but close one by one: give the last ones a moment.
+    assert!(
+        until(Duration::from_secs(5), || fds() <= before + 8),
+        "idle connections were closed ({} descriptors, was {before})",
+        fds()
+    );
     drop(idle);
 }
 
