@@ -2,8 +2,9 @@
 //! daemon's receiver only adds sockets, limits and tokens around them.
 //!
 //! A request is `application/x-protobuf` or `application/json`, optionally gzip-compressed
-//! (OTLP/HTTP 1.x). Decompression stops at `MAX_DECODED` bytes, so a small gzip bomb is
-//! refused instead of filling memory; protobuf and JSON decoders carry their own nesting
+//! (OTLP/HTTP 1.x). A body is held to `MAX_BODY` bytes as sent and again once decompressed
+//! (decompression stops there, so a small gzip bomb is refused instead of filling memory): both
+//! decoders build values several times the size of their input. Protobuf and JSON decoders carry their own nesting
 //! limits (prost and serde_json: 100 and 128 levels), so deep `AnyValue` nesting is an error, not
 //! a stack overflow. Responses use the request's encoding: a success with `partial_success`
 //! naming the spans that could not be read, or a `google.rpc.Status` with the reason.
@@ -17,20 +18,13 @@ use prost::Message as _;
 
 use super::spans::{Extracted, bounded};
 
-/// Largest request body accepted as sent (compressed or not).
+/// Largest request body accepted, as sent and once decompressed.
 pub const MAX_BODY: usize = 4 << 20;
-
-/// Largest body accepted once decompressed.
-pub const MAX_DECODED: usize = 16 << 20;
 
 /// Most spans read from one request. An empty span is two bytes on the wire and a few hundred
 /// once decoded, so a body's size alone does not bound the memory decoding it takes; the spans
 /// are counted on the wire first (OTLP exporters send a few hundred to a few thousand).
 pub const MAX_SPANS: usize = 50_000;
-
-/// Largest JSON document accepted once decompressed: JSON is read into a tree, several times the
-/// size of its text, so it gets the uncompressed cap rather than `MAX_DECODED`.
-pub const MAX_JSON: usize = MAX_BODY;
 
 /// The two OTLP/HTTP encodings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,22 +106,20 @@ pub fn gzipped(content_encoding: Option<&str>) -> Result<bool, Rejected> {
 pub fn decode(encoding: Encoding, gzip: bool, body: &[u8]) -> Result<Extracted, Rejected> {
     let plain;
     let bytes = if gzip {
-        plain = gunzip(body, MAX_DECODED)?;
+        plain = gunzip(body, MAX_BODY)?;
         plain.as_slice()
     } else {
         body
     };
     match encoding {
-        // Decoded protobuf takes many times its wire size: held to the uncompressed cap, and
-        // its spans counted before anything is built.
-        Encoding::Protobuf if bytes.len() > MAX_BODY => Err(Rejected::TooLarge(MAX_BODY)),
+        // Decoded protobuf takes many times its wire size: its spans are counted before
+        // anything is built.
         Encoding::Protobuf if wire_spans(bytes) > MAX_SPANS => {
             Err(Rejected::TooManySpans(MAX_SPANS))
         }
         Encoding::Protobuf => ExportTraceServiceRequest::decode(bytes)
             .map(|request| super::proto::extract(&request))
             .map_err(|e| Rejected::Protobuf(e.to_string())),
-        Encoding::Json if bytes.len() > MAX_JSON => Err(Rejected::TooLarge(MAX_JSON)),
         Encoding::Json => serde_json::from_slice::<serde_json::Value>(bytes)
             .map(|document| super::spans::extract(&document))
             .map_err(|e| Rejected::Json(e.to_string())),
@@ -257,7 +249,7 @@ mod tests {
 
     use prost::Message as _;
 
-    use super::{Encoding, MAX_DECODED, Rejected, accepted, decode, gzipped};
+    use super::{Encoding, MAX_BODY, Rejected, accepted, decode, gzipped};
     use crate::traffic::proto::tests::{request, text};
 
     fn wrap(tag: u8, inner: &[u8]) -> Vec<u8> {
@@ -293,7 +285,7 @@ mod tests {
 
     #[test]
     fn a_gzip_bomb_stops_at_the_cap() {
-        let bomb = gzip(&vec![0u8; MAX_DECODED + 1024]);
+        let bomb = gzip(&vec![0u8; MAX_BODY + 1024]);
         assert!(bomb.len() < 64 * 1024);
         let err = decode(Encoding::Protobuf, true, &bomb).unwrap_err();
         assert!(matches!(err, Rejected::TooLarge(_)), "{err}");
