@@ -587,6 +587,8 @@ impl Loop {
         let facts = fresh_facts(&config, &transport).await;
         warn_restart_needed(&self.daemon.config(), &config);
         self.daemon.metrics.declare(&config);
+        // Windows of pins no longer configured go with the old config.
+        self.daemon.traffic.forget_unconfigured(&config);
         self.daemon.swap(Snapshot {
             config: Arc::new(config),
             transport,

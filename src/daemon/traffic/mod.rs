@@ -175,8 +175,8 @@ impl Traffic {
         }
     }
 
-    /// Forgets the windows of pins no longer configured (after a reload).
-    fn forget_unconfigured(&self, config: &Config) {
+    /// Forgets the windows of pins no longer configured (on reload).
+    pub(crate) fn forget_unconfigured(&self, config: &Config) {
         let mut windows = self.windows.lock().expect("traffic windows");
         windows.retain(|pin, _| config.pins.iter().any(|p| &p.id == pin));
     }
@@ -204,7 +204,6 @@ pub async fn judge_loop(daemon: Arc<Daemon>, stop: CancellationToken) {
         if stopping {
             daemon.traffic.closed.store(true, Ordering::Relaxed);
         }
-        daemon.traffic.forget_unconfigured(&daemon.config());
         for pin in daemon.traffic.take_fresh() {
             let spans = daemon.traffic.spans_of(&pin);
             if !judge_pin(&daemon, &pin, &spans).await {
