@@ -347,4 +347,4 @@ pub(crate) fn bounded(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
