@@ -302,14 +302,10 @@ impl Metrics {
 
     /// A pin's traffic verdict.
     pub fn traffic_verdict(&self, p: &PinReport) {
-        let mismatch = p
-            .findings
-            .iter()
-            .any(|f| f.code == Code::ServedModelMismatch);
         self.set(
             Family::TrafficServedModelMismatch,
             &[("pin", &p.id)],
-            if mismatch { 1.0 } else { 0.0 },
+            mismatch(p),
         );
     }
 
@@ -452,15 +448,19 @@ fn status_and_identity(m: &Metrics, p: &PinReport) {
         labels.push(("served", served.as_str()));
         m.set(Family::ServedModelInfo, &labels, 1.0);
     }
-    let mismatch = p
-        .findings
+    m.set(Family::ServedModelMismatch, &[("pin", &p.id)], mismatch(p));
+}
+
+/// 1 when the pin was served a model it does not accept, else 0.
+fn mismatch(p: &PinReport) -> f64 {
+    if p.findings
         .iter()
-        .any(|f| f.code == Code::ServedModelMismatch);
-    m.set(
-        Family::ServedModelMismatch,
-        &[("pin", &p.id)],
-        if mismatch { 1.0 } else { 0.0 },
-    );
+        .any(|f| f.code == Code::ServedModelMismatch)
+    {
+        1.0
+    } else {
+        0.0
+    }
 }
 
 fn findings(m: &Metrics, p: &PinReport) {
