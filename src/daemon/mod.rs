@@ -323,6 +323,10 @@ pub async fn run(
                 config.settings.metrics
             ))
         })?;
+    // The address actually bound: `metrics = "127.0.0.1:0"` picks a free port.
+    let address = listener
+        .local_addr()
+        .map_err(|e| DaemonError::Io(format!("cannot read the listening address: {e}")))?;
     let api_token = api_token(&config)?;
     let traffic = traffic::Traffic::new(&config)?;
     warn_if_public(&config);
@@ -348,7 +352,7 @@ pub async fn run(
     daemon.refresh_facts().await;
     let stop_http = CancellationToken::new();
     let http = tokio::spawn(http::serve(daemon.clone(), listener, stop_http.clone()));
-    tracing::info!(metrics = %config.settings.metrics, store = %config.settings.store.display(), pins = config.pins.len(), "daemon started");
+    tracing::info!(url = %format!("http://{address}/"), store = %config.settings.store.display(), pins = config.pins.len(), "daemon started: status page, /metrics and /healthz listening");
     let stop_delivery = CancellationToken::new();
     let delivery = tokio::spawn(delivery_worker(daemon.clone(), stop_delivery.clone()));
     let stop_judging = CancellationToken::new();
