@@ -4,6 +4,8 @@
 //! them with another model. This library holds the whole pipeline — config, provider adapters,
 //! transport, audit, lock, report — and `main.rs` only maps its outcome to an exit code.
 
+mod closed;
+
 pub mod alert;
 pub mod app;
 pub mod audit;

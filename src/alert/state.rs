@@ -77,7 +77,7 @@ pub fn step(
     } else {
         0
     };
-    let current = alerting_findings(&pin.findings, streak);
+    let current = alerting_findings(&pin.id, &pin.findings, streak);
     let mut firing: BTreeMap<String, AlertState> = BTreeMap::new();
     let mut new: BTreeSet<String> = BTreeSet::new();
     for (code, finding) in &current {
@@ -142,7 +142,7 @@ pub fn step(
 
 /// The findings that alert, by code: everything with a severity, and `inconclusive` once the
 /// streak is long enough.
-fn alerting_findings(findings: &[Finding], streak: u32) -> BTreeMap<String, Finding> {
+fn alerting_findings(pin: &str, findings: &[Finding], streak: u32) -> BTreeMap<String, Finding> {
     let mut out = BTreeMap::new();
     for f in findings {
         if f.code.is_unmeasured() {
@@ -157,8 +157,9 @@ fn alerting_findings(findings: &[Finding], streak: u32) -> BTreeMap<String, Find
             consecutive: streak,
             latest: first.map(|f| f.evidence.clone()),
             latest_message: first.map(|f| f.message.clone()),
+            latest_action: first.and_then(|f| f.action.clone()),
         };
-        let finding = Finding::from(Evidence::Inconclusive(streak));
+        let finding = Finding::new(&Evidence::Inconclusive(streak), pin);
         out.insert(Code::Inconclusive.as_str().to_owned(), finding);
     }
     out

@@ -16,6 +16,7 @@ use crate::finding::evidence::{
     MaxTokensExceeded, NoBaseline, NotFound, OverLimit, PricePerMtok, ProbeChanged, Retries,
     ServedMismatch, TokenCounts, TokenizerChanged, Unmeasured, UpstreamMismatch,
 };
+use crate::finding::reason::{Reason, Reasons, Stop};
 use crate::finding::{Evidence, Finding};
 use crate::lifecycle::{Lifecycle, Signal};
 use crate::lock::{LockedPin, LockedPrice, LockedProbe};
@@ -118,7 +119,11 @@ pub fn judge(case: &Case<'_>) -> Vec<Finding> {
 #[must_use]
 pub fn judge_with_statistics(case: &Case<'_>) -> (Vec<Finding>, Option<DriftVerdict>) {
     let (evidence, verdict) = evidence(case);
-    (evidence.into_iter().map(Finding::from).collect(), verdict)
+    let pin = &case.pin.id;
+    (
+        evidence.iter().map(|e| Finding::new(e, pin)).collect(),
+        verdict,
+    )
 }
 
 /// What each check found, in the report's fixed order.
@@ -149,6 +154,7 @@ fn evidence(case: &Case<'_>) -> (Vec<Evidence>, Option<DriftVerdict>) {
     found.extend(tokens_missing(case).map(Evidence::Inconclusive));
     found.extend(calls_missing(case.observation).map(Evidence::Inconclusive));
     retirement::after_answers(case, &mut found);
+    found.extend(served_not_reported(case).map(Evidence::Inconclusive));
     (found, verdict)
 }
 
@@ -222,12 +228,7 @@ fn calls_missing(obs: &Observation) -> Option<Unmeasured> {
         .iter()
         .filter(|c| matches!(c.result, CallResult::Cancelled(_)))
         .count() as u64;
-    let never: u64 = obs
-        .not_started
-        .iter()
-        .filter(|(why, _)| why.starts_with("cancelled"))
-        .map(|(_, n)| n)
-        .sum();
+    let never = obs.not_started.cancelled();
     Some(Unmeasured::CallsMissing {
         planned: obs.planned,
         answered,
@@ -237,12 +238,21 @@ fn calls_missing(obs: &Observation) -> Option<Unmeasured> {
 }
 
 /// Why calls of the pin ended without an answer, started or not.
-fn all_reasons(obs: &Observation) -> BTreeMap<String, u64> {
+fn all_reasons(obs: &Observation) -> Reasons {
     let mut reasons = failure_reasons(obs.calls.iter());
-    for (why, n) in &obs.not_started {
-        *reasons.entry(why.clone()).or_insert(0) += n;
-    }
+    reasons.extend(&obs.not_started);
     reasons
+}
+
+/// Traffic whose spans never say which model answered measures nothing about the pin's
+/// identity: inconclusive, never ok.
+fn served_not_reported(case: &Case<'_>) -> Option<Unmeasured> {
+    let spans = case.observation.replies().count() as u64;
+    let named = case
+        .observation
+        .replies()
+        .any(|(_, r)| r.served_model.is_some());
+    (case.traffic && !named).then_some(Unmeasured::ServedNotReported { spans })
 }
 
 /// Probes whose baseline has prompt token counts while this audit's answers have none: the
@@ -268,25 +278,39 @@ fn tokens_missing(case: &Case<'_>) -> Option<Unmeasured> {
 }
 
 /// Each failed call's final outcome, in the provider's own words, counted.
-fn failure_reasons<'a>(calls: impl Iterator<Item = &'a CallRecord>) -> BTreeMap<String, u64> {
-    let mut reasons = BTreeMap::new();
+fn failure_reasons<'a>(calls: impl Iterator<Item = &'a CallRecord>) -> Reasons {
+    let mut reasons = Reasons::default();
     for call in calls {
-        let mut reason = match &call.result {
+        // Why retrying stopped adds to the outcome unless a single attempt met a terminal answer.
+        let stopped = call
+            .stopped
+            .as_ref()
+            .filter(|s| !matches!(s.class, StopClass::Terminal) || call.attempts > 1)
+            .map(|s| Stop {
+                class: s.class,
+                reason: s.reason.clone(),
+            });
+        let reason = match &call.result {
             CallResult::Reply(_) => continue,
-            CallResult::Rejected(r) => {
-                format!("{} (HTTP {}): {}", r.class.as_str(), r.status, r.message)
-            }
-            CallResult::Unparseable(why) => format!("unparseable response: {why}"),
-            CallResult::Failed(f) => format!("{}: {}", f.kind.as_str(), f.message),
-            CallResult::Skipped(why) => format!("skipped: {why}"),
-            CallResult::Cancelled(why) => format!("cancelled: {why}"),
+            CallResult::Rejected(r) => Reason::Refused {
+                class: r.class,
+                status: r.status,
+                message: r.message.clone(),
+                stopped,
+            },
+            CallResult::Unparseable(why) => Reason::Unparseable {
+                why: why.clone(),
+                stopped,
+            },
+            CallResult::Failed(f) => Reason::NoAnswer {
+                kind: f.kind,
+                message: f.message.clone(),
+                stopped,
+            },
+            CallResult::Skipped(why) => Reason::Skipped(why.clone()),
+            CallResult::Cancelled(why) => Reason::Cancelled(why.clone()),
         };
-        if let Some(stopped) = &call.stopped
-            && (!matches!(stopped.class, StopClass::Terminal) || call.attempts > 1)
-        {
-            reason = format!("{reason} — {}", stopped.reason);
-        }
-        *reasons.entry(reason).or_insert(0) += 1;
+        reasons.add(reason, 1);
     }
     reasons
 }

@@ -13,9 +13,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use crate::audit::Observation;
 use crate::config::{Config, Pin};
-use crate::lifecycle::signals::{mistral_models, openai_models, openrouter_models};
-use crate::lifecycle::{Fact, Signal, builtin, feeds};
+use crate::lifecycle::signals::{from_hint, mistral_models, openai_models, openrouter_models};
+use crate::lifecycle::{Fact, Lifecycle, PinRef, Signal, builtin, feeds, resolve};
 use crate::provider::{ModelsEndpoint, ModelsRequest, models_request};
 use crate::transport::Transport;
 
@@ -234,6 +235,37 @@ fn names(signal: &Signal, pin: &Pin) -> bool {
         .models
         .iter()
         .any(|m| *m == pin.model || pin.accept.contains(m))
+}
+
+/// The pin's lifecycle from every source: table and feeds, the provider's models endpoint, and
+/// the lifecycle headers on its own answers.
+#[must_use]
+pub fn pin_lifecycle(
+    config: &Config,
+    pin: &Pin,
+    obs: &Observation,
+    seen: &ProviderSignals,
+    facts: &Facts,
+) -> Lifecycle {
+    let pin_ref = PinRef::from(pin);
+    let now = Utc::now();
+    let hints = obs
+        .replies()
+        .flat_map(|(_, r)| r.lifecycle.iter())
+        .filter_map(from_hint);
+    let live: Vec<Fact> = seen
+        .signals
+        .iter()
+        .cloned()
+        .chain(hints)
+        .map(|signal| signal.fact_for(&pin_ref, now))
+        .collect();
+    resolve(
+        &pin_ref,
+        facts.facts.iter().chain(&live),
+        now,
+        &config.settings.warn_before,
+    )
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ pub mod plan;
 pub mod retirement;
 pub mod run;
 pub mod tally;
+pub mod verdict;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, Pin, Probe};
+use crate::finding::reason::{Halt, Reason, Reasons};
 use crate::provider::{self, Endpoint, ErrorClass, Parsed, ProbeCall, Rejected, Reply};
 use crate::retry::{self, Operation, RetryPolicy, Signal, Stopped};
 use crate::transport::{FailureKind, Transport, TransportFailure};
@@ -41,9 +43,9 @@ pub enum CallResult {
     /// No response: refused connection, timeout, broken connection.
     Failed(TransportFailure),
     /// Never sent: the pin had already been stopped.
-    Skipped(String),
+    Skipped(Halt),
     /// Dropped in flight or never started: the audit was interrupted or its budget was spent.
-    Cancelled(String),
+    Cancelled(Halt),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -67,9 +69,9 @@ pub struct Observation {
     pub calls: Vec<CallRecord>,
     /// Calls the plan had for the pin.
     pub planned: u64,
-    /// Planned calls never started, by why (`cancelled: …`, `skipped: …`): counted, not
-    /// recorded one by one, so a plan cut short costs no memory per call it did not make.
-    pub not_started: BTreeMap<String, u64>,
+    /// Planned calls never started, by why (skipped or cancelled): counted, not recorded one by
+    /// one, so a plan cut short costs no memory per call it did not make.
+    pub not_started: Reasons,
 }
 
 impl Observation {
@@ -80,7 +82,7 @@ impl Observation {
             pin: pin.to_owned(),
             planned: calls.len() as u64,
             calls,
-            not_started: BTreeMap::new(),
+            not_started: Reasons::default(),
         }
     }
 
@@ -281,13 +283,13 @@ async fn observe_pin(plan: &Plan<'_>, pin: &Pin, transport: &Transport) -> Obser
         }
     }
     records.sort_by(|a, b| (&a.probe, a.sample).cmp(&(&b.probe, b.sample)));
-    let mut not_started = BTreeMap::new();
+    let mut not_started = Reasons::default();
     let left = planned.saturating_sub(records.len() as u64);
     if left > 0 {
         let why = run
             .not_starting()
-            .unwrap_or_else(|| "cancelled: not started".to_owned());
-        not_started.insert(why, left);
+            .unwrap_or(Reason::Cancelled(Halt::NotStarted));
+        not_started.add(why, left);
         plan.progress.calls(left);
     }
     plan.progress.pin_finished(&pin.id);
@@ -302,18 +304,18 @@ async fn observe_pin(plan: &Plan<'_>, pin: &Pin, transport: &Transport) -> Obser
 /// Set once a pin got an answer that further calls would only repeat; the first reason wins.
 #[derive(Default)]
 struct StopFlag {
-    reason: std::sync::Mutex<Option<String>>,
+    reason: std::sync::Mutex<Option<Halt>>,
 }
 
 impl StopFlag {
-    fn raise(&self, reason: String) {
+    fn raise(&self, reason: Halt) {
         self.reason
             .lock()
             .expect("stop reason lock")
             .get_or_insert(reason);
     }
 
-    fn reason(&self) -> Option<String> {
+    fn reason(&self) -> Option<Halt> {
         self.reason.lock().expect("stop reason lock").clone()
     }
 }
@@ -368,7 +370,7 @@ impl PinRun<'_> {
         let mut record = CallRecord {
             probe: probe.id.clone(),
             sample,
-            result: CallResult::Skipped(String::new()),
+            result: CallResult::Cancelled(Halt::NotStarted),
             latency: Duration::ZERO,
             attempts: 0,
             waits: Vec::new(),
@@ -383,10 +385,10 @@ impl PinRun<'_> {
             return record;
         }
         if let Some(cap) = self.plan.spend.reached() {
-            record.result = CallResult::Cancelled(format!(
-                "the audit's spend cap (${cap:.2}) was reached (${:.4} spent)",
-                self.plan.spend.spent()
-            ));
+            record.result = CallResult::Cancelled(Halt::SpendCap {
+                cap,
+                spent: self.plan.spend.spent(),
+            });
             return record;
         }
         let request = self.request(probe);
@@ -415,11 +417,10 @@ impl PinRun<'_> {
             CallResult::Failed(f)
                 if f.kind == FailureKind::Timeout && Instant::now() >= self.until =>
             {
-                CallResult::Cancelled(format!(
-                    "{} (in flight: {})",
-                    self.cancel_reason(),
-                    f.message
-                ))
+                CallResult::Cancelled(Halt::InFlight {
+                    halt: Box::new(self.cancel_reason()),
+                    message: f.message,
+                })
             }
             other => other,
         };
@@ -435,18 +436,18 @@ impl PinRun<'_> {
     }
 
     /// Why no further call of the pin may start, in the words the report counts it under.
-    fn not_starting(&self) -> Option<String> {
+    fn not_starting(&self) -> Option<Reason> {
         if let Some(reason) = self.stop.reason() {
-            return Some(format!("skipped: {reason}"));
+            return Some(Reason::Skipped(reason));
         }
         if self.plan.cancel.is_cancelled() || Instant::now() >= self.until {
-            return Some(format!("cancelled: {}", self.cancel_reason()));
+            return Some(Reason::Cancelled(self.cancel_reason()));
         }
         let cap = self.plan.spend.reached()?;
-        Some(format!(
-            "cancelled: the audit's spend cap (${cap:.2}) was reached (${:.4} spent)",
-            self.plan.spend.spent()
-        ))
+        Some(Reason::Cancelled(Halt::SpendCap {
+            cap,
+            spent: self.plan.spend.spent(),
+        }))
     }
 
     /// A first call that used every attempt on timeouts means the provider is not answering:
@@ -456,22 +457,18 @@ impl PinRun<'_> {
             && f.kind == FailureKind::Timeout
             && first.attempts >= self.plan.retry.max_attempts
         {
-            self.stop.raise(format!(
-                "the provider did not answer: the pin's first call timed out {} times ({} each); its other calls were not sent",
-                first.attempts,
-                crate::transport::human_duration(self.plan.config.settings.timeout)
-            ));
+            self.stop.raise(Halt::Unresponsive {
+                attempts: first.attempts,
+                timeout: self.plan.config.settings.timeout,
+            });
         }
     }
 
-    fn cancel_reason(&self) -> String {
+    fn cancel_reason(&self) -> Halt {
         if self.plan.cancel.is_cancelled() {
-            "the audit was interrupted".to_owned()
+            Halt::Interrupted
         } else {
-            format!(
-                "the pin's audit budget ({}) was spent",
-                crate::transport::human_duration(self.plan.config.settings.budget)
-            )
+            Halt::Budget(self.plan.config.settings.budget)
         }
     }
 
@@ -532,11 +529,10 @@ impl PinRun<'_> {
                 ErrorClass::NotFound | ErrorClass::Auth | ErrorClass::Quota
             )
         {
-            self.stop.raise(format!(
-                "not sent: an earlier call was refused ({}: {})",
-                r.class.as_str(),
-                r.message
-            ));
+            self.stop.raise(Halt::Refused {
+                class: r.class,
+                message: r.message.clone(),
+            });
         }
     }
 }

@@ -7,17 +7,14 @@
 
 use std::sync::Arc;
 
-use chrono::Utc;
 use tokio_util::sync::CancellationToken;
 
-use crate::audit::judge::{Case, judge_with_statistics};
-use crate::audit::lifecycle::{Facts, ProviderSignals, load_facts, provider_signals};
-use crate::audit::{Observation, Plan, observe};
+use crate::audit::judge::Case;
+use crate::audit::lifecycle::{Facts, load_facts, pin_lifecycle, provider_signals};
+use crate::audit::{Plan, observe, verdict};
 use crate::config::{Config, Pin};
-use crate::lifecycle::signals::from_hint;
-use crate::lifecycle::{Fact, Lifecycle, PinRef, resolve};
 use crate::lock::LoadedLock;
-use crate::report::{PinReport, Report};
+use crate::report::Report;
 use crate::transport::Transport;
 
 /// What to audit.
@@ -58,7 +55,7 @@ pub async fn audit(
     request: &Request<'_>,
     ctx: &Context<'_>,
 ) -> Audited {
-    let started_at = now_rfc3339();
+    let started_at = verdict::now();
     let plan = Plan::for_request(config, request, ctx);
     // Lookups are advisory and must not hold an interrupted audit: on a signal they give way to
     // the built-in table and no provider signals.
@@ -79,7 +76,6 @@ pub async fn audit(
     };
     let (observations, mut signals, facts) =
         tokio::join!(observe(&plan, ctx.transport), signals, facts);
-    let finished_at = now_rfc3339();
     let reports = request
         .pins
         .iter()
@@ -87,63 +83,16 @@ pub async fn audit(
         .map(|(pin, obs)| {
             let locked = lock.and_then(|l| l.lock.pins.get(&pin.id));
             let seen = signals.remove(&pin.id).unwrap_or_default();
-            let life = lifecycle_of(config, pin, obs, &seen, &facts);
+            let life = pin_lifecycle(config, pin, obs, &seen, &facts);
             let case = Case::new(pin, config.probes_of(pin), obs, locked)
-                .with_lifecycle(life.clone(), seen.signals)
+                .with_lifecycle(life, seen.signals)
                 .with_alpha(config.settings.alpha);
-            let (findings, verdict) = judge_with_statistics(&case);
-            PinReport::new(pin, obs, locked, findings)
-                .with_lifecycle(&life)
-                .with_behaviour(verdict.as_ref())
+            verdict::pin_report(&case)
         })
         .collect();
-    let mut report = Report::new(
-        config.digest.clone(),
-        lock.map(|l| l.digest.clone()),
-        started_at,
-        finished_at,
-        reports,
-        request.strict,
-    );
-    report.lock_config_digest = lock.map(|l| l.lock.config_digest.clone());
+    let report = verdict::report(config, lock, started_at, reports, request.strict);
     Audited {
         report,
         warnings: facts.warnings.clone(),
     }
-}
-
-/// The pin's lifecycle from every source: table and feeds, the provider's models endpoint, and
-/// the lifecycle headers on its own answers.
-pub(crate) fn lifecycle_of(
-    config: &Config,
-    pin: &Pin,
-    obs: &Observation,
-    seen: &ProviderSignals,
-    facts: &Facts,
-) -> Lifecycle {
-    let pin_ref = PinRef::from(pin);
-    let now = Utc::now();
-    let hints = obs
-        .replies()
-        .flat_map(|(_, r)| r.lifecycle.iter())
-        .filter_map(from_hint);
-    let live: Vec<Fact> = seen
-        .signals
-        .iter()
-        .cloned()
-        .chain(hints)
-        .map(|signal| signal.fact_for(&pin_ref, now))
-        .collect();
-    resolve(
-        &pin_ref,
-        facts.facts.iter().chain(&live),
-        now,
-        &config.settings.warn_before,
-    )
-}
-
-/// Now, as the report's timestamps write it.
-#[must_use]
-pub fn now_rfc3339() -> String {
-    Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }

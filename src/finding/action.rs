@@ -1,192 +1,251 @@
-//! What to do about each finding: one line per code, specific to the pin and, where the evidence
-//! names it, the model to move to or the ID to accept. A `match` on the code, so a new code does
-//! not compile until it says what a user should do.
+//! What to do about each finding: one line per kind of evidence, specific to the pin and, where
+//! the evidence names it, the model to move to or the ID to accept. A `match` on the typed
+//! evidence, before it becomes JSON, so a new code or failure reason does not compile until it
+//! says what a user should do, and no advice is chosen by searching the message.
 
-use serde_json::Value;
+use crate::finding::evidence::{Evidence, Unmeasured};
+use crate::finding::reason::Remedy;
+use crate::lifecycle::Lifecycle;
 
-use crate::finding::{Code, Finding};
-
-/// The next step for `finding` on pin `pin`.
-#[must_use]
-pub fn action(finding: &Finding, pin: &str) -> String {
-    let relock = format!("`modelpin lock --pin {pin}` and commit modelpin.lock");
-    let evidence = &finding.evidence;
-    match finding.code {
-        Code::ServedModelMismatch => match first_key(evidence, "unexpected") {
-            Some(id) => format!(
-                "if `{id}` is a change you accept, add it to the pin's `accept` (or run {relock}); otherwise pin a dated snapshot and raise it with the provider"
+impl Evidence {
+    /// The next step for this finding on pin `pin`.
+    #[must_use]
+    pub fn action(&self, pin: &str) -> String {
+        let relock = format!("`modelpin lock --pin {pin}` and commit modelpin.lock");
+        match self {
+            Evidence::ServedModelMismatch(e) => match e.unexpected.keys().next() {
+                Some(id) => format!(
+                    "if `{id}` is a change you accept, add it to the pin's `accept` (or run {relock}); otherwise pin a dated snapshot and raise it with the provider"
+                ),
+                None => format!("if the change is wanted, run {relock}"),
+            },
+            Evidence::UpstreamMismatch(_) => format!(
+                "add the host to the pin's `upstream` if it is acceptable, or restrict the provider routing to the hosts you trust; then run {relock}"
             ),
-            None => format!("if the change is wanted, run {relock}"),
-        },
-        Code::UpstreamMismatch => format!(
-            "add the host to the pin's `upstream` if it is acceptable, or restrict the provider routing to the hosts you trust; then run {relock}"
-        ),
-        Code::TokenizerChanged | Code::CostChanged | Code::BehaviorDrift => format!(
-            "another model (or template) answers: confirm with the provider; if the change is wanted, run {relock}"
-        ),
-        Code::ModelNotFound | Code::RetiredStillServed => match replacement(evidence) {
-            Some(model) => format!("move the pin to `{model}` (the named replacement), then run {relock}"),
-            None => format!("move the pin to a model the provider supports, then run {relock}"),
-        },
-        Code::DeprecationScheduled | Code::SunsetAnnounced => match replacement(evidence) {
-            Some(model) => format!(
-                "plan the move to `{model}` before the date; after switching, run {relock}"
+            Evidence::TokenizerChanged(_) | Evidence::CostChanged(_) | Evidence::BehaviorDrift(_) => {
+                format!(
+                    "another model (or template) answers: confirm with the provider; if the change is wanted, run {relock}"
+                )
+            }
+            Evidence::ModelNotFound(e) => move_to(replacement(e.lifecycle.as_ref()), &relock),
+            Evidence::RetiredStillServed(e) => move_to(replacement(Some(&e.lifecycle)), &relock),
+            Evidence::DeprecationScheduled(life) => plan_move(replacement(Some(life)), &relock),
+            Evidence::SunsetAnnounced(e) => plan_move(
+                e.signals.iter().find_map(|s| s.replacement.clone()),
+                &relock,
             ),
-            None => format!("plan the move to a supported model before the date; after switching, run {relock}"),
-        },
-        Code::FingerprintChanged => {
-            "nothing unless another check moves: the provider changed its serving configuration".to_owned()
+            Evidence::FingerprintChanged(_) => {
+                "nothing unless another check moves: the provider changed its serving configuration".to_owned()
+            }
+            Evidence::MaxTokensExceeded(_) => {
+                "give the pin a `price` and keep `max_cost_usd` so the spend stays bounded; raise the probe's `max_tokens` if the longer answers are expected".to_owned()
+            }
+            Evidence::NoBaseline(_) | Evidence::ProbeChanged(_) => format!("run {relock}"),
+            Evidence::Inconclusive(why) => why.action(pin),
         }
-        Code::MaxTokensExceeded => {
-            "give the pin a `price` and keep `max_cost_usd` so the spend stays bounded; raise the probe's `max_tokens` if the longer answers are expected".to_owned()
-        }
-        Code::NoBaseline | Code::ProbeChanged => format!("run {relock}"),
-        Code::Inconclusive => unmeasured_action(finding, pin),
     }
 }
 
-/// The advice that fits why nothing (or not everything) was measured.
-fn unmeasured_action(finding: &Finding, pin: &str) -> String {
-    let said = format!("{} {}", finding.message, finding.evidence).to_lowercase();
-    let rules: [(&[&str], String); 7] = [
-        (
-            &["auth", "api key", "401", "403"],
-            "check the provider key: the variable named by `api_key_env` must hold a valid key".to_owned(),
-        ),
-        (
-            &["quota", "balance", "billing", "402"],
-            "top up or raise the provider account's quota, then run the check again".to_owned(),
-        ),
-        (
-            &["spend cap"],
-            "raise the cap (`--max-cost` or `max_cost_usd`) or lower `samples`".to_owned(),
-        ),
-        (
-            &["interrupted"],
-            format!("run the check again and let it finish (`modelpin check --pin {pin}`)"),
-        ),
-        (
-            &["budget"],
-            "raise `budget` in [settings], or lower `samples` or `timeout`".to_owned(),
-        ),
-        (
-            &["prompt token count"],
-            "use an endpoint that reports `usage` (some gateways and proxies drop it)".to_owned(),
-        ),
-        (
-            &["timed out", "did not answer", "timeout", "connect"],
-            "check that the provider is reachable and its status page; raise `timeout` if it is slow".to_owned(),
-        ),
-    ];
-    rules
-        .into_iter()
-        .find(|(words, _)| words.iter().any(|w| said.contains(w)))
-        .map_or_else(
+impl Unmeasured {
+    /// The advice that fits why nothing (or not everything) was measured.
+    fn action(&self, pin: &str) -> String {
+        let remedy = match self {
+            Unmeasured::NothingAnswered { reasons, .. }
+            | Unmeasured::Probe { reasons, .. }
+            | Unmeasured::CallsMissing { reasons, .. } => reasons.remedy(),
+            Unmeasured::TokensMissing { .. } => Some(Remedy::Usage),
+            Unmeasured::ServedNotReported { .. } => Some(Remedy::Instrumentation),
+            Unmeasured::Streak { latest_action, .. } => {
+                if let Some(action) = latest_action {
+                    return action.clone();
+                }
+                None
+            }
+        };
+        remedy.map_or_else(
             || {
                 format!(
                     "see the reasons in the evidence, then run `modelpin check --pin {pin}` again"
                 )
             },
-            |(_, advice)| advice,
+            |r| r.advice(pin),
         )
+    }
 }
 
-fn first_key(evidence: &Value, field: &str) -> Option<String> {
-    evidence.get(field)?.as_object()?.keys().next().cloned()
+fn move_to(model: Option<String>, relock: &str) -> String {
+    match model {
+        Some(model) => {
+            format!("move the pin to `{model}` (the named replacement), then run {relock}")
+        }
+        None => format!("move the pin to a model the provider supports, then run {relock}"),
+    }
 }
 
-/// The replacement model the lifecycle data names, wherever the evidence keeps it.
-fn replacement(evidence: &Value) -> Option<String> {
-    let lifecycle = evidence.get("lifecycle").unwrap_or(evidence);
-    lifecycle
-        .get("replacement")?
-        .as_array()?
-        .first()?
-        .as_str()
-        .map(str::to_owned)
+fn plan_move(model: Option<String>, relock: &str) -> String {
+    match model {
+        Some(model) => {
+            format!("plan the move to `{model}` before the date; after switching, run {relock}")
+        }
+        None => format!(
+            "plan the move to a supported model before the date; after switching, run {relock}"
+        ),
+    }
+}
+
+fn replacement(lifecycle: Option<&Lifecycle>) -> Option<String> {
+    lifecycle?.replacement.first().cloned()
 }
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use std::collections::{BTreeMap, BTreeSet};
 
     use super::*;
+    use crate::finding::evidence::{NoBaseline, Reroute, ServedMismatch, StillServed};
+    use crate::finding::reason::{Halt, Reason, Reasons};
+    use crate::lifecycle::Stage;
+    use crate::provider::ErrorClass;
 
-    fn finding(code: Code, message: &str, evidence: Value) -> Finding {
-        Finding {
-            code,
-            severity: code.severity(),
-            message: message.to_owned(),
-            evidence,
-            action: None,
+    fn lifecycle(replacement: &[&str]) -> Lifecycle {
+        Lifecycle {
+            model: "old".into(),
+            stage: Stage::Retired,
+            retirement: None,
+            days_left: None,
+            replacement: replacement.iter().map(|r| (*r).to_owned()).collect(),
+            window: None,
+            sources: Vec::new(),
         }
     }
 
-    #[test]
-    fn every_code_says_what_to_do() {
-        for code in Code::ALL {
-            let text = action(&finding(code, "", json!({})), "bot");
-            assert!(!text.is_empty(), "{code}");
+    fn reasons(reason: Reason) -> Reasons {
+        let mut all = Reasons::default();
+        all.add(reason, 3);
+        all
+    }
+
+    fn mismatch() -> ServedMismatch {
+        ServedMismatch {
+            requested: "m".into(),
+            accepted: BTreeSet::from(["m".to_owned()]),
+            served: BTreeMap::from([("gpt-4o-mini".to_owned(), 3)]),
+            unexpected: BTreeMap::from([("gpt-4o-mini".to_owned(), 3)]),
+            fallback_models: BTreeMap::new(),
+            public_names: BTreeMap::new(),
+            deployment_ids: BTreeMap::new(),
+            gateway_fallbacks: BTreeMap::new(),
+            examples: Vec::new(),
+        }
+    }
+
+    fn retries() -> crate::finding::evidence::Retries {
+        crate::finding::evidence::Retries {
+            attempts: 1,
+            retries: 0,
+            waited_ms: 0,
+            stopped: BTreeMap::new(),
         }
     }
 
     #[test]
     fn actions_name_the_pin_the_id_and_the_replacement() {
+        let reroute = Reroute {
+            served_id_changed: true,
+            upstream_changed: false,
+            tokenizer_changed: false,
+            price_changed: false,
+            behaviour_changed: false,
+        };
         let table = [
             (
-                finding(
-                    Code::ServedModelMismatch,
-                    "",
-                    json!({"unexpected": {"gpt-4o-mini": 3}}),
-                ),
+                Evidence::ServedModelMismatch(mismatch()),
                 "add it to the pin's `accept`",
                 "`gpt-4o-mini`",
             ),
             (
-                finding(
-                    Code::RetiredStillServed,
-                    "",
-                    json!({"replacement": ["gemini-3.8-flash"]}),
-                ),
+                Evidence::RetiredStillServed(StillServed {
+                    lifecycle: lifecycle(&["gemini-3.8-flash"]),
+                    reroute,
+                }),
                 "move the pin to `gemini-3.8-flash`",
                 "--pin bot",
             ),
             (
-                finding(
-                    Code::ModelNotFound,
-                    "",
-                    json!({"lifecycle": {"replacement": ["o3"]}}),
-                ),
-                "`o3`",
+                Evidence::DeprecationScheduled(Box::new(lifecycle(&[]))),
+                "plan the move to a supported model",
                 "--pin bot",
             ),
             (
-                finding(
-                    Code::Inconclusive,
-                    "no call succeeded: auth (HTTP 401): bad key",
-                    json!({}),
-                ),
+                Evidence::Inconclusive(Unmeasured::NothingAnswered {
+                    reasons: reasons(Reason::Refused {
+                        class: ErrorClass::Auth,
+                        status: 401,
+                        message: "bad key".into(),
+                        stopped: None,
+                    }),
+                    retries: retries(),
+                    lifecycle: None,
+                }),
                 "check the provider key",
                 "api_key_env",
             ),
             (
-                finding(
-                    Code::Inconclusive,
-                    "3 of 30 planned calls were not answered",
-                    json!({"reasons": {"cancelled: the audit's spend cap ($0.10) was reached": 3}}),
-                ),
+                Evidence::Inconclusive(Unmeasured::CallsMissing {
+                    planned: 30,
+                    answered: 27,
+                    cancelled: 3,
+                    reasons: reasons(Reason::Cancelled(Halt::SpendCap {
+                        cap: 0.1,
+                        spent: 0.1,
+                    })),
+                }),
                 "raise the cap",
                 "--max-cost",
             ),
             (
-                finding(Code::NoBaseline, "", json!({})),
+                Evidence::Inconclusive(Unmeasured::CallsMissing {
+                    planned: 30,
+                    answered: 27,
+                    cancelled: 3,
+                    reasons: reasons(Reason::Cancelled(Halt::Interrupted)),
+                }),
+                "let it finish",
+                "--pin bot",
+            ),
+            (
+                Evidence::Inconclusive(Unmeasured::ServedNotReported { spans: 4 }),
+                "instrumentation record the answering model",
+                "gen_ai.response.model",
+            ),
+            (
+                Evidence::NoBaseline(NoBaseline {
+                    locked_model: None,
+                    pin: "bot".into(),
+                    model: "m".into(),
+                }),
                 "`modelpin lock --pin bot`",
                 "commit modelpin.lock",
             ),
         ];
-        for (f, a, b) in table {
-            let text = action(&f, "bot");
-            assert!(text.contains(a) && text.contains(b), "{}: {text}", f.code);
+        for (evidence, a, b) in table {
+            let text = evidence.action("bot");
+            assert!(
+                text.contains(a) && text.contains(b),
+                "{:?}: {text}",
+                evidence.code()
+            );
         }
+    }
+
+    #[test]
+    fn a_streak_repeats_what_the_latest_audit_said_to_do() {
+        let streak = Unmeasured::Streak {
+            consecutive: 3,
+            latest: None,
+            latest_message: None,
+            latest_action: Some("top up".into()),
+        };
+        assert_eq!(Evidence::Inconclusive(streak).action("bot"), "top up");
     }
 }

@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::finding::reason::Reasons;
 use crate::finding::{Code, Severity};
 use crate::lifecycle::{Lifecycle, Signal, retirement_message};
 use crate::stats::drift::DriftVerdict;
@@ -479,7 +480,7 @@ impl ProbeChanged {
 pub enum Unmeasured {
     /// No call of the pin was answered.
     NothingAnswered {
-        reasons: BTreeMap<String, u64>,
+        reasons: Reasons,
         retries: Retries,
         /// Set when a retired model answers only quota errors (a masked retirement).
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -488,7 +489,7 @@ pub enum Unmeasured {
     /// No call of one probe was answered.
     Probe {
         probe: String,
-        reasons: BTreeMap<String, u64>,
+        reasons: Reasons,
         retries: Retries,
     },
     /// Some planned calls were answered, others not: no verdict of ok on part of the plan.
@@ -496,7 +497,7 @@ pub enum Unmeasured {
         planned: u64,
         answered: u64,
         cancelled: u64,
-        reasons: BTreeMap<String, u64>,
+        reasons: Reasons,
     },
     /// The answers lacked what a check needs (token counts for the tokenizer and cost checks).
     TokensMissing {
@@ -512,6 +513,9 @@ pub enum Unmeasured {
         latest: Option<serde_json::Value>,
         #[serde(skip)]
         latest_message: Option<String>,
+        /// What the latest audit said to do (its findings are stored, no longer typed).
+        #[serde(skip)]
+        latest_action: Option<String>,
     },
 }
 
@@ -536,10 +540,8 @@ impl Unmeasured {
             ),
             Unmeasured::NothingAnswered { reasons, .. } => {
                 let first = reasons
-                    .keys()
-                    .find(|r| !r.starts_with("skipped"))
-                    .or_else(|| reasons.keys().next())
-                    .map_or("no calls were made", String::as_str);
+                    .headline()
+                    .unwrap_or_else(|| "no calls were made".to_owned());
                 format!("no call succeeded: {first}")
             }
             Unmeasured::Probe { probe, .. } => format!("probe `{probe}`: no call succeeded"),
@@ -549,7 +551,12 @@ impl Unmeasured {
                 cancelled,
                 reasons,
             } => {
-                let first = reasons.keys().next().map_or("", String::as_str);
+                let first = reasons
+                    .sorted()
+                    .into_iter()
+                    .next()
+                    .map(|(text, _, _)| text)
+                    .unwrap_or_default();
                 format!(
                     "{} of {planned} planned calls were not answered ({cancelled} cancelled), so this is no all-clear: {first}",
                     planned - answered

@@ -5,15 +5,19 @@
 
 pub mod action;
 pub mod evidence;
+pub mod reason;
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+
+use crate::closed::closed_set;
 use serde_json::Value;
 
 pub use crate::config::Severity;
 pub use evidence::Evidence;
 
+closed_set! {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Code {
@@ -32,25 +36,9 @@ pub enum Code {
     ProbeChanged,
     Inconclusive,
 }
+}
 
 impl Code {
-    pub const ALL: [Code; 14] = [
-        Code::ServedModelMismatch,
-        Code::UpstreamMismatch,
-        Code::TokenizerChanged,
-        Code::CostChanged,
-        Code::BehaviorDrift,
-        Code::ModelNotFound,
-        Code::RetiredStillServed,
-        Code::DeprecationScheduled,
-        Code::SunsetAnnounced,
-        Code::FingerprintChanged,
-        Code::MaxTokensExceeded,
-        Code::NoBaseline,
-        Code::ProbeChanged,
-        Code::Inconclusive,
-    ];
-
     /// The severity the contract gives each code; `None` for `inconclusive`, which is a status.
     #[must_use]
     pub fn severity(self) -> Option<Severity> {
@@ -101,6 +89,7 @@ impl Code {
     }
 }
 
+closed_set! {
 /// The checks a pin is judged on (the JUnit testcases, in this order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Check {
@@ -112,18 +101,9 @@ pub enum Check {
     Behaviour,
     Lifecycle,
 }
+}
 
 impl Check {
-    pub const ALL: [Check; 7] = [
-        Check::Reachable,
-        Check::ServedModel,
-        Check::Upstream,
-        Check::Tokenizer,
-        Check::Cost,
-        Check::Behaviour,
-        Check::Lifecycle,
-    ];
-
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
@@ -217,27 +197,28 @@ pub struct Finding {
     pub action: Option<String>,
 }
 
-/// The one way to make a finding: code, severity, message and JSON all come from the evidence.
-impl From<Evidence> for Finding {
-    fn from(evidence: Evidence) -> Finding {
+impl Finding {
+    /// The one way to make a finding: code, severity, message, what to do about it (for pin
+    /// `pin`) and the JSON evidence all come from the typed evidence, before it is erased.
+    #[must_use]
+    pub fn new(evidence: &Evidence, pin: &str) -> Finding {
         Finding {
             code: evidence.code(),
             severity: evidence.severity(),
             message: evidence.message(),
             evidence: evidence.to_json(),
-            action: None,
+            action: Some(evidence.action(pin)),
         }
     }
-}
 
-impl Finding {
     #[must_use]
     pub fn is_error(&self) -> bool {
         self.severity == Some(Severity::Error)
     }
 }
 
-/// How a pin came out of one audit.
+closed_set! {
+/// How a pin came out of one audit. Declared from best to worst: the order is the ranking (`max` is the worst).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PinStatus {
@@ -246,15 +227,9 @@ pub enum PinStatus {
     Inconclusive,
     Drift,
 }
+}
 
 impl PinStatus {
-    pub const ALL: [PinStatus; 4] = [
-        PinStatus::Ok,
-        PinStatus::Warning,
-        PinStatus::Drift,
-        PinStatus::Inconclusive,
-    ];
-
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {

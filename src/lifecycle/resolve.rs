@@ -51,6 +51,7 @@ impl<'a> From<&'a crate::config::Pin> for PinRef<'a> {
     }
 }
 
+crate::closed::closed_set! {
 /// Where a pin stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -63,6 +64,20 @@ pub enum Stage {
     Scheduled,
     /// Past its retirement, or gone.
     Retired,
+}
+}
+
+impl Stage {
+    /// The name the report gives the stage (its JSON form).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::NoRecord => "no_record",
+            Stage::Deprecated => "deprecated",
+            Stage::Scheduled => "scheduled",
+            Stage::Retired => "retired",
+        }
+    }
 }
 
 /// A `warn_before` window, shown as people write it (`30d`, `12h`).

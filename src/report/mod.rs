@@ -1,7 +1,7 @@
 //! The report: one audit's result as a serialisable value, and its renderers.
 //!
-//! `check` builds a `Report` from the observations and findings, then hands it to exactly one
-//! renderer. The JSON form is the contract CI scripts read (`modelpin.report/v1`): pins in
+//! The audit builds a `Report` (`audit::verdict`); a command hands it to exactly one renderer.
+//! Nothing here judges, counts or prices: this module only holds the result and writes it. The JSON form is the contract CI scripts read (`modelpin.report/v1`): pins in
 //! config order, maps sorted, so the same inputs give the same bytes apart from the two times.
 
 pub mod github;
@@ -14,13 +14,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::audit::judge::{expected_cost, reference_price, served_counts, upstream_counts};
-use crate::audit::{CallResult, Observation};
-use crate::config::Pin;
 use crate::exit::Exit;
 use crate::finding::{Code, Finding, PinStatus};
-use crate::lifecycle::{Lifecycle, Stage};
-use crate::lock::LockedPin;
 
 pub const SCHEMA: &str = "modelpin.report/v1";
 
@@ -109,107 +104,6 @@ pub struct Summary {
     pub cost_usd: f64,
     /// How many pins carry each finding code.
     pub findings: BTreeMap<String, u64>,
-}
-
-impl PinReport {
-    #[must_use]
-    pub fn new(
-        pin: &Pin,
-        obs: &Observation,
-        locked: Option<&LockedPin>,
-        mut findings: Vec<Finding>,
-    ) -> PinReport {
-        for finding in &mut findings {
-            finding.action = Some(crate::finding::action::action(finding, &pin.id));
-        }
-        let mut calls = Calls::default();
-        let mut tokens = Tokens::default();
-        for call in obs.calls.iter().filter(|c| c.attempts > 0) {
-            calls.sent += 1;
-            calls.retried += u64::from(call.attempts - 1);
-            match &call.result {
-                CallResult::Reply(r) => {
-                    calls.ok += 1;
-                    tokens.input = tokens.input.saturating_add(r.usage.input.unwrap_or(0));
-                    tokens.output = tokens.output.saturating_add(r.usage.output.unwrap_or(0));
-                }
-                _ => calls.failed += 1,
-            }
-        }
-        PinReport {
-            id: pin.id.clone(),
-            provider: pin.provider.clone(),
-            model: pin.model.clone(),
-            status: PinStatus::of(&findings),
-            served_models: served_counts(obs),
-            upstreams: upstream_counts(obs),
-            calls,
-            tokens,
-            cost_usd: pin_cost(pin, obs, locked),
-            lifecycle: None,
-            behaviour: Vec::new(),
-            findings,
-        }
-    }
-
-    #[must_use]
-    pub fn with_behaviour(
-        mut self,
-        verdict: Option<&crate::stats::drift::DriftVerdict>,
-    ) -> PinReport {
-        self.behaviour = verdict
-            .map(|v| {
-                v.tests
-                    .iter()
-                    .map(|t| BehaviourTest {
-                        test: serde_json::to_value(t.result.test)
-                            .ok()
-                            .and_then(|v| v.as_str().map(str::to_owned))
-                            .unwrap_or_default(),
-                        probes: t.probes.clone(),
-                        p_value: t.result.p_value,
-                        adjusted_p: t.adjusted_p,
-                        rejected: t.rejected,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        self
-    }
-
-    #[must_use]
-    pub fn with_lifecycle(mut self, life: &Lifecycle) -> PinReport {
-        if life.stage != Stage::NoRecord {
-            let stage = serde_json::to_value(life.stage).ok();
-            self.lifecycle = Some(LifecycleSummary {
-                stage: stage
-                    .as_ref()
-                    .and_then(|v| v.as_str())
-                    .unwrap_or("unknown")
-                    .to_owned(),
-                retires: life.retirement.map(|r| r.to_string()),
-                days_left: life.days_left,
-                replacement: life.replacement.clone(),
-            });
-        }
-        self
-    }
-}
-
-fn pin_cost(pin: &Pin, obs: &Observation, locked: Option<&LockedPin>) -> Option<f64> {
-    let price = reference_price(pin, locked);
-    let mut total = 0.0;
-    let mut known = false;
-    for (_, reply) in obs.replies() {
-        let cost = reply
-            .reported_cost_usd
-            .or_else(|| expected_cost(reply, price.as_ref()?));
-        if let Some(c) = cost.filter(|c| c.is_finite() && *c >= 0.0) {
-            total += c;
-            known = true;
-        }
-    }
-    known.then_some((total * 1e8).round() / 1e8)
 }
 
 impl Report {

@@ -37,6 +37,7 @@ pub use mann_whitney::{mann_whitney, median};
 pub use mmd::{Kernel, Similarity, Stratum, StratumDistance, text_mmd};
 pub use permutation::PermutationBudget;
 
+crate::closed::closed_set! {
 /// Which question a test answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -50,6 +51,20 @@ pub enum TestKind {
     /// Kernel MMD² over the answers of every probe, stratified by probe: did the answers, as
     /// strings, change anywhere?
     Mmd,
+}
+}
+
+impl TestKind {
+    /// The name the report and metrics give the test (its JSON form).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TestKind::PassRate => "pass_rate",
+            TestKind::Answers => "answers",
+            TestKind::Length => "length",
+            TestKind::Mmd => "mmd",
+        }
+    }
 }
 
 /// How a p-value was obtained, so a reader can judge (and recompute) it.
@@ -113,4 +128,22 @@ pub struct TestResult {
     pub p_value: f64,
     pub calibration: Calibration,
     pub effect: Effect,
+}
+
+#[cfg(test)]
+mod names {
+    use super::TestKind;
+
+    #[test]
+    fn test_names_are_their_json_form() {
+        for kind in [
+            TestKind::PassRate,
+            TestKind::Answers,
+            TestKind::Length,
+            TestKind::Mmd,
+        ] {
+            let json = serde_json::to_value(kind).unwrap();
+            assert_eq!(json.as_str(), Some(kind.as_str()));
+        }
+    }
 }

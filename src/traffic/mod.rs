@@ -21,12 +21,10 @@ pub mod spans;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::audit::judge::{Case, judge_with_statistics};
-use crate::audit::lifecycle::{Facts, ProviderSignals};
-use crate::audit::{CallRecord, CallResult, Observation};
+use crate::audit::judge::Case;
+use crate::audit::lifecycle::{Facts, ProviderSignals, pin_lifecycle};
+use crate::audit::{CallRecord, CallResult, Observation, verdict};
 use crate::config::{Config, Pin, Probe};
-use crate::finding::Finding;
-use crate::finding::evidence::{Evidence, Unmeasured};
 use crate::lock::{LoadedLock, LockedPin};
 use crate::provider::gateway::{self, Gateway};
 use crate::provider::{ProviderKind, Reply, Usage, normalize_model_id};
@@ -49,7 +47,7 @@ pub fn judge(
     facts: &Facts,
     strict: bool,
 ) -> Judged {
-    let started_at = crate::audit::run::now_rfc3339();
+    let started_at = verdict::now();
     let mut by_pin: BTreeMap<&str, Vec<&GenAiSpan>> = BTreeMap::new();
     let mut unmatched = 0;
     for span in spans {
@@ -71,15 +69,7 @@ pub fn judge(
             ))
         })
         .collect();
-    let mut report = Report::new(
-        config.digest.clone(),
-        lock.map(|l| l.digest.clone()),
-        started_at,
-        crate::audit::run::now_rfc3339(),
-        reports,
-        strict,
-    );
-    report.lock_config_digest = lock.map(|l| l.lock.config_digest.clone());
+    let report = verdict::report(config, lock, started_at, reports, strict);
     Judged { report, unmatched }
 }
 
@@ -131,23 +121,12 @@ pub fn pin_report(
         .filter(|p| calls.iter().any(|c| c.probe == p.id))
         .collect();
     let obs = Observation::complete(&pin.id, calls);
-    let life =
-        crate::audit::run::lifecycle_of(config, pin, &obs, &ProviderSignals::default(), facts);
+    let life = pin_lifecycle(config, pin, &obs, &ProviderSignals::default(), facts);
     let case = Case::new(pin, probes, &obs, locked)
-        .with_lifecycle(life.clone(), Vec::new())
+        .with_lifecycle(life, Vec::new())
         .with_alpha(config.settings.alpha)
         .from_traffic();
-    let (mut findings, _) = judge_with_statistics(&case);
-    // A span that does not say which model answered measures nothing about the pin: with no
-    // such span at all, the verdict is inconclusive, never ok.
-    if spans.iter().all(|s| s.served.is_none()) {
-        findings.push(Finding::from(Evidence::Inconclusive(
-            Unmeasured::ServedNotReported {
-                spans: spans.len() as u64,
-            },
-        )));
-    }
-    PinReport::new(pin, &obs, locked, findings).with_lifecycle(&life)
+    verdict::pin_report(&case)
 }
 
 /// The pin's probes a span can be held against: those whose digest the lock recorded for the

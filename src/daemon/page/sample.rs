@@ -5,11 +5,15 @@
 
 use std::collections::BTreeMap;
 
+use std::collections::BTreeSet;
+
 use chrono::{DateTime, Duration, Utc};
-use serde_json::json;
 
 use crate::daemon::page::{Mark, PinView, STRIP_AUDITS};
-use crate::finding::{Code, Finding, PinStatus, Severity};
+use crate::finding::evidence::{CostChanged, InputCostPerCall, ServedMismatch};
+use crate::finding::{Evidence, Finding, PinStatus};
+use crate::lifecycle::{Fact, Lifecycle, Origin, PinRef, Retirement, resolve};
+use crate::provider::ProviderKind;
 use crate::report::{BehaviourTest, Calls, LifecycleSummary, PinReport, Tokens};
 use crate::store::AuditRecord;
 
@@ -45,7 +49,7 @@ fn pin(i: usize, now: DateTime<Utc>) -> PinView {
     } else {
         model.clone()
     };
-    let findings = findings(&id, &model, &served, status);
+    let findings = findings(&id, &model, &served, status, now);
     let latest = AuditRecord {
         audit_id: format!("{:013x}-{:08x}", now.timestamp_millis(), i * 7919),
         started_at: marks.last().map_or(now, |m| m.started_at),
@@ -97,39 +101,67 @@ fn pin(i: usize, now: DateTime<Utc>) -> PinView {
     }
 }
 
-fn findings(id: &str, model: &str, served: &str, status: PinStatus) -> Vec<Finding> {
+fn findings(
+    id: &str,
+    model: &str,
+    served: &str,
+    status: PinStatus,
+    now: DateTime<Utc>,
+) -> Vec<Finding> {
     let mut out = Vec::new();
     if status == PinStatus::Drift {
-        out.push(finding(
-            Code::ServedModelMismatch,
-            format!("served `{served}` (10 of 10 calls) where the pin accepts `{model}`"),
-            json!({ "unexpected": { served: 10 } }),
-        ));
-        out.push(finding(
-            Code::CostChanged,
-            "effective price per token is 0.000002990 USD, 42.0% below the locked 0.000005160 USD (tolerance 2%)".into(),
-            json!({}),
-        ));
+        out.push(Evidence::ServedModelMismatch(ServedMismatch {
+            requested: model.to_owned(),
+            accepted: BTreeSet::from([model.to_owned()]),
+            served: BTreeMap::from([(served.to_owned(), 10)]),
+            unexpected: BTreeMap::from([(served.to_owned(), 10)]),
+            fallback_models: BTreeMap::new(),
+            public_names: BTreeMap::new(),
+            deployment_ids: BTreeMap::new(),
+            gateway_fallbacks: BTreeMap::new(),
+            examples: Vec::new(),
+        }));
+        out.push(Evidence::CostChanged(CostChanged {
+            billed_vs_price: None,
+            input_cost_per_call: Some(InputCostPerCall {
+                locked_usd: 0.000_516,
+                now_usd: 0.000_299,
+                change: -0.42,
+            }),
+            tolerance: 0.02,
+        }));
     }
     if status == PinStatus::Warning {
-        out.push(finding(
-            Code::DeprecationScheduled,
-            format!("`{model}` retires on 2027-01-15 per the built-in table; replacement `acme-pro-2027-01-01` (45 days left)"),
-            json!({ "replacement": ["acme-pro-2027-01-01"] }),
-        ));
+        out.push(Evidence::DeprecationScheduled(Box::new(retirement(
+            model, now,
+        ))));
     }
-    for f in &mut out {
-        f.action = Some(crate::finding::action::action(f, id));
-    }
-    out
+    out.iter().map(|e| Finding::new(e, id)).collect()
 }
 
-fn finding(code: Code, message: String, evidence: serde_json::Value) -> Finding {
-    Finding {
-        code,
-        severity: code.severity().or(Some(Severity::Warning)),
-        message,
-        evidence,
-        action: None,
-    }
+/// The pin's model as the built-in table would list it: retiring in 45 days, with a successor.
+fn retirement(model: &str, now: DateTime<Utc>) -> Lifecycle {
+    let fact = Fact {
+        id: None,
+        origin: Origin::Builtin,
+        provider: "acme".into(),
+        models: vec![model.to_owned()],
+        announced: None,
+        retirement: Retirement::On((now + Duration::days(45)).date_naive()),
+        replacement: vec!["acme-pro-2027-01-01".into()],
+        source: "the built-in table".into(),
+        captured: None,
+        supersedes: Vec::new(),
+        note: None,
+        price: None,
+    };
+    let pin = PinRef {
+        kind: ProviderKind::OpenAiCompatible,
+        provider: "acme",
+        model,
+        accept: &[],
+        retires_on: None,
+    };
+    let windows = [std::time::Duration::from_secs(90 * 86_400)];
+    resolve(&pin, [&fact], now, &windows)
 }

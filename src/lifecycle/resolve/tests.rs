@@ -456,3 +456,16 @@ fn warn_windows_print_as_written() {
         assert_eq!(WarnWindow(duration).to_string(), want);
     }
 }
+
+#[test]
+fn stage_names_are_their_json_form() {
+    for stage in [
+        Stage::NoRecord,
+        Stage::Deprecated,
+        Stage::Scheduled,
+        Stage::Retired,
+    ] {
+        let json = serde_json::to_value(stage).unwrap();
+        assert_eq!(json.as_str(), Some(stage.as_str()));
+    }
+}
