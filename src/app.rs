@@ -3,27 +3,8 @@
 use std::io::Write as _;
 
 use crate::cli::{Cli, Command};
-use crate::cmd;
+use crate::cmd::{self, AppError};
 use crate::exit::Exit;
-
-/// The tool itself failed (as opposed to a model drifting, which is a finding).
-#[derive(Debug, thiserror::Error)]
-pub enum AppError {
-    #[error("{0}")]
-    Config(#[from] crate::config::ConfigError),
-    #[error("{0}")]
-    Lock(#[from] crate::lock::LockError),
-    #[error("{0}")]
-    Store(#[from] crate::store::StoreError),
-    #[error("error: {0}")]
-    Usage(String),
-    #[error("error: {0}")]
-    Audit(#[from] crate::audit::plan::AuditError),
-    #[error("{0}")]
-    Daemon(#[from] crate::daemon::DaemonError),
-    #[error("error: {0}")]
-    Io(String),
-}
 
 /// Runs the command and returns the process's exit code.
 #[must_use]

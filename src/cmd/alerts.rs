@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::alert::deliver::{Attempted, Deliverer, run_due};
 use crate::alert::outbox::{self, DeliveryState};
 use crate::alert::{AlertItem, AlertStatus, Keep, Notification};
-use crate::app::AppError;
+use crate::cmd::AppError;
 use crate::cmd::{Output, transport_for};
 use crate::config::Config;
 use crate::exit::Exit;

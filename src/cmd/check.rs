@@ -2,10 +2,10 @@
 
 use std::path::Path;
 
-use crate::app::AppError;
 use crate::audit::plan::select_pins;
 use crate::audit::run::{Audited, Context, Request, audit};
 use crate::cli::Format;
+use crate::cmd::AppError;
 use crate::cmd::{Output, transport_for};
 use crate::config::Config;
 use crate::exit::Exit;

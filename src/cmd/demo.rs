@@ -10,9 +10,9 @@ use std::sync::Arc;
 use chrono::{NaiveDate, Utc};
 use tokio_util::sync::CancellationToken;
 
-use crate::app::AppError;
 use crate::audit::lifecycle::Facts;
 use crate::audit::run::{Context, Request, audit};
+use crate::cmd::AppError;
 use crate::cmd::{Output, init};
 use crate::config::Config;
 use crate::exit::Exit;

@@ -8,9 +8,9 @@ use std::path::Path;
 use chrono::Utc;
 use serde::Serialize;
 
-use crate::app::AppError;
 use crate::audit::lifecycle::load_facts;
 use crate::cli::ListFormat as Format;
+use crate::cmd::AppError;
 use crate::cmd::{Output, emit, transport_for};
 use crate::exit::Exit;
 use crate::lifecycle::{Fact, Lifecycle, PinRef, Stage, builtin, resolve};

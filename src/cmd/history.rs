@@ -9,9 +9,9 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 
-use crate::app::AppError;
 use crate::audit::plan::select_pins;
 use crate::cli::ListFormat as Format;
+use crate::cmd::AppError;
 use crate::exit::Exit;
 use crate::store::{AuditRecord, Holder, Store, StoreError};
 

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::app::AppError;
+use crate::cmd::AppError;
 use crate::cmd::Output;
 use crate::exit::Exit;
 

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::app::AppError;
+use crate::cmd::AppError;
 use crate::cmd::Output;
 use crate::cmd::init::EXAMPLE;
 use crate::cmd::scan::{Project, load_project, paths_or_here};

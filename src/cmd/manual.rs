@@ -5,8 +5,8 @@ use std::io::Write as _;
 
 use clap::CommandFactory as _;
 
-use crate::app::AppError;
 use crate::cli::Cli;
+use crate::cmd::AppError;
 use crate::exit::Exit;
 
 /// The completion script for `shell` on stdout.

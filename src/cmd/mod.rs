@@ -5,6 +5,7 @@ pub mod alerts;
 pub mod check;
 pub mod demo;
 pub mod deprecations;
+mod error;
 pub mod history;
 pub mod init;
 pub mod init_scan;
@@ -17,7 +18,7 @@ pub mod traffic;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::app::AppError;
+pub use error::AppError;
 use std::io::IsTerminal as _;
 
 use crate::audit::plan::Estimate;

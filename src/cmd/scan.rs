@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use chrono::Utc;
 
-use crate::app::AppError;
 use crate::cli::ScanFormat;
+use crate::cmd::AppError;
 use crate::cmd::{Output, emit};
 use crate::config::Config;
 use crate::exit::Exit;

@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
-use crate::app::AppError;
+use crate::cmd::AppError;
 use crate::cmd::Output;
 use crate::exit::Exit;
 use crate::provider::ProviderKind;

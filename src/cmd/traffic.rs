@@ -6,9 +6,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::app::AppError;
 use crate::audit::lifecycle::Facts;
 use crate::cli::Format;
+use crate::cmd::AppError;
 use crate::cmd::{Output, emit};
 use crate::exit::Exit;
 use crate::report::human;
