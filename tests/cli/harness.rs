@@ -90,6 +90,13 @@ impl Test {
             .file("probes/capital.toml", CAPITAL)
     }
 
+    /// After a successful `modelpin lock`.
+    #[track_caller]
+    pub fn locked(self) -> Test {
+        self.run(&["lock"]).code(0);
+        self
+    }
+
     pub fn env(mut self, name: &str, value: &str) -> Test {
         self.env.push((name.to_owned(), value.to_owned()));
         self

@@ -2,6 +2,7 @@
 
 mod harness;
 mod schema;
+mod support;
 mod world;
 
 mod alerts;
