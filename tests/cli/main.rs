@@ -24,7 +24,6 @@ mod litellm;
 mod manual;
 mod outages;
 mod pair;
-mod receivers;
 mod retry;
 mod scan;
 mod status_page;
