@@ -90,12 +90,7 @@ fn chromium_shows_each_pins_status_and_served_model_and_asks_no_other_host() {
             ("steady", "ok"),
         ],
     );
-    // A few audits more of each pin, so the strips have something to show.
-    daemon.wait_records("three audits of each pin", |records| {
-        ["steady", "swapped", "unlocked"]
-            .iter()
-            .all(|id| records.iter().filter(|r| r.pin.id == *id).count() >= 3)
-    });
+    audited_thrice(&daemon);
     let url = format!("http://127.0.0.1:{port}/");
     let netlog = test.path("netlog.json");
     // Virtual time runs the page's 30-second refresh once while the DOM is dumped.
@@ -182,6 +177,15 @@ fn chromium_shows_each_pins_status_and_served_model_and_asks_no_other_host() {
         );
         println!("status page screenshot: {}", shot.display());
     }
+}
+
+/// A few audits more of each pin, so the strips have something to show.
+fn audited_thrice(daemon: &Daemon) {
+    daemon.wait_records("three audits of each pin", |records| {
+        ["steady", "swapped", "unlocked"]
+            .iter()
+            .all(|id| records.iter().filter(|r| r.pin.id == *id).count() >= 3)
+    });
 }
 
 /// Where a screenshot is kept: the build's temporary directory, which outlives the test.

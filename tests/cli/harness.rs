@@ -170,11 +170,6 @@ compare = "choice"
 /// Settings most tests use: short deadlines so a broken case fails fast.
 pub const SETTINGS: &str = "timeout = \"3s\"\nbudget = \"20s\"";
 
-/// A pins.toml with one provider and one pin.
-pub fn one_pin(kind: ProviderKind, base_url: &str, model: &str, extra: &str) -> String {
-    one_pin_with(SETTINGS, kind, base_url, model, extra)
-}
-
 /// The same with its own `[settings]` body; `extra` may set `samples` (default 3).
 pub fn one_pin_with(
     settings: &str,

@@ -38,12 +38,12 @@ fn after_an_alertmanager_outage_a_fixed_drift_is_not_active_again() {
     let down = am.stop();
     // Every audit re-pushes the firing alert; with Alertmanager down they queue.
     let retries = daemon.notifications("am", "retried");
-    daemon.wait_notifications("am", "retried", retries + 3.0);
+    daemon.wait_notifications("am", "retried", retries + 3);
     restore(&sim);
     daemon.wait_more_stored(3);
     let delivered_before = daemon.notifications("am", "delivered");
     let am = Alertmanager::start_on(dir.path(), down).unwrap();
-    daemon.wait_notifications("am", "delivered", delivered_before + 1.0);
+    daemon.wait_notifications("am", "delivered", delivered_before + 1);
     assert!(
         daemon.notifications("am", "delivered") > delivered_before,
         "something is delivered after the outage: {}",
@@ -79,9 +79,9 @@ fn a_webhook_back_from_an_outage_hears_only_the_latest_truth() {
     );
     let down = hook.stop();
     let retries = daemon.notifications("hook", "retried");
-    daemon.wait_notifications("hook", "retried", retries + 3.0);
+    daemon.wait_notifications("hook", "retried", retries + 3);
     assert!(
-        daemon.notifications("hook", "retried") >= retries + 3.0,
+        daemon.notifications("hook", "retried") >= retries + 3,
         "firings queue while the receiver is down: {}",
         daemon.log()
     );
@@ -89,7 +89,7 @@ fn a_webhook_back_from_an_outage_hears_only_the_latest_truth() {
     daemon.wait_more_stored(2);
     let delivered = daemon.notifications("hook", "delivered");
     let hook = Webhook::on(down);
-    daemon.wait_notifications("hook", "delivered", delivered + 1.0);
+    daemon.wait_notifications("hook", "delivered", delivered + 1);
     assert!(!hook.hits().is_empty(), "{}", daemon.log());
     // Four more audits of the fixed pin, and every delivery counted is at the receiver.
     daemon.wait_more_stored(4);
@@ -101,7 +101,7 @@ fn a_webhook_back_from_an_outage_hears_only_the_latest_truth() {
     assert_eq!(statuses, ["resolved"], "{}", daemon.log());
     assert_eq!(
         daemon.notifications("hook", "delivered"),
-        delivered + 1.0,
+        delivered + 1,
         "one delivery after the outage"
     );
 }
@@ -194,7 +194,7 @@ fn a_crash_at_each_step_of_an_audit_commit_leaves_all_of_it_or_none() {
         );
         let left = history(&test);
         let mut again = Daemon::start(&test);
-        again.wait_notifications("hook", "delivered", 1.0);
+        again.wait_notifications("hook", "delivered", 1);
         assert!(!hook.hits().is_empty(), "{point}: {}", again.log());
         // Audits go on after the delivery: any second firing would have been queued by now.
         again.wait_more_stored(3);
@@ -305,11 +305,11 @@ fn a_full_disk_makes_healthz_503_and_heals_without_a_restart() {
         failed_at.elapsed()
     );
     // Every audit the daemon finished (its counter) is in history: none was lost to the disk.
-    let finished = |s: &crate::support::metrics::Scrape| s.sum("modelpin_audits_total", &[]);
+    let finished = |s: &crate::support::metrics::Scrape| s.count("modelpin_audits_total", &[]);
     let reported = poll(DEADLINE, || {
         let records = daemon.records();
         let scrape = daemon.scrape();
-        (records.len() as f64 == finished(&scrape)).then_some(records)
+        (records.len() as u64 == finished(&scrape)).then_some(records)
     });
     let reported = reported.unwrap_or_else(|| {
         panic!(

@@ -38,16 +38,14 @@ impl Daemon {
     /// With extra arguments after `daemon` (`--pins GLOB`) and environment (a fault point).
     pub fn start_with(test: &Test, args: &[&str], env: &[(&str, &str)]) -> Daemon {
         let (mut daemon, started) = Daemon::spawn(test, args, env);
-        match started.recv_timeout(DEADLINE) {
-            Ok(port) => daemon.port = port,
-            Err(_) => {
-                let code = daemon.wait_exit(Duration::from_secs(5));
-                panic!(
-                    "the daemon did not say where it listens (exit {code:?}):\n{}",
-                    daemon.log()
-                );
-            }
-        }
+        let Ok(port) = started.recv_timeout(DEADLINE) else {
+            let code = daemon.wait_exit(Duration::from_secs(5));
+            panic!(
+                "the daemon did not say where it listens (exit {code:?}):\n{}",
+                daemon.log()
+            );
+        };
+        daemon.port = port;
         daemon
     }
 
@@ -210,9 +208,9 @@ impl Daemon {
     }
 
     /// Attempts at `channel`'s notifications that ended with `result` (`delivered`, `retried`, …).
-    pub fn notifications(&self, channel: &str, result: &str) -> f64 {
-        self.try_scrape().map_or(0.0, |s| {
-            s.sum(
+    pub fn notifications(&self, channel: &str, result: &str) -> u64 {
+        self.try_scrape().map_or(0, |s| {
+            s.count(
                 "modelpin_notifications_total",
                 &[("channel", channel), ("result", result)],
             )
@@ -221,9 +219,9 @@ impl Daemon {
 
     /// Waits until at least `n` attempts at `channel` ended with `result`.
     #[track_caller]
-    pub fn wait_notifications(&self, channel: &str, result: &str, n: f64) {
+    pub fn wait_notifications(&self, channel: &str, result: &str, n: u64) {
         self.wait_scrape(&format!("{n} {result} notifications on {channel}"), |s| {
-            s.sum(
+            s.count(
                 "modelpin_notifications_total",
                 &[("channel", channel), ("result", result)],
             ) >= n

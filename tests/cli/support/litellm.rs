@@ -102,9 +102,11 @@ impl Proxy {
             log,
             _dir: dir,
         };
-        if poll(DEADLINE, || proxy.live().then_some(())).is_none() {
-            panic!("the LiteLLM proxy is not live:\n{}", proxy.log());
-        }
+        assert!(
+            poll(DEADLINE, || proxy.live().then_some(())).is_some(),
+            "the LiteLLM proxy is not live:\n{}",
+            proxy.log()
+        );
         proxy
     }
 

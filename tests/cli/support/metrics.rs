@@ -58,6 +58,11 @@ impl Scrape {
             .map(|s| s.value)
     }
 
+    /// [`Scrape::sum`] of a counter, as the whole number it counts.
+    pub fn count(&self, name: &str, labels: &[(&str, &str)]) -> u64 {
+        self.sum(name, labels).round() as u64
+    }
+
     /// The sum of every sample of `name` carrying all of `labels` (and maybe others).
     pub fn sum(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
         self.samples

@@ -74,10 +74,6 @@ impl Table {
         }
     }
 
-    fn remove(&mut self, key: &str) {
-        self.0.retain(|(k, _)| k != key);
-    }
-
     fn write(&self, out: &mut String) {
         for (key, value) in &self.0 {
             let _ = writeln!(out, "{key} = {}", value.0);
@@ -107,11 +103,6 @@ impl Provider {
             name: "p".to_owned(),
             fields,
         }
-    }
-
-    pub fn set(mut self, key: &str, value: impl Into<Value>) -> Provider {
-        self.fields.set(key, value.into());
-        self
     }
 }
 
@@ -195,7 +186,7 @@ impl Channel {
 pub struct Pins {
     settings: Table,
     providers: Vec<Provider>,
-    pins: Vec<Pin>,
+    entries: Vec<Pin>,
     traffic: Option<Table>,
     alerts: Vec<Channel>,
 }
@@ -215,7 +206,7 @@ impl Pins {
         Pins {
             settings: Table::default(),
             providers: Vec::new(),
-            pins: Vec::new(),
+            entries: Vec::new(),
             traffic: None,
             alerts: Vec::new(),
         }
@@ -248,11 +239,6 @@ impl Pins {
         self
     }
 
-    pub fn without_setting(mut self, key: &str) -> Pins {
-        self.settings.remove(key);
-        self
-    }
-
     pub fn provider(mut self, provider: Provider) -> Pins {
         self.providers.retain(|p| p.name != provider.name);
         self.providers.push(provider);
@@ -260,14 +246,14 @@ impl Pins {
     }
 
     pub fn pin(mut self, pin: Pin) -> Pins {
-        self.pins.push(pin);
+        self.entries.push(pin);
         self
     }
 
     /// Sets `key` on every pin.
     pub fn each_pin(mut self, key: &str, value: impl Into<Value>) -> Pins {
         let value = value.into();
-        for pin in &mut self.pins {
+        for pin in &mut self.entries {
             pin.fields.set(key, value.clone());
         }
         self
@@ -275,18 +261,14 @@ impl Pins {
 
     /// `n` pins in all: `pin-2`, `pin-3`, … copies of the first.
     pub fn copies(mut self, n: usize) -> Pins {
-        let first = self.pins[0].clone();
+        let first = self.entries[0].clone();
         for i in 2..=n {
             let id = format!("pin-{i}");
             let mut copy = first.clone().set("id", id.as_str());
             copy.id = id;
-            self.pins.push(copy);
+            self.entries.push(copy);
         }
         self
-    }
-
-    pub fn pin_ids(&self) -> Vec<String> {
-        self.pins.iter().map(|p| p.id.clone()).collect()
     }
 
     /// A key of the `[traffic]` table (created by the first).
@@ -312,7 +294,7 @@ impl Pins {
             let _ = writeln!(out, "\n[providers.{}]", provider.name);
             provider.fields.write(&mut out);
         }
-        for pin in &self.pins {
+        for pin in &self.entries {
             out.push_str("\n[[pin]]\n");
             pin.fields.write(&mut out);
         }
@@ -327,11 +309,14 @@ impl Pins {
         out
     }
 
+    /// A project with this pins.toml and no probe yet (add them with `Test::probes`).
+    pub fn test(&self) -> Test {
+        Test::new().pins(&self.to_toml())
+    }
+
     /// A project with this pins.toml and the arithmetic probe.
     pub fn project(&self) -> Test {
-        Test::new()
-            .pins(&self.to_toml())
-            .file("probes/arith.toml", ARITH)
+        self.test().file("probes/arith.toml", ARITH)
     }
 
     /// [`Pins::project`] after a successful `modelpin lock`.
