@@ -9,7 +9,7 @@ use modelpin::sim::scenario::{FaultKind, Reported};
 use crate::harness::{KEY_VAR, Sim, Test};
 use crate::support::daemon::Daemon;
 use crate::support::http::get;
-use crate::support::pins::{Channel, Pins};
+use crate::support::pins::{Channel, Pin, Pins, Provider};
 use crate::support::ports::ClosedPort;
 use crate::support::receivers::Webhook;
 use crate::world::{fault, model, single};
@@ -186,11 +186,11 @@ fn reporting_sim(served: &str) -> Sim {
 fn plain_project(sim: &Sim, pin_id: &str) -> Test {
     Pins::new()
         .short()
-        .provider(crate::support::pins::Provider::new(
+        .provider(Provider::new(
             ProviderKind::OpenAi,
             &sim.url(ProviderKind::OpenAi),
         ))
-        .pin(crate::support::pins::Pin::new(pin_id, ID).samples(1))
+        .pin(Pin::new(pin_id, ID).samples(1))
         .project()
 }
 

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use crate::support::daemon::{Background, Daemon, history};
 use crate::support::drift::{ID, clean_sim, pins, project, reroute_now, restore};
 use crate::support::http::get;
+use crate::support::metrics::Scrape;
 use crate::support::pins::{Channel, Value};
 use crate::support::receivers::{Alertmanager, Silent, Webhook};
 use crate::support::tools::{program, promtool_accepts};
@@ -286,8 +287,7 @@ fn a_full_disk_makes_healthz_503_and_heals_without_a_restart() {
     assert!(reason.contains("store writes failing"), "{reason}");
     let failed_at = Instant::now();
     // The disk stays full for a few failed writes, each retried, before space is freed.
-    let failures =
-        |s: &crate::support::metrics::Scrape| s.sum("modelpin_store_write_failures_total", &[]);
+    let failures = |s: &Scrape| s.sum("modelpin_store_write_failures_total", &[]);
     let now = failures(&daemon.scrape());
     daemon.wait_scrape("three more failed writes", |s| failures(s) >= now + 3.0);
     std::fs::remove_file(filler).unwrap();
@@ -305,7 +305,7 @@ fn a_full_disk_makes_healthz_503_and_heals_without_a_restart() {
         failed_at.elapsed()
     );
     // Every audit the daemon finished (its counter) is in history: none was lost to the disk.
-    let finished = |s: &crate::support::metrics::Scrape| s.count("modelpin_audits_total", &[]);
+    let finished = |s: &Scrape| s.count("modelpin_audits_total", &[]);
     let reported = poll(DEADLINE, || {
         let records = daemon.records();
         let scrape = daemon.scrape();
@@ -359,14 +359,9 @@ fn a_store_held_by_check_notify_is_reported_as_such() {
     // A receiver that never answers, tried with 10 s deadlines: `check --notify` holds the store
     // for two attempts (over 20 s), longer than a second process waits for it (5 s).
     let test = pins(&sim, 1)
+        .setting("timeout", "10s")
         .alert(webhook("dead", &dead.url(), "1h"))
         .locked();
-    let test = test.pins(
-        &pins(&sim, 1)
-            .setting("timeout", "10s")
-            .alert(webhook("dead", &dead.url(), "1h"))
-            .to_toml(),
-    );
     reroute_now(&sim);
     let _check = Background::start(&test, &["check", "--notify"]);
     assert!(eventually(DEADLINE, || std::fs::read_to_string(

@@ -20,7 +20,7 @@ use crate::support::wait::{DEADLINE, poll};
 const STARTED: &str = "daemon started: ";
 const URL_FIELD: &str = "url=http://";
 
-/// A running daemon (or another long-running modelpin command); killed when dropped.
+/// A running daemon; killed when dropped.
 pub struct Daemon {
     child: Child,
     port: u16,
