@@ -6,58 +6,34 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use modelpin::provider::ProviderKind;
-use modelpin::sim::scenario::Reported;
+use crate::harness::Test;
+use crate::support::daemon::Daemon;
+use crate::support::drift::{ID, clean_sim, pins, reroute_now, restore};
+use crate::support::pins::{Channel, Pins};
+use crate::support::ports::ClosedPort;
+use crate::support::receivers::{Alertmanager, Hit, Smtp, Webhook, verify_signatures};
+use crate::support::wait::{DEADLINE, eventually};
 
-use crate::daemon::{Daemon, free_port, until};
-use crate::harness::{ARITH, Sim, Test, one_pin_with};
-use crate::receivers::{Alertmanager, Smtp, Webhook, verify_signatures};
-use crate::world::{model, reroute, single};
-
-const ID: &str = "acme-pro-001";
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
-/// A locked project audited every second, with the given `[alerts.*]` tables.
-fn project(sim: &Sim, settings_extra: &str, alerts: &str) -> Test {
-    let settings = format!(
-        "timeout = \"2s\"\nbudget = \"20s\"\nschedule = \"* * * * * *\"\nmetrics = \"127.0.0.1:{}\"\nstore = \"store\"\n{settings_extra}",
-        free_port()
-    );
-    let pins = one_pin_with(
-        &settings,
-        ProviderKind::OpenAi,
-        &sim.url(ProviderKind::OpenAi),
-        ID,
-        "samples = 1",
-    );
-    let test = Test::new()
-        .pins(&format!("{pins}\n{alerts}"))
-        .file("probes/arith.toml", ARITH)
-        .env("HOOK_SECRET", SECRET);
-    test.run(&["lock"]).code(0);
-    test
+/// A locked project audited every second, with the given alert channels.
+fn project(sim: &crate::harness::Sim, channels: Vec<Channel>) -> Test {
+    channels
+        .into_iter()
+        .fold(pins(sim, 1), Pins::alert)
+        .project()
+        .env("HOOK_SECRET", SECRET)
+        .locked()
 }
 
-fn webhook_table(url: &str, repeat: &str) -> String {
-    format!(
-        "[alerts.hook]\nkind = \"webhook\"\nurl = \"{url}\"\nsecret_env = \"HOOK_SECRET\"\nrepeat = \"{repeat}\"\n"
-    )
+/// A signed webhook channel `hook`.
+fn webhook(url: &str, repeat: &str) -> Channel {
+    Channel::webhook("hook", url)
+        .set("secret_env", "HOOK_SECRET")
+        .set("repeat", repeat)
 }
 
-fn reroute_now(sim: &Sim) {
-    sim.set(reroute(
-        sim.sim.scenario(),
-        ID,
-        model("acme-cheap-002", 3.1, (0.1, 0.2)),
-        Reported::Honest,
-    ));
-}
-
-fn restore(sim: &Sim) {
-    sim.set(single(ID, model(ID, 4.0, (1.0, 2.0))));
-}
-
-fn logical(hits: &[crate::receivers::Hit]) -> BTreeSet<String> {
+fn logical(hits: &[Hit]) -> BTreeSet<String> {
     hits.iter()
         .filter_map(|h| h.header("webhook-id").map(str::to_owned))
         .collect()
@@ -69,37 +45,31 @@ fn a_reroute_sends_exactly_one_email_and_one_signed_webhook() {
     let Some(smtp) = Smtp::start(dir.path()) else {
         return;
     };
-    let hook = Webhook::start(0, None);
-    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
-    let email = format!(
-        "[alerts.mail]\nkind = \"email\"\nsmtp = \"smtp://127.0.0.1:{}\"\nfrom = \"modelpin <modelpin@example.com>\"\nto = [\"oncall@example.com\"]\n",
-        smtp.port
-    );
+    let hook = Webhook::start();
+    let sim = clean_sim();
     let test = project(
         &sim,
-        "",
-        &format!("{}\n{email}", webhook_table(&hook.url(), "1h")),
+        vec![
+            webhook(&hook.url(), "1h"),
+            Channel::email("mail", smtp.port),
+        ],
     );
     let mut daemon = Daemon::start(&test);
-    assert!(
-        until(Duration::from_secs(20), || daemon
-            .log()
-            .contains("stored audit")),
-        "{}",
-        daemon.log()
-    );
+    daemon.wait_stored(1);
     assert!(
         hook.hits().is_empty() && smtp.messages().is_empty(),
         "a clean pin alerts nobody"
     );
     reroute_now(&sim);
+    daemon.wait_notifications("hook", "delivered", 1);
+    daemon.wait_notifications("mail", "delivered", 1);
     assert!(
-        until(Duration::from_secs(20), || !hook.hits().is_empty()
-            && !smtp.messages().is_empty()),
+        !hook.hits().is_empty() && !smtp.messages().is_empty(),
         "{}",
         daemon.log()
     );
-    std::thread::sleep(Duration::from_secs(4)); // several more audits of the same drift
+    // Several more audits of the same drift, each with its alert evaluated and nothing queued.
+    daemon.wait_more_stored(3);
     let hits = hook.hits();
     assert_eq!(
         hits.len(),
@@ -150,7 +120,7 @@ fn a_reroute_sends_exactly_one_email_and_one_signed_webhook() {
         "{mail}"
     );
     daemon.signal("TERM");
-    assert_eq!(daemon.wait(Duration::from_secs(12)), Some(0));
+    assert_eq!(daemon.wait_exit(Duration::from_secs(12)), Some(0));
 }
 
 fn mail_id(mail: &str) -> String {
@@ -163,63 +133,35 @@ fn mail_id(mail: &str) -> String {
 
 #[test]
 fn a_receiver_down_when_the_alert_fires_gets_it_exactly_once_when_it_comes_back() {
-    let port = free_port();
-    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
-    let test = project(
-        &sim,
-        "",
-        &webhook_table(&format!("http://127.0.0.1:{port}/hook"), "1h"),
-    );
+    let down = ClosedPort::new();
+    let sim = clean_sim();
+    let test = project(&sim, vec![webhook(&down.url("/hook"), "1h")]);
     reroute_now(&sim);
     let daemon = Daemon::start(&test);
-    assert!(
-        until(Duration::from_secs(20), || daemon
-            .log()
-            .matches("will retry")
-            .count()
-            >= 2),
-        "{}",
-        daemon.log()
-    );
-    let hook = Webhook::start(port, None);
-    assert!(
-        until(Duration::from_secs(40), || !hook.hits().is_empty()),
-        "{}",
-        daemon.log()
-    );
-    std::thread::sleep(Duration::from_secs(3));
+    daemon.wait_notifications("hook", "retried", 2);
+    let hook = Webhook::on(down);
+    daemon.wait_notifications("hook", "delivered", 1);
+    assert!(!hook.hits().is_empty(), "{}", daemon.log());
+    // Audits go on after the delivery, and the channel is passed over with them.
+    daemon.wait_more_stored(3);
     assert_eq!(hook.hits().len(), 1, "delivered exactly once");
-    assert!(daemon.log().contains("notification delivered"));
+    assert_eq!(daemon.notifications("hook", "delivered"), 1, "delivered");
 }
 
 #[test]
 fn a_notification_undelivered_at_kill_9_is_delivered_after_restart() {
-    let port = free_port();
-    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
-    let test = project(
-        &sim,
-        "",
-        &webhook_table(&format!("http://127.0.0.1:{port}/hook"), "1h"),
-    );
+    let down = ClosedPort::new();
+    let sim = clean_sim();
+    let test = project(&sim, vec![webhook(&down.url("/hook"), "1h")]);
     reroute_now(&sim);
     let mut first = Daemon::start(&test);
-    assert!(
-        until(Duration::from_secs(20), || first
-            .log()
-            .contains("will retry")),
-        "{}",
-        first.log()
-    );
-    first.signal("KILL");
-    first.wait(Duration::from_secs(5));
-    let hook = Webhook::start(port, None);
+    first.wait_notifications("hook", "retried", 1);
+    first.kill();
+    let hook = Webhook::on(down);
     let second = Daemon::start(&test);
-    assert!(
-        until(Duration::from_secs(30), || !hook.hits().is_empty()),
-        "{}",
-        second.log()
-    );
-    std::thread::sleep(Duration::from_secs(3));
+    second.wait_notifications("hook", "delivered", 1);
+    assert!(!hook.hits().is_empty(), "{}", second.log());
+    second.wait_more_stored(3);
     let hits = hook.hits();
     assert_eq!(
         hits.len(),
@@ -231,23 +173,13 @@ fn a_notification_undelivered_at_kill_9_is_delivered_after_restart() {
 
 #[test]
 fn a_receiver_slower_than_the_client_timeout_sees_one_logical_notification() {
-    let hook = Webhook::start(0, Some(Duration::from_secs(4)));
-    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
-    let test = project(&sim, "", &webhook_table(&hook.url(), "1h"));
+    let hook = Webhook::slow_first(Duration::from_secs(4));
+    let sim = clean_sim();
+    let test = project(&sim, vec![webhook(&hook.url(), "1h")]);
     reroute_now(&sim);
     let daemon = Daemon::start(&test);
-    assert!(
-        until(Duration::from_secs(30), || hook.hits().len() >= 2),
-        "{}",
-        daemon.log()
-    );
-    assert!(
-        until(Duration::from_secs(10), || daemon
-            .log()
-            .contains("notification delivered")),
-        "{}",
-        daemon.log()
-    );
+    daemon.wait_notifications("hook", "delivered", 1);
+    assert!(hook.hits().len() >= 2, "{}", daemon.log());
     let hits = hook.hits();
     assert_eq!(
         logical(&hits).len(),
@@ -260,29 +192,27 @@ fn a_receiver_slower_than_the_client_timeout_sees_one_logical_notification() {
 
 #[test]
 fn repeat_and_resolve_timing_with_a_short_repeat() {
-    let hook = Webhook::start(0, None);
-    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
-    let test = project(&sim, "", &webhook_table(&hook.url(), "3s"));
+    let hook = Webhook::start();
+    let sim = clean_sim();
+    let test = project(&sim, vec![webhook(&hook.url(), "3s")]);
     let daemon = Daemon::start(&test);
-    assert!(
-        until(Duration::from_secs(20), || daemon
-            .log()
-            .contains("stored audit")),
-        "{}",
-        daemon.log()
-    );
+    daemon.wait_stored(1);
     reroute_now(&sim);
-    assert!(
-        until(Duration::from_secs(30), || hook.hits().len() >= 2),
-        "a repeat arrives: {}",
-        daemon.log()
-    );
+    daemon.wait_notifications("hook", "delivered", 2);
+    assert!(hook.hits().len() >= 2, "a repeat arrives: {}", daemon.log());
     restore(&sim);
-    let resolved = until(Duration::from_secs(20), || {
+    let resolved = eventually(DEADLINE, || {
         hook.hits().iter().any(|h| h.json()["status"] == "resolved")
     });
     assert!(resolved, "{}", daemon.log());
-    std::thread::sleep(Duration::from_secs(3));
+    // More audits of the fixed pin, and every delivery the daemon counted is at the receiver.
+    daemon.wait_more_stored(3);
+    daemon.wait_scrape("every delivery counted", |s| {
+        s.count(
+            "modelpin_notifications_total",
+            &[("channel", "hook"), ("result", "delivered")],
+        ) == hook.hits().len() as u64
+    });
     let hits = hook.hits();
     let firing: Vec<_> = hits
         .iter()
@@ -316,15 +246,11 @@ fn alertmanager_shows_the_alert_active_then_resolved() {
     let Some(am) = Alertmanager::start(dir.path()) else {
         return;
     };
-    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
-    let table = format!(
-        "[alerts.am]\nkind = \"alertmanager\"\nurl = \"http://127.0.0.1:{}\"\n",
-        am.port
-    );
-    let test = project(&sim, "", &table);
+    let sim = clean_sim();
+    let test = project(&sim, vec![Channel::alertmanager("am", am.port)]);
     let daemon = Daemon::start(&test);
     reroute_now(&sim);
-    let active = until(Duration::from_secs(30), || {
+    let active = eventually(DEADLINE, || {
         am.active()
             .iter()
             .any(|a| a["labels"]["code"] == "served_model_mismatch")
@@ -339,7 +265,7 @@ fn alertmanager_shows_the_alert_active_then_resolved() {
     assert_eq!(alert["labels"]["model"], ID);
     assert_eq!(alert["labels"]["severity"], "error");
     restore(&sim);
-    let resolved = until(Duration::from_secs(30), || am.active().is_empty());
+    let resolved = eventually(DEADLINE, || am.active().is_empty());
     assert!(
         resolved,
         "resolved after the model is restored: {:?}\n{}",
@@ -350,16 +276,15 @@ fn alertmanager_shows_the_alert_active_then_resolved() {
 
 #[test]
 fn alerts_test_reports_each_channel_and_fails_on_an_unreachable_one() {
-    let hook = Webhook::start(0, None);
-    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
-    let dead = format!(
-        "[alerts.dead]\nkind = \"webhook\"\nurl = \"http://127.0.0.1:{}/hook\"\n",
-        free_port()
-    );
+    let hook = Webhook::start();
+    let sim = clean_sim();
+    let dead = ClosedPort::new();
     let test = project(
         &sim,
-        "",
-        &format!("{}\n{dead}", webhook_table(&hook.url(), "1h")),
+        vec![
+            webhook(&hook.url(), "1h"),
+            Channel::webhook("dead", &dead.url("/hook")),
+        ],
     );
     let ok = test.run(&["alerts", "test", "--channel", "hook"]);
     ok.code(0);
@@ -381,9 +306,9 @@ fn alerts_test_reports_each_channel_and_fails_on_an_unreachable_one() {
 
 #[test]
 fn check_notify_uses_the_same_outbox_and_dedup() {
-    let hook = Webhook::start(0, None);
-    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
-    let test = project(&sim, "", &webhook_table(&hook.url(), "1h"));
+    let hook = Webhook::start();
+    let sim = clean_sim();
+    let test = project(&sim, vec![webhook(&hook.url(), "1h")]);
     reroute_now(&sim);
     test.run(&["check", "--notify"]).code(1);
     assert_eq!(hook.hits().len(), 1);

@@ -4,7 +4,8 @@
 use modelpin::provider::ProviderKind;
 use modelpin::sim::scenario::{AnswerRule, Reported};
 
-use crate::harness::{Sim, Test, one_pin_with};
+use crate::harness::{Sim, Test};
+use crate::support::pins::Pins;
 use crate::world::{model, reroute, single};
 
 const ID: &str = "acme-chat-2026-03-01";
@@ -30,14 +31,11 @@ fn honest() -> modelpin::sim::scenario::SimModel {
 }
 
 fn project(sim: &Sim) -> Test {
-    let pins = one_pin_with(
-        "timeout = \"3s\"\nbudget = \"20s\"",
-        ProviderKind::OpenAi,
-        &sim.url(ProviderKind::OpenAi),
-        ID,
-        "samples = 10",
-    );
-    Test::new().pins(&pins).probes()
+    Pins::one(ProviderKind::OpenAi, &sim.url(ProviderKind::OpenAi), ID)
+        .short()
+        .each_pin("samples", 10)
+        .test()
+        .probes()
 }
 
 #[test]
@@ -119,14 +117,10 @@ fn an_unchanged_model_gives_no_more_false_drift_verdicts_than_alpha_predicts() {
 #[test]
 fn locking_a_baseline_too_small_to_ever_reject_says_so() {
     let sim = Sim::start(single(ID, honest()));
-    let pins = one_pin_with(
-        "timeout = \"3s\"",
-        ProviderKind::OpenAi,
-        &sim.url(ProviderKind::OpenAi),
-        ID,
-        "samples = 2",
-    );
-    let test = Test::new().pins(&pins).probes();
+    let pins = Pins::one(ProviderKind::OpenAi, &sim.url(ProviderKind::OpenAi), ID)
+        .setting("timeout", "3s")
+        .each_pin("samples", 2);
+    let test = pins.test().probes();
     let run = test.run(&["lock", "--samples", "1"]);
     run.code(0);
     assert!(
@@ -137,8 +131,9 @@ fn locking_a_baseline_too_small_to_ever_reject_says_so() {
     );
     assert!(run.stderr.contains("--samples"), "{}", run.stderr);
     // A baseline of 30 answers per probe is enough for every test.
-    let run = Test::new()
-        .pins(&pins.replace("samples = 2", "samples = 10"))
+    let run = pins
+        .each_pin("samples", 10)
+        .test()
         .probes()
         .run(&["lock", "--samples", "30"]);
     run.code(0);

@@ -9,10 +9,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::Duration;
 
-use crate::daemon::{Daemon, free_port};
-use crate::status_page::{EVERY_SECOND, STEADY, fleet, rows, wait_for};
+use crate::support::daemon::Daemon;
+use crate::support::pins::EVERY_SECOND;
+use crate::support::status::{STEADY, fleet, rows, wait_for};
 
 /// The browser, or `None` (after a notice) when it is not installed outside CI.
 fn chromium() -> Option<PathBuf> {
@@ -79,21 +79,18 @@ fn chromium_shows_each_pins_status_and_served_model_and_asks_no_other_host() {
     let Some(browser) = chromium() else {
         return;
     };
-    let port = free_port();
-    let (_sim, test) = fleet(port, "acme-flash-009", EVERY_SECOND);
+    let (_sim, test) = fleet("acme-flash-009", EVERY_SECOND, None);
     let daemon = Daemon::start(&test);
+    let port = daemon.port();
     wait_for(
-        port,
         &daemon,
         &[
             ("swapped", "drift"),
             ("unlocked", "inconclusive"),
             ("steady", "ok"),
         ],
-        "",
     );
-    // A few audits more, so the strips have something to show.
-    std::thread::sleep(Duration::from_secs(3));
+    audited_thrice(&daemon);
     let url = format!("http://127.0.0.1:{port}/");
     let netlog = test.path("netlog.json");
     // Virtual time runs the page's 30-second refresh once while the DOM is dumped.
@@ -180,6 +177,15 @@ fn chromium_shows_each_pins_status_and_served_model_and_asks_no_other_host() {
         );
         println!("status page screenshot: {}", shot.display());
     }
+}
+
+/// A few audits more of each pin, so the strips have something to show.
+fn audited_thrice(daemon: &Daemon) {
+    daemon.wait_records("three audits of each pin", |records| {
+        ["steady", "swapped", "unlocked"]
+            .iter()
+            .all(|id| records.iter().filter(|r| r.pin.id == *id).count() >= 3)
+    });
 }
 
 /// Where a screenshot is kept: the build's temporary directory, which outlives the test.

@@ -4,21 +4,29 @@
 use modelpin::provider::ProviderKind;
 use modelpin::sim::scenario::{FaultKind, Reported};
 
-use crate::harness::{Sim, Test, one_pin};
+use crate::harness::{Sim, Test};
+use crate::support::pins::{Pins, Value};
 use crate::world::{fault, model, reroute, single};
 
-/// A locked project on `kind` serving `requested` with `m`.
+/// A locked project on `kind` pinning `requested`, both standard probes, served by `scenario`.
 fn locked(
     kind: ProviderKind,
     requested: &str,
     scenario: modelpin::sim::scenario::Scenario,
-    extra: &str,
+) -> (Sim, Test) {
+    locked_with(kind, requested, scenario, |pins| pins)
+}
+
+/// The same with the pins changed by `edit` first.
+fn locked_with(
+    kind: ProviderKind,
+    requested: &str,
+    scenario: modelpin::sim::scenario::Scenario,
+    edit: impl FnOnce(Pins) -> Pins,
 ) -> (Sim, Test) {
     let sim = Sim::start(scenario);
-    let test = Test::new()
-        .pins(&one_pin(kind, &sim.url(kind), requested, extra))
-        .probes();
-    test.run(&["lock"]).code(0);
+    let pins = edit(Pins::one(kind, &sim.url(kind), requested).short());
+    let test = pins.test().probes().locked();
     (sim, test)
 }
 
@@ -31,7 +39,6 @@ fn clean_pin_passes_with_exit_0() {
             "acme-large-2024-08-06",
             model("acme-large-2024-08-06", 4.0, (2.5, 10.0)),
         ),
-        "",
     );
     let run = test.run(&["check", "--format", "json"]);
     run.code(0);
@@ -63,14 +70,14 @@ fn moved_alias_is_a_served_model_mismatch() {
     let snapshot = model("acme-large-2024-08-06", 4.0, (2.5, 10.0));
     let (sim, test) = {
         let sim = Sim::start(single("acme-large", snapshot));
-        let test = Test::new()
-            .pins(&one_pin(
-                ProviderKind::OpenAi,
-                &sim.url(ProviderKind::OpenAi),
-                "acme-large",
-                "",
-            ))
-            .probes();
+        let test = Pins::one(
+            ProviderKind::OpenAi,
+            &sim.url(ProviderKind::OpenAi),
+            "acme-large",
+        )
+        .short()
+        .test()
+        .probes();
         let lock = test.run(&["lock"]);
         lock.code(0);
         assert!(
@@ -109,7 +116,6 @@ fn masked_reroute_is_caught_by_the_tokenizer() {
         ProviderKind::Anthropic,
         id,
         single(id, model(id, 3.5, (1.0, 5.0))),
-        "",
     );
     let mut impostor = model("cheaper-model", 4.4, (1.0, 5.0));
     impostor.id = "cheaper-model".into();
@@ -141,12 +147,7 @@ fn openrouter_upstream_swap_is_reported() {
     let slug = "acme/sonnet-4.6";
     let mut served = model(slug, 3.8, (3.0, 15.0));
     served.upstream = Some("Anthropic".into());
-    let (sim, test) = locked(
-        ProviderKind::OpenRouter,
-        slug,
-        single(slug, served.clone()),
-        "",
-    );
+    let (sim, test) = locked(ProviderKind::OpenRouter, slug, single(slug, served.clone()));
     served.upstream = Some("SomeQuantizedHost".into());
     sim.set(single(slug, served));
     let run = test.run(&["check", "--format", "json"]);
@@ -163,11 +164,11 @@ fn openrouter_upstream_swap_is_reported() {
 #[test]
 fn reported_price_change_is_cost_changed() {
     let slug = "acme/mini";
-    let (sim, test) = locked(
+    let (sim, test) = locked_with(
         ProviderKind::OpenRouter,
         slug,
         single(slug, model(slug, 4.0, (0.25, 2.0))),
-        "price = { input = 0.25, output = 2.00 }",
+        |pins| pins.each_pin("price", Value::bare("{ input = 0.25, output = 2.00 }")),
     );
     test.run(&["check"]).code(0);
     sim.set(single(slug, model(slug, 4.0, (0.40, 3.2))));
@@ -189,7 +190,6 @@ fn price_change_without_a_list_price_is_judged_against_the_locked_effective_pric
         ProviderKind::OpenRouter,
         slug,
         single(slug, model(slug, 4.0, (0.1, 0.3))),
-        "",
     );
     let lock = test.read("modelpin.lock");
     assert!(lock.contains("\"source\": \"reported\""), "{lock}");
@@ -204,7 +204,6 @@ fn retired(kind: ProviderKind, model_id: &str) {
         kind,
         model_id,
         single(model_id, model(model_id, 4.0, (1.0, 2.0))),
-        "",
     );
     let mut scenario = sim.sim.scenario();
     scenario.routes.clear();
@@ -261,7 +260,6 @@ fn unparseable_200_is_inconclusive_exit_3() {
         ProviderKind::OpenAi,
         id,
         single(id, model(id, 4.0, (2.5, 10.0))),
-        "",
     );
     sim.set(fault(sim.sim.scenario(), id, None, FaultKind::Malformed));
     let run = test.run(&["check", "--format", "json"]);
@@ -284,7 +282,6 @@ fn refused_connection_is_inconclusive_exit_3() {
         ProviderKind::OpenAi,
         id,
         single(id, model(id, 4.0, (2.5, 10.0))),
-        "",
     );
     drop(sim);
     std::thread::sleep(std::time::Duration::from_millis(100));
@@ -303,7 +300,6 @@ fn wrong_key_is_inconclusive_not_drift() {
         ProviderKind::Gemini,
         id,
         single(id, model(id, 4.0, (0.3, 2.5))),
-        "",
     );
     let test = test.env(crate::harness::KEY_VAR, "a-wrong-key");
     let run = test.run(&["check", "--format", "json"]);
@@ -326,13 +322,9 @@ fn wrong_key_is_inconclusive_not_drift() {
 fn check_without_a_lock_is_inconclusive_until_locked() {
     let id = "acme-large-2024-08-06";
     let sim = Sim::start(single(id, model(id, 4.0, (2.5, 10.0))));
-    let test = Test::new()
-        .pins(&one_pin(
-            ProviderKind::OpenAi,
-            &sim.url(ProviderKind::OpenAi),
-            id,
-            "",
-        ))
+    let test = Pins::one(ProviderKind::OpenAi, &sim.url(ProviderKind::OpenAi), id)
+        .short()
+        .test()
         .probes();
     let run = test.run(&["check", "--format", "json"]);
     run.code(3);
@@ -352,7 +344,6 @@ fn edited_probe_is_probe_changed_not_drift() {
         ProviderKind::OpenAi,
         id,
         single(id, model(id, 4.0, (2.5, 10.0))),
-        "",
     );
     let test = test.file(
         "probes/arith.toml",
@@ -378,7 +369,7 @@ fn json_report_is_byte_stable_apart_from_times() {
         .answers
         .iter_mut()
         .for_each(|rule| rule.answers.truncate(1));
-    let (_sim, test) = locked(ProviderKind::OpenAi, id, single(id, fixed), "");
+    let (_sim, test) = locked(ProviderKind::OpenAi, id, single(id, fixed));
     let strip = |text: String| -> String {
         text.lines()
             .filter(|l| !l.contains("\"started_at\"") && !l.contains("\"finished_at\""))
@@ -397,7 +388,6 @@ fn pin_filter_limits_the_run_and_unknown_pins_are_usage_errors() {
         ProviderKind::OpenAi,
         id,
         single(id, model(id, 4.0, (2.5, 10.0))),
-        "",
     );
     test.run(&["check", "--pin", "pin"]).code(0);
     let run = test.run(&["check", "--pin", "nope"]);

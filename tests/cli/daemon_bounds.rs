@@ -6,8 +6,11 @@ use std::time::Duration;
 
 use modelpin::provider::ProviderKind;
 
-use crate::daemon::{Daemon, free_port, get, history, project, until};
-use crate::harness::{Sim, Test, one_pin_with};
+use crate::harness::Sim;
+use crate::support::daemon::Daemon;
+use crate::support::http::{fetch, get, next_link};
+use crate::support::pins::Pins;
+use crate::support::wait::{DEADLINE, eventually};
 use crate::world::{model, single};
 
 const ID: &str = "acme-pro-001";
@@ -16,47 +19,44 @@ fn sim() -> Sim {
     Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))))
 }
 
-/// A GET with extra request header lines (each ending in `\r\n`); status, head and body.
-fn get_with(port: u16, path: &str, headers: &str) -> Option<(u16, String, String)> {
-    let reply = crate::status_page::fetch(port, path, headers)?;
-    let body = reply.text();
-    Some((reply.status, reply.head, body))
+/// A pin audited every second.
+fn pins(sim: &Sim) -> Pins {
+    Pins::one(ProviderKind::Gemini, &sim.url(ProviderKind::Gemini), ID)
+        .setting("timeout", "5s")
+        .setting("budget", "30s")
+        .daemon()
+        .each_pin("samples", 2)
 }
 
-fn link_of(head: &str) -> Option<String> {
-    let line = head
-        .lines()
-        .find(|l| l.to_ascii_lowercase().starts_with("link:"))?;
-    let target = line.split_once('<')?.1.split_once('>')?.0;
-    Some(target.to_owned())
+/// A GET with extra request header lines (each ending in `\r\n`); status, head and body.
+fn get_with(port: u16, path: &str, headers: &str) -> Option<(u16, String, String)> {
+    let reply = fetch(port, path, headers)?;
+    let body = reply.text();
+    Some((reply.status, reply.head, body))
 }
 
 #[test]
 fn history_comes_in_pages_that_link_to_the_next_and_the_cli_reads_them_all() {
     let sim = sim();
-    let port = free_port();
-    let test = project(&sim, port);
+    let test = pins(&sim).locked();
     let daemon = Daemon::start(&test);
-    assert!(
-        until(Duration::from_secs(30), || daemon.stored_ids().len() >= 3),
-        "{}",
-        daemon.log()
-    );
+    let port = daemon.port();
+    daemon.wait_stored(3);
     let (status, head, body) = get(port, "/api/history?limit=1").expect("daemon answers");
     assert_eq!(status, 200, "{head}");
     let page: Vec<serde_json::Value> = serde_json::from_str(&body).unwrap();
     assert_eq!(page.len(), 1);
-    let next = link_of(&head).expect("a Link to the next page");
+    let next = next_link(&head).expect("a Link to the next page");
     let (_, head2, body2) = get(port, &next).unwrap();
     let page2: Vec<serde_json::Value> = serde_json::from_str(&body2).unwrap();
     assert_eq!(page2.len(), 1);
     assert_ne!(page[0], page2[0], "the next page moves on");
-    assert!(link_of(&head2).is_some());
+    assert!(next_link(&head2).is_some());
     let (status, _, _) = get(port, "/api/history?cursor=zz").unwrap();
     assert_eq!(status, 400, "a bad cursor is a client error");
-    let stored = daemon.stored_ids().len();
+    let stored = daemon.records().len();
     assert!(
-        history(&test).len() >= stored,
+        daemon.history(&test).len() >= stored,
         "`modelpin history` follows every page"
     );
 }
@@ -64,21 +64,13 @@ fn history_comes_in_pages_that_link_to_the_next_and_the_cli_reads_them_all() {
 #[test]
 fn api_needs_the_bearer_token_when_one_is_configured() {
     let sim = sim();
-    let port = free_port();
-    let test = project(&sim, port);
-    let pins = test.read("pins.toml").replace(
-        "store = \"store\"",
-        "store = \"store\"\napi_token_env = \"MODELPIN_API_TOKEN\"",
-    );
-    let test = test
-        .pins(&pins)
+    let test = pins(&sim)
+        .setting("api_token_env", "MODELPIN_API_TOKEN")
+        .locked()
         .env("MODELPIN_API_TOKEN", "tok-0123456789abcdef");
-    let daemon = Daemon::start(&test);
-    assert!(
-        until(Duration::from_secs(30), || !daemon.stored_ids().is_empty()),
-        "{}",
-        daemon.log()
-    );
+    let daemon = Daemon::start(&test).token("tok-0123456789abcdef");
+    let port = daemon.port();
+    daemon.wait_stored(1);
     let (status, head, _) = get(port, "/api/history").unwrap();
     assert_eq!(status, 401, "{head}");
     let wrong = get_with(port, "/api/history", "Authorization: Bearer nope\r\n").unwrap();
@@ -91,18 +83,18 @@ fn api_needs_the_bearer_token_when_one_is_configured() {
     .unwrap();
     assert_eq!(right.0, 200);
     assert_eq!(get(port, "/metrics").unwrap().0, 200, "metrics stay open");
-    assert!(!history(&test).is_empty(), "the CLI sends the token");
+    assert!(!daemon.history(&test).is_empty(), "the CLI sends the token");
 }
 
 #[cfg(target_os = "linux")]
 #[test]
 fn idle_connections_are_capped_and_closed() {
     let sim = sim();
-    let port = free_port();
-    let test = project(&sim, port);
+    let test = pins(&sim).locked();
     let daemon = Daemon::start(&test);
+    let port = daemon.port();
     assert!(
-        until(Duration::from_secs(30), || get(port, "/healthz").is_some()),
+        eventually(DEADLINE, || get(port, "/healthz").is_some()),
         "{}",
         daemon.log()
     );
@@ -111,8 +103,18 @@ fn idle_connections_are_capped_and_closed() {
     let idle: Vec<TcpStream> = (0..1100)
         .filter_map(|_| TcpStream::connect(("127.0.0.1", port)).ok())
         .collect();
-    std::thread::sleep(Duration::from_millis(500));
+    // The daemon takes connections up to its cap and leaves the rest in the backlog: wait until
+    // it has taken what it will (its descriptors stop growing), then hold it to the cap.
+    let mut last = fds();
+    let settled = eventually(DEADLINE, || {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = fds();
+        let same = now == last && now > before;
+        last = now;
+        same
+    });
     let during = fds();
+    assert!(settled, "the daemon took the connections it will");
     assert!(
         during <= before + 128 + 8,
         "{} idle connections hold {} descriptors (was {before})",
@@ -120,13 +122,13 @@ fn idle_connections_are_capped_and_closed() {
         during
     );
     assert!(
-        until(Duration::from_secs(15), || get(port, "/healthz")
+        eventually(DEADLINE, || get(port, "/healthz")
             .is_some_and(|(s, _, _)| s == 200)),
         "the daemon serves again once idle connections time out"
     );
     // They time out together but close one by one: give the last ones a moment.
     assert!(
-        until(Duration::from_secs(5), || fds() <= before + 8),
+        eventually(DEADLINE, || fds() <= before + 8),
         "idle connections were closed ({} descriptors, was {before})",
         fds()
     );
@@ -136,18 +138,11 @@ fn idle_connections_are_capped_and_closed() {
 #[test]
 fn a_listener_off_loopback_needs_an_explicit_setting_and_is_logged() {
     let sim = sim();
-    let port = free_port();
-    let settings = format!("schedule = \"0 0 * * * *\"\nmetrics = \"0.0.0.0:{port}\"");
-    let pins = one_pin_with(
-        &settings,
-        ProviderKind::Gemini,
-        &sim.url(ProviderKind::Gemini),
-        ID,
-        "samples = 1",
-    );
-    let test = Test::new()
-        .pins(&pins)
-        .file("probes/arith.toml", crate::harness::ARITH);
+    let pins = Pins::one(ProviderKind::Gemini, &sim.url(ProviderKind::Gemini), ID)
+        .setting("schedule", "0 0 * * * *")
+        .setting("metrics", "0.0.0.0:0")
+        .each_pin("samples", 1);
+    let test = pins.project();
     let run = test.run(&["daemon"]);
     run.code(2);
     assert!(
@@ -155,42 +150,38 @@ fn a_listener_off_loopback_needs_an_explicit_setting_and_is_logged() {
         "{}",
         run.stderr
     );
-    let test = test.pins(&pins.replace(
-        "metrics = ",
-        "metrics_public = true\nstore = \"store\"\nmetrics = ",
-    ));
-    let daemon = Daemon::start(&test);
-    assert!(
-        until(Duration::from_secs(20), || daemon
-            .log()
-            .contains("metrics_public")),
-        "{}",
-        daemon.log()
+    let test = test.pins(
+        &pins
+            .setting("metrics_public", true)
+            .setting("store", "store")
+            .to_toml(),
     );
-    assert!(daemon.log().contains("WARN"), "{}", daemon.log());
+    // The warning is the behaviour under test: a log line is what the operator is shown.
+    let daemon = Daemon::start(&test);
+    let log = daemon.log();
+    assert!(log.contains("metrics_public"), "{log}");
+    assert!(log.contains("WARN"), "{log}");
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn rust_log_filters_the_daemon_log() {
     let sim = sim();
-    let port = free_port();
-    let test = project(&sim, port).env("RUST_LOG", "warn");
-    let quiet = Daemon::start(&test);
-    let port2 = free_port();
-    let loud_test = project(&sim, port2).env("RUST_LOG", "modelpin=debug");
+    let test = pins(&sim).locked().env("RUST_LOG", "warn");
+    let quiet = Daemon::start_unannounced(&test);
+    let loud_test = pins(&sim).locked().env("RUST_LOG", "modelpin=debug");
     let loud = Daemon::start(&loud_test);
-    assert!(
-        until(Duration::from_secs(30), || loud
-            .log()
-            .contains("stored audit")),
-        "{}",
-        loud.log()
-    );
-    std::thread::sleep(Duration::from_secs(1));
+    loud.wait_stored(1);
+    // The quiet daemon has audited too, so it had INFO lines to drop.
+    quiet.wait_stored(1);
+    assert!(loud.log().contains("stored audit"), "{}", loud.log());
     assert!(
         !quiet.log().contains(" INFO "),
         "RUST_LOG=warn drops INFO: {}",
         quiet.log()
     );
-    assert!(get(port, "/healthz").is_some(), "the quiet daemon runs");
+    assert!(
+        get(quiet.port(), "/healthz").is_some(),
+        "the quiet daemon runs"
+    );
 }

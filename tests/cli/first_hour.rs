@@ -146,7 +146,7 @@ fn history_refuses_an_unknown_pin_and_creates_no_store() {
 #[test]
 fn check_notify_with_a_dead_channel_says_it_was_not_delivered() {
     let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
-    let dead = crate::daemon::free_port();
+    let dead = crate::support::ports::ClosedPort::new();
     let pins = one_pin_with(
         "timeout = \"3s\"\nbudget = \"20s\"",
         ProviderKind::OpenAi,
@@ -154,7 +154,8 @@ fn check_notify_with_a_dead_channel_says_it_was_not_delivered() {
         ID,
         "samples = 1",
     ) + &format!(
-        "\n[alerts.hook]\nkind = \"webhook\"\nurl = \"http://127.0.0.1:{dead}/hook\"\n"
+        "\n[alerts.hook]\nkind = \"webhook\"\nurl = \"{}\"\n",
+        dead.url("/hook")
     );
     let test = Test::new().pins(&pins).probes();
     test.run(&["lock"]).code(0);

@@ -90,6 +90,13 @@ impl Test {
             .file("probes/capital.toml", CAPITAL)
     }
 
+    /// After a successful `modelpin lock`.
+    #[track_caller]
+    pub fn locked(self) -> Test {
+        self.run(&["lock"]).code(0);
+        self
+    }
+
     pub fn env(mut self, name: &str, value: &str) -> Test {
         self.env.push((name.to_owned(), value.to_owned()));
         self
@@ -162,11 +169,6 @@ compare = "choice"
 
 /// Settings most tests use: short deadlines so a broken case fails fast.
 pub const SETTINGS: &str = "timeout = \"3s\"\nbudget = \"20s\"";
-
-/// A pins.toml with one provider and one pin.
-pub fn one_pin(kind: ProviderKind, base_url: &str, model: &str, extra: &str) -> String {
-    one_pin_with(SETTINGS, kind, base_url, model, extra)
-}
 
 /// The same with its own `[settings]` body; `extra` may set `samples` (default 3).
 pub fn one_pin_with(

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 use modelpin::provider::ProviderKind;
 use modelpin::sim::scenario::{FaultKind, Reported, Scenario, SimError};
 
-use crate::harness::{ARITH, KEY, KEY_VAR, Sim, Test, one_pin, one_pin_with};
+use crate::harness::{KEY, KEY_VAR, Sim, Test};
+use crate::support::pins::{Pins, Value};
 use crate::world::{fault, model, route, single};
 
 const MODEL: &str = "acme-chat-1";
@@ -17,15 +18,9 @@ fn slow(latency_ms: u64) -> Scenario {
     single(MODEL, m)
 }
 
-fn project(sim: &Sim, settings: &str, extra: &str) -> Test {
-    let pins = one_pin_with(
-        settings,
-        ProviderKind::OpenAi,
-        &sim.url(ProviderKind::OpenAi),
-        MODEL,
-        extra,
-    );
-    Test::new().pins(&pins).file("probes/arith.toml", ARITH)
+/// One pin of `MODEL` on the simulator, the arithmetic probe, no settings.
+fn pins(sim: &Sim) -> Pins {
+    Pins::one(ProviderKind::OpenAi, &sim.url(ProviderKind::OpenAi), MODEL)
 }
 
 /// Runs `args`, sends SIGINT once the simulator has seen `after` requests, returns the output.
@@ -55,7 +50,10 @@ fn interrupted(test: &Test, sim: &Sim, args: &[&str], after: usize) -> std::proc
 #[test]
 fn an_interrupted_check_with_some_answers_is_inconclusive_not_ok() {
     let sim = Sim::start(slow(200));
-    let test = project(&sim, "concurrency = 4", "samples = 30");
+    let test = pins(&sim)
+        .setting("concurrency", 4)
+        .each_pin("samples", 30)
+        .project();
     let output = interrupted(&test, &sim, &["check", "--format", "json"], 8);
     assert_eq!(output.status.code(), Some(3), "exit 3, not 0");
     let report: crate::schema::Report = serde_json::from_slice(&output.stdout).expect("report");
@@ -78,7 +76,10 @@ fn an_interrupted_check_with_some_answers_is_inconclusive_not_ok() {
 #[test]
 fn an_interrupted_lock_leaves_the_previous_lock_byte_for_byte() {
     let sim = Sim::start(slow(0));
-    let test = project(&sim, "concurrency = 4", "samples = 30");
+    let test = pins(&sim)
+        .setting("concurrency", 4)
+        .each_pin("samples", 30)
+        .project();
     test.run(&["lock"]).code(0);
     let before = std::fs::read(test.path("modelpin.lock")).unwrap();
     sim.set(slow(200));
@@ -115,11 +116,9 @@ fn unusable_token_counts_are_unmeasured_not_unchanged() {
         ),
     ] {
         let sim = Sim::start(slow(0));
-        let test = project(
-            &sim,
-            "",
-            "samples = 3\nprice = { input = 1.0, output = 2.0 }",
-        );
+        let test = pins(&sim)
+            .each_pin("price", Value::bare("{ input = 1.0, output = 2.0 }"))
+            .project();
         test.run(&["lock"]).code(0);
         sim.set(fault(slow(0), MODEL, None, answer_with_usage(usage)));
         let run = test.run(&["check", "--format", "json"]);
@@ -175,13 +174,13 @@ fn gateway(deployment: &str, fallbacks: u32, cost: &str) -> Scenario {
 }
 
 fn gateway_project(sim: &Sim) -> Test {
-    let pins = one_pin(
+    Pins::one(
         ProviderKind::OpenAiCompatible,
         &sim.url(ProviderKind::OpenAiCompatible),
         "gpt-4o",
-        "",
-    );
-    Test::new().pins(&pins).file("probes/arith.toml", ARITH)
+    )
+    .short()
+    .project()
 }
 
 #[test]
@@ -285,7 +284,7 @@ fn answers_past_max_tokens_are_said_and_the_plan_is_an_estimate() {
         None,
         answer_with_usage(r#","usage":{"prompt_tokens":20,"completion_tokens":50}"#),
     ));
-    let test = project(&sim, "", "samples = 3");
+    let test = pins(&sim).project();
     let run = test.run(&["check", "--format", "json"]);
     assert!(
         run.stderr.contains("estimated") && !run.stderr.contains("at most"),
@@ -315,7 +314,7 @@ fn an_unanswered_call_among_answers_is_no_all_clear() {
             headers: vec![],
         },
     ));
-    let test = project(&sim, "", "samples = 3");
+    let test = pins(&sim).project();
     let run = test.run(&["check", "--format", "json"]);
     run.code(3);
     let report = run.json();

@@ -2,21 +2,23 @@
 //! workflow commands in a served model ID, IDs long enough to crash a renderer or swell the store.
 
 use std::path::Path;
-use std::time::Duration;
 
 use modelpin::provider::ProviderKind;
 use modelpin::sim::scenario::{FaultKind, Reported};
 
-use crate::daemon::{Daemon, free_port, get, until};
-use crate::harness::{KEY_VAR, Sim, Test, one_pin_with};
-use crate::receivers::Webhook;
+use crate::harness::{KEY_VAR, Sim, Test};
+use crate::support::daemon::Daemon;
+use crate::support::http::get;
+use crate::support::pins::{Channel, Pin, Pins, Provider};
+use crate::support::ports::ClosedPort;
+use crate::support::receivers::Webhook;
 use crate::world::{fault, model, single};
 
 /// A key that must never be seen again once it is in the environment.
 const MARKER: &str = "sk-marker-5eCr3t-0123456789";
 const SLACK_MARKER: &str = "slack-marker-T0B0-0123456789";
 const HOOK_SECRET: &str = "whsec_bWFya2VyLXdlYmhvb2stc2VjcmV0LTAxMjM0NTY3";
-pub const ID: &str = "acme-pro-001";
+const ID: &str = "acme-pro-001";
 
 /// Every file under `dir`, as bytes, with its path.
 fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
@@ -61,16 +63,13 @@ fn echoing_sim() -> Sim {
     ))
 }
 
-fn echoing_project(sim: &Sim, settings: &str, extra: &str) -> Test {
-    Test::new()
-        .pins(&one_pin_with(
-            settings,
-            ProviderKind::OpenAi,
-            &sim.url(ProviderKind::OpenAi),
-            ID,
-            extra,
-        ))
-        .file("probes/arith.toml", crate::harness::ARITH)
+/// The echoing provider's one pin, its key the marker.
+fn echoing_pins(sim: &Sim) -> Pins {
+    Pins::one(ProviderKind::OpenAi, &sim.url(ProviderKind::OpenAi), ID)
+}
+
+fn echoing_project(pins: &Pins) -> Test {
+    pins.project()
         .env(KEY_VAR, MARKER)
         .env("HOOK_SECRET", HOOK_SECRET)
 }
@@ -79,7 +78,7 @@ fn echoing_project(sim: &Sim, settings: &str, extra: &str) -> Test {
 fn a_key_echoed_by_the_provider_appears_in_no_output_or_file() {
     let sim = echoing_sim();
     let summary_name = "step-summary.md";
-    let test = echoing_project(&sim, crate::harness::SETTINGS, "samples = 2");
+    let test = echoing_project(&echoing_pins(&sim).short().each_pin("samples", 2));
     let summary = test.path(summary_name);
     let test = test.env("GITHUB_STEP_SUMMARY", summary.to_str().unwrap());
     let mut outputs = vec![("lock", test.run(&["lock"]))];
@@ -110,37 +109,34 @@ fn a_key_echoed_by_the_provider_appears_in_no_output_or_file() {
 #[test]
 fn a_key_echoed_to_the_daemon_reaches_no_store_history_log_metric_or_alert() {
     let sim = echoing_sim();
-    let hook = Webhook::start(0, None);
-    let port = free_port();
-    let settings = format!(
-        "timeout = \"3s\"\nbudget = \"10s\"\nschedule = \"* * * * * *\"\nmetrics = \"127.0.0.1:{port}\"\nstore = \"store\""
-    );
-    let extra = "samples = 1\nalerts = [\"hook\", \"team\"]";
+    let hook = Webhook::start();
     // A Slack hook nobody answers: its URL (a secret) must not reach the log or the outbox.
-    let slack = format!(
-        "http://127.0.0.1:{}/services/T0/B0/{SLACK_MARKER}",
-        free_port()
-    );
+    let nobody = ClosedPort::new();
+    let slack = nobody.url(&format!("/services/T0/B0/{SLACK_MARKER}"));
+    let pins = echoing_pins(&sim)
+        .setting("timeout", "3s")
+        .setting("budget", "10s")
+        .daemon()
+        .each_pin("samples", 1)
+        .each_pin("alerts", ["hook", "team"])
+        .alert(Channel::webhook("hook", &hook.url()).set("secret_env", "HOOK_SECRET"))
+        .alert(Channel::slack("team", "SLACK_URL"));
     // Every level of every library: the HTTP client's own logs included.
-    let test = echoing_project(&sim, &settings, extra).env("RUST_LOG", "trace").file(
-        "pins.toml",
-        &format!(
-            "{}\n[alerts.hook]\nkind = \"webhook\"\nurl = \"{}\"\nsecret_env = \"HOOK_SECRET\"\n[alerts.team]\nkind = \"slack\"\nurl_env = \"SLACK_URL\"\n",
-            one_pin_with(
-                &settings,
-                ProviderKind::OpenAi,
-                &sim.url(ProviderKind::OpenAi),
-                ID,
-                extra
-            ),
-            hook.url()
-        ),
-    );
-    let test = test.env("SLACK_URL", &slack);
+    let test = echoing_project(&pins)
+        .env("RUST_LOG", "trace")
+        .env("SLACK_URL", &slack);
     let daemon = Daemon::start(&test);
+    let port = daemon.port();
+    // Slack's delivery was attempted (and failed: nobody listens), the webhook's succeeded.
+    daemon.wait_scrape("an attempt at Slack and a webhook delivery", |s| {
+        s.sum("modelpin_notifications_total", &[("channel", "team")]) >= 1.0
+            && s.sum(
+                "modelpin_notifications_total",
+                &[("channel", "hook"), ("result", "delivered")],
+            ) >= 1.0
+    });
     assert!(
-        until(Duration::from_secs(30), || !hook.hits().is_empty()
-            && daemon.log().contains("channel=team")),
+        !hook.hits().is_empty(),
         "the inconclusive alert was sent, and Slack's delivery failed: {}",
         daemon.log()
     );
@@ -154,7 +150,7 @@ fn a_key_echoed_to_the_daemon_reaches_no_store_history_log_metric_or_alert() {
         assert_no_marker(path, head.as_bytes(), MARKER);
         assert_no_marker(path, body.as_bytes(), MARKER);
     }
-    let history = test.run(&["history", "--format", "json"]);
+    let history = daemon.history_run(&test, &["--format", "json"]);
     assert_no_marker("history", history.stdout.as_bytes(), MARKER);
     drop(daemon);
     for (path, bytes) in files(test.dir.path()) {
@@ -168,8 +164,8 @@ fn a_key_echoed_to_the_daemon_reaches_no_store_history_log_metric_or_alert() {
 
 #[test]
 fn a_slack_url_in_a_delivery_error_is_masked() {
-    let dead = free_port();
-    let slack = format!("http://127.0.0.1:{dead}/services/T000/B000/{MARKER}");
+    let dead = ClosedPort::new();
+    let slack = dead.url(&format!("/services/T000/B000/{MARKER}"));
     let test = Test::new()
         .pins("version = 1\n[alerts.team]\nkind = \"slack\"\nurl_env = \"SLACK_URL\"\n")
         .env("SLACK_URL", &slack);
@@ -181,24 +177,21 @@ fn a_slack_url_in_a_delivery_error_is_masked() {
 }
 
 /// A provider that reports `served` as its model for every call.
-pub fn reporting_sim(served: &str) -> Sim {
+fn reporting_sim(served: &str) -> Sim {
     let mut scenario = single(ID, model(ID, 4.0, (1.0, 2.0)));
     scenario.routes.get_mut(ID).unwrap().report = Reported::Fixed(served.to_owned());
     Sim::start(scenario)
 }
 
-pub fn plain_project(sim: &Sim, pin_id: &str) -> Test {
-    let pins = one_pin_with(
-        crate::harness::SETTINGS,
-        ProviderKind::OpenAi,
-        &sim.url(ProviderKind::OpenAi),
-        ID,
-        "samples = 1",
-    )
-    .replace("id = \"pin\"", &format!("id = \"{pin_id}\""));
-    Test::new()
-        .pins(&pins)
-        .file("probes/arith.toml", crate::harness::ARITH)
+fn plain_project(sim: &Sim, pin_id: &str) -> Test {
+    Pins::new()
+        .short()
+        .provider(Provider::new(
+            ProviderKind::OpenAi,
+            &sim.url(ProviderKind::OpenAi),
+        ))
+        .pin(Pin::new(pin_id, ID).samples(1))
+        .project()
 }
 
 /// Every output a user or a CI runner reads from `check` in each format, plus `lock`.

@@ -7,9 +7,22 @@ use std::process::{Command, Stdio};
 use modelpin::provider::ProviderKind;
 
 use crate::harness::{Sim, Test, one_pin_with};
-use crate::hostile::{ID, plain_project};
-use crate::receivers::Webhook;
+use crate::support::pins::{Channel, Pin, Pins, Provider};
+use crate::support::receivers::Webhook;
 use crate::world::{model, single};
+
+const ID: &str = "acme-pro-001";
+
+/// One pin of `ID` on the simulator, one sample, short deadlines.
+fn plain_pins(sim: &Sim) -> Pins {
+    Pins::new()
+        .short()
+        .provider(Provider::new(
+            ProviderKind::OpenAi,
+            &sim.url(ProviderKind::OpenAi),
+        ))
+        .pin(Pin::new("pin", ID).samples(1))
+}
 
 #[test]
 fn a_base_url_that_hides_its_real_host_is_refused() {
@@ -44,7 +57,7 @@ fn a_base_url_that_hides_its_real_host_is_refused() {
 #[test]
 fn a_symlink_planted_at_the_temporary_path_is_not_followed() {
     let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
-    let test = plain_project(&sim, "pin").file("victim", "precious");
+    let test = plain_pins(&sim).project().file("victim", "precious");
     std::os::unix::fs::symlink(test.path("victim"), test.path("modelpin.lock.tmp")).unwrap();
     test.run(&["lock"]).code(0);
     assert_eq!(test.read("victim"), "precious");
@@ -58,17 +71,9 @@ fn two_lock_runs_at_once_keep_both_baselines() {
     let mut slow = model(ID, 4.0, (1.0, 2.0));
     slow.latency_ms = 300;
     let sim = Sim::start(single(ID, slow));
-    let one = one_pin_with(
-        crate::harness::SETTINGS,
-        ProviderKind::OpenAi,
-        &sim.url(ProviderKind::OpenAi),
-        ID,
-        "samples = 1",
-    );
-    let second = one[one.find("[[pin]]").unwrap()..].replace("id = \"pin\"", "id = \"pin2\"");
-    let test = Test::new()
-        .pins(&format!("{one}\n{second}"))
-        .file("probes/arith.toml", crate::harness::ARITH);
+    let test = plain_pins(&sim)
+        .pin(Pin::new("pin2", ID).samples(1))
+        .project();
     for round in 0..3 {
         let _ = std::fs::remove_file(test.path("modelpin.lock"));
         let runs: Vec<_> = ["pin", "pin2"]
@@ -105,20 +110,9 @@ fn two_lock_runs_at_once_keep_both_baselines() {
 
 fn hook_project(hook: &Webhook, secret: Option<&str>) -> Test {
     let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
-    let pins = format!(
-        "{}\n[alerts.hook]\nkind = \"webhook\"\nurl = \"{}\"\nsecret_env = \"HOOK_SECRET\"\n",
-        one_pin_with(
-            crate::harness::SETTINGS,
-            ProviderKind::OpenAi,
-            &sim.url(ProviderKind::OpenAi),
-            ID,
-            "samples = 1"
-        ),
-        hook.url()
-    );
-    let test = Test::new()
-        .pins(&pins)
-        .file("probes/arith.toml", crate::harness::ARITH);
+    let test = plain_pins(&sim)
+        .alert(Channel::webhook("hook", &hook.url()).set("secret_env", "HOOK_SECRET"))
+        .project();
     // The simulator is not needed after loading; keep it alive for `check` anyway.
     std::mem::forget(sim);
     match secret {
@@ -129,7 +123,7 @@ fn hook_project(hook: &Webhook, secret: Option<&str>) -> Test {
 
 #[test]
 fn a_channel_whose_secret_variable_is_unset_fails_closed_at_load() {
-    let hook = Webhook::start(0, None);
+    let hook = Webhook::start();
     let test = hook_project(&hook, None);
     for args in [
         &["alerts", "test"][..],
@@ -153,7 +147,7 @@ fn a_channel_whose_secret_variable_is_unset_fails_closed_at_load() {
 
 #[test]
 fn an_unpadded_whsec_secret_signs() {
-    let hook = Webhook::start(0, None);
+    let hook = Webhook::start();
     // 20 key bytes: base64 with one `=` of padding, dropped here.
     let test = hook_project(&hook, Some("whsec_bWFya2VyLXdlYmhvb2stc2VjcmU"));
     let run = test.run(&["alerts", "test"]);
@@ -170,7 +164,7 @@ fn an_unpadded_whsec_secret_signs() {
 
 #[test]
 fn a_bad_webhook_secret_is_named_with_its_actual_problem() {
-    let hook = Webhook::start(0, None);
+    let hook = Webhook::start();
     for (secret, says) in [
         ("not-a-whsec-secret", "it does not start with `whsec_`"),
         ("whsec_!!!!", "the part after `whsec_` is not base64"),

@@ -6,7 +6,8 @@ use chrono::{Duration, Utc};
 use modelpin::provider::ProviderKind;
 use modelpin::sim::scenario::{FaultKind, FeedDoc, Reported, SimError};
 
-use crate::harness::{SETTINGS, Sim, Test, one_pin_with};
+use crate::harness::{Sim, Test};
+use crate::support::pins::{Pins, Value};
 use crate::world::{fault, model, reroute, single};
 
 /// A model ID no lifecycle table lists: only what the test sets applies.
@@ -16,22 +17,19 @@ fn day(offset: i64) -> String {
     (Utc::now().date_naive() + Duration::days(offset)).to_string()
 }
 
-fn locked(kind: ProviderKind, sim: &Sim, extra: &str) -> Test {
-    let test = Test::new()
-        .pins(&one_pin_with(SETTINGS, kind, &sim.url(kind), ID, extra))
-        .probes();
-    test.run(&["lock"]).code(0);
-    test
+/// A locked project pinning `ID` on `kind`, retiring on `retires_on` when given.
+fn locked(kind: ProviderKind, sim: &Sim, retires_on: Option<String>) -> Test {
+    let mut pins = Pins::one(kind, &sim.url(kind), ID).short();
+    if let Some(date) = retires_on {
+        pins = pins.each_pin("retires_on", Value::bare(&date));
+    }
+    pins.test().probes().locked()
 }
 
 #[test]
 fn a_retired_id_that_still_answers_is_retired_still_served() {
     let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
-    let test = locked(
-        ProviderKind::Gemini,
-        &sim,
-        &format!("retires_on = {}", day(-10)),
-    );
+    let test = locked(ProviderKind::Gemini, &sim, Some(day(-10)));
     let run = test.run(&["check", "--format", "json"]);
     run.code(1);
     let report = run.json();
@@ -62,11 +60,7 @@ fn a_retired_id_that_still_answers_is_retired_still_served() {
 #[test]
 fn a_retired_id_rerouted_gets_both_findings_with_the_reroute_evidence() {
     let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
-    let test = locked(
-        ProviderKind::Gemini,
-        &sim,
-        &format!("retires_on = {}", day(-1)),
-    );
+    let test = locked(ProviderKind::Gemini, &sim, Some(day(-1)));
     sim.set(reroute(
         sim.sim.scenario(),
         ID,
@@ -92,7 +86,7 @@ fn a_retired_id_rerouted_gets_both_findings_with_the_reroute_evidence() {
 #[test]
 fn a_sunset_header_is_sunset_announced() {
     let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
-    let test = locked(ProviderKind::Anthropic, &sim, "");
+    let test = locked(ProviderKind::Anthropic, &sim, None);
     let sunset = httpdate::fmt_http_date(
         std::time::SystemTime::now() + std::time::Duration::from_secs(200 * 86_400),
     );
@@ -126,7 +120,7 @@ fn a_models_endpoint_shutdown_date_in_20_days_warns_and_fails_only_with_strict()
     let mut scenario = single(ID, model(ID, 4.0, (1.0, 2.0)));
     scenario.routes.get_mut(ID).unwrap().shutdown_date = Some(day(20));
     let sim = Sim::start(scenario);
-    let test = locked(ProviderKind::OpenAi, &sim, "");
+    let test = locked(ProviderKind::OpenAi, &sim, None);
     let run = test.run(&["check", "--format", "json"]);
     run.code(0);
     let report = run.json();
@@ -175,18 +169,11 @@ source = "acme status page"
         },
     );
     let sim = Sim::start(scenario);
-    let settings = format!(
-        "{SETTINGS}\ndeprecation_feeds = [\"http://{}/feeds/acme.toml\"]",
-        sim.sim.addr()
-    );
-    let test = Test::new()
-        .pins(&one_pin_with(
-            &settings,
-            ProviderKind::Gemini,
-            &sim.url(ProviderKind::Gemini),
-            ID,
-            "",
-        ))
+    let feed = format!("http://{}/feeds/acme.toml", sim.sim.addr());
+    let test = Pins::one(ProviderKind::Gemini, &sim.url(ProviderKind::Gemini), ID)
+        .short()
+        .setting("deprecation_feeds", [feed.as_str()])
+        .test()
         .probes();
     test.run(&["lock"]).code(0);
     let run = test.run(&["check", "--format", "json"]);
@@ -236,18 +223,11 @@ fn a_feed_never_fetched_that_fails_only_warns() {
         },
     );
     let sim = Sim::start(scenario);
-    let settings = format!(
-        "{SETTINGS}\ndeprecation_feeds = [\"http://{}/feeds/down.json\"]",
-        sim.sim.addr()
-    );
-    let test = Test::new()
-        .pins(&one_pin_with(
-            &settings,
-            ProviderKind::Gemini,
-            &sim.url(ProviderKind::Gemini),
-            ID,
-            "",
-        ))
+    let feed = format!("http://{}/feeds/down.json", sim.sim.addr());
+    let test = Pins::one(ProviderKind::Gemini, &sim.url(ProviderKind::Gemini), ID)
+        .short()
+        .setting("deprecation_feeds", [feed.as_str()])
+        .test()
         .probes();
     test.run(&["lock"]).code(0);
     let run = test.run(&["check"]);
@@ -259,11 +239,7 @@ fn a_feed_never_fetched_that_fails_only_warns() {
 fn not_found_says_retired_per_source_or_unknown() {
     let mut scenario = single(ID, model(ID, 4.0, (1.0, 2.0)));
     let sim = Sim::start(scenario.clone());
-    let test = locked(
-        ProviderKind::OpenAi,
-        &sim,
-        &format!("retires_on = {}", day(-3)),
-    );
+    let test = locked(ProviderKind::OpenAi, &sim, Some(day(-3)));
     scenario.routes.clear();
     sim.set(scenario.clone());
     let run = test.run(&["check", "--format", "json"]);
@@ -279,14 +255,9 @@ fn not_found_says_retired_per_source_or_unknown() {
         "{message}"
     );
 
-    let test = Test::new()
-        .pins(&one_pin_with(
-            SETTINGS,
-            ProviderKind::OpenAi,
-            &sim.url(ProviderKind::OpenAi),
-            ID,
-            "",
-        ))
+    let test = Pins::one(ProviderKind::OpenAi, &sim.url(ProviderKind::OpenAi), ID)
+        .short()
+        .test()
         .probes();
     let run = test.run(&["check", "--format", "json"]);
     run.code(1);
@@ -302,11 +273,7 @@ fn not_found_says_retired_per_source_or_unknown() {
 #[test]
 fn a_retired_model_answering_only_quota_errors_is_a_possible_masked_retirement() {
     let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
-    let test = locked(
-        ProviderKind::OpenAi,
-        &sim,
-        &format!("retires_on = {}", day(-2)),
-    );
+    let test = locked(ProviderKind::OpenAi, &sim, Some(day(-2)));
     sim.set(fault(
         sim.sim.scenario(),
         ID,
@@ -333,14 +300,10 @@ fn a_retired_model_answering_only_quota_errors_is_a_possible_masked_retirement()
 #[test]
 fn deprecations_lists_pins_within_a_window_with_sources() {
     let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
-    let test = Test::new()
-        .pins(&one_pin_with(
-            SETTINGS,
-            ProviderKind::Gemini,
-            &sim.url(ProviderKind::Gemini),
-            ID,
-            &format!("retires_on = {}", day(12)),
-        ))
+    let test = Pins::one(ProviderKind::Gemini, &sim.url(ProviderKind::Gemini), ID)
+        .short()
+        .each_pin("retires_on", Value::bare(&day(12)))
+        .test()
         .probes();
     let run = test.run(&["deprecations", "--within", "30d", "--format", "json"]);
     run.code(0);

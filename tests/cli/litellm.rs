@@ -5,14 +5,12 @@
 //! missing program fails under CI and skips elsewhere.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use modelpin::provider::ProviderKind;
 
-use crate::daemon::free_port;
-use crate::harness::{KEY_VAR, Test, one_pin};
+use crate::harness::{KEY_VAR, Test};
+use crate::support::litellm::{Proxy, program};
+use crate::support::pins::Pins;
 
 /// Any non-public key: LiteLLM refuses to start without one and rejects well-known ones.
 const MASTER_KEY: &str = "sk-modelpin-litellm-test";
@@ -23,27 +21,6 @@ max_tokens = 32
 temperature = 1.0
 compare = "choice"
 "#;
-
-fn program() -> Option<PathBuf> {
-    let path = std::env::var_os("MODELPIN_LITELLM").map_or_else(|| "litellm".into(), PathBuf::from);
-    let found = Command::new(&path)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if found {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "the LiteLLM proxy is required in CI (.ci/run installs it)"
-    );
-    eprintln!(
-        "notice: litellm is not installed (pip install 'litellm[proxy]'); skipping this test"
-    );
-    None
-}
 
 /// A deployment behind a public name: `(public name, litellm model, mock answer)`.
 type Deployment<'a> = (&'a str, &'a str, &'a str);
@@ -69,86 +46,11 @@ const STABLE: &[Deployment<'_>] = &[
     ("gpt-4o-mini", "openai/gpt-4o-mini-2024-07-18", "Hello"),
 ];
 
-/// One running proxy, stopped when dropped.
-struct Proxy {
-    child: Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl Proxy {
-    fn start(program: &PathBuf, config: &str) -> Proxy {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("config.yaml"), config).unwrap();
-        let port = free_port();
-        let child = Command::new(program)
-            .args([
-                "--config",
-                "config.yaml",
-                "--host",
-                "127.0.0.1",
-                "--num_workers",
-                "1",
-            ])
-            .args(["--port", &port.to_string()])
-            .current_dir(dir.path())
-            // Offline: the bundled price map, no admin UI, no database.
-            .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            .env("DISABLE_ADMIN_UI", "True")
-            .env("NO_DOCS", "True")
-            .env("LITELLM_LOG", "ERROR")
-            .env_remove("DATABASE_URL")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("litellm starts");
-        let proxy = Proxy {
-            child,
-            port,
-            _dir: dir,
-        };
-        proxy.wait_ready();
-        proxy
-    }
-
-    fn wait_ready(&self) {
-        let started = Instant::now();
-        while started.elapsed() < Duration::from_secs(90) {
-            let ready =
-                std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok_and(|mut s| {
-                    use std::io::{Read as _, Write as _};
-                    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-                    let asked = s.write_all(
-                        b"GET /health/liveliness HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
-                    );
-                    let mut head = [0u8; 12];
-                    asked.is_ok() && s.read_exact(&mut head).is_ok() && head.ends_with(b"200")
-                });
-            if ready {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        panic!("the LiteLLM proxy did not get ready within 90 s");
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/v1", self.port)
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// A project pinning `gpt-4o` at the proxy; `url` can be changed for a restarted proxy.
 fn project(url: &str) -> Test {
-    let pins = one_pin(ProviderKind::OpenAiCompatible, url, "gpt-4o", "samples = 3");
+    let pins = Pins::one(ProviderKind::OpenAiCompatible, url, "gpt-4o").short();
     Test::new()
-        .pins(&pins)
+        .pins(&pins.to_toml())
         .file("probes/greet.toml", PROBE)
         .env(KEY_VAR, MASTER_KEY)
 }

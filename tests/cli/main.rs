@@ -2,6 +2,7 @@
 
 mod harness;
 mod schema;
+mod support;
 mod world;
 
 mod alerts;
@@ -23,7 +24,6 @@ mod litellm;
 mod manual;
 mod outages;
 mod pair;
-mod receivers;
 mod retry;
 mod scan;
 mod status_page;

@@ -4,99 +4,19 @@
 //! refusals by cause, reloads that need a restart, and promtool on the metrics and rules.
 
 use std::collections::BTreeSet;
-use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use modelpin::provider::ProviderKind;
-use modelpin::sim::scenario::Reported;
+use crate::support::daemon::{Background, Daemon, history};
+use crate::support::drift::{ID, clean_sim, pins, project, reroute_now, restore};
+use crate::support::http::get;
+use crate::support::metrics::Scrape;
+use crate::support::pins::{Channel, Value};
+use crate::support::receivers::{Alertmanager, Silent, Webhook};
+use crate::support::tools::{program, promtool_accepts};
+use crate::support::wait::{DEADLINE, eventually, poll};
 
-use crate::daemon::{Daemon, free_port, get, history, until};
-use crate::harness::{ARITH, Sim, Test, one_pin_with};
-use crate::receivers::{Alertmanager, Silent, Webhook};
-use crate::world::{model, reroute, single};
-
-const ID: &str = "acme-pro-001";
-
-/// A locked project of `pins` pins (`pin`, `pin-2`, …) on one simulated model, audited every
-/// second, with the given `[alerts.*]` tables.
-pub fn project(sim: &Sim, pins: usize, alerts: &str) -> Test {
-    project_with(sim, pins, "", alerts)
-}
-
-pub fn project_with(sim: &Sim, pins: usize, settings_extra: &str, alerts: &str) -> Test {
-    let settings = format!(
-        "timeout = \"2s\"\nbudget = \"20s\"\nschedule = \"* * * * * *\"\nmetrics = \"127.0.0.1:{}\"\nstore = \"store\"\n{settings_extra}",
-        free_port()
-    );
-    let mut toml = one_pin_with(
-        &settings,
-        ProviderKind::OpenAi,
-        &sim.url(ProviderKind::OpenAi),
-        ID,
-        "samples = 1",
-    );
-    for n in 2..=pins {
-        let _ = write!(
-            toml,
-            "\n[[pin]]\nid = \"pin-{n}\"\nprovider = \"p\"\nmodel = \"{ID}\"\nprobes = [\"probes/*.toml\"]\nsamples = 1\n"
-        );
-    }
-    let test = Test::new()
-        .pins(&format!("{toml}\n{alerts}"))
-        .file("probes/arith.toml", ARITH);
-    test.run(&["lock"]).code(0);
-    test
-}
-
-pub fn webhook(name: &str, url: &str, repeat: &str) -> String {
-    format!("[alerts.{name}]\nkind = \"webhook\"\nurl = \"{url}\"\nrepeat = \"{repeat}\"\n")
-}
-
-pub fn alertmanager(name: &str, port: u16) -> String {
-    format!("[alerts.{name}]\nkind = \"alertmanager\"\nurl = \"http://127.0.0.1:{port}\"\n")
-}
-
-pub fn reroute_now(sim: &Sim) {
-    sim.set(reroute(
-        sim.sim.scenario(),
-        ID,
-        model("acme-cheap-002", 3.1, (0.1, 0.2)),
-        Reported::Honest,
-    ));
-}
-
-pub fn restore(sim: &Sim) {
-    sim.set(single(ID, model(ID, 4.0, (1.0, 2.0))));
-}
-
-/// A simulator serving the pinned model as locked.
-pub fn clean_sim() -> Sim {
-    Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))))
-}
-
-/// Audits the log says were stored after the first `mark`.
-fn stored_since(daemon: &Daemon, mark: usize) -> usize {
-    daemon.stored_ids().len().saturating_sub(mark)
-}
-
-/// The sum of one metric family's samples whose line contains every `parts`.
-fn metric(port: u16, name: &str, parts: &[&str]) -> f64 {
-    let Some((_, _, body)) = get(port, "/metrics") else {
-        return 0.0;
-    };
-    body.lines()
-        .filter(|l| l.starts_with(name) && parts.iter().all(|p| l.contains(p)))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
-
-fn metrics_port(test: &Test) -> u16 {
-    let pins = test.read("pins.toml");
-    let at = pins
-        .find("metrics = \"127.0.0.1:")
-        .expect("metrics setting")
-        + 21;
-    pins[at..].split('"').next().unwrap().parse().unwrap()
+fn webhook(name: &str, url: &str, repeat: &str) -> Channel {
+    Channel::webhook(name, url).set("repeat", repeat)
 }
 
 /// Regression: Alertmanager down while a drift was fixed got the resolve first and then the
@@ -107,105 +27,84 @@ fn after_an_alertmanager_outage_a_fixed_drift_is_not_active_again() {
     let Some(am) = Alertmanager::start(dir.path()) else {
         return;
     };
-    let port = am.port;
     let sim = clean_sim();
-    let test = project(&sim, 1, &alertmanager("am", port));
+    let test = project(&sim, 1, vec![Channel::alertmanager("am", am.port)]);
     let daemon = Daemon::start(&test);
     reroute_now(&sim);
     assert!(
-        until(Duration::from_secs(20), || !am.active().is_empty()),
+        eventually(DEADLINE, || !am.active().is_empty()),
         "the drift is active in Alertmanager: {}",
         daemon.log()
     );
-    drop(am);
+    let down = am.stop();
     // Every audit re-pushes the firing alert; with Alertmanager down they queue.
-    let retries = daemon.log().matches("will retry").count();
-    assert!(
-        until(Duration::from_secs(20), || daemon
-            .log()
-            .matches("will retry")
-            .count()
-            >= retries + 3),
-        "{}",
-        daemon.log()
-    );
+    let retries = daemon.notifications("am", "retried");
+    daemon.wait_notifications("am", "retried", retries + 3);
     restore(&sim);
-    let mark = daemon.stored_ids().len();
-    assert!(until(Duration::from_secs(20), || stored_since(
-        &daemon, mark
-    ) >= 3));
-    let delivered_before = metric(
-        metrics_port(&test),
-        "modelpin_notifications_total",
-        &["result=\"delivered\""],
-    );
-    let am = Alertmanager::start_on(dir.path(), port).unwrap();
+    daemon.wait_more_stored(3);
+    let delivered_before = daemon.notifications("am", "delivered");
+    let am = Alertmanager::start_on(dir.path(), down).unwrap();
+    daemon.wait_notifications("am", "delivered", delivered_before + 1);
     assert!(
-        until(Duration::from_secs(40), || metric(
-            metrics_port(&test),
-            "modelpin_notifications_total",
-            &["result=\"delivered\""]
-        ) > delivered_before),
+        daemon.notifications("am", "delivered") > delivered_before,
         "something is delivered after the outage: {}",
         daemon.log()
     );
-    let watching = Instant::now();
-    while watching.elapsed() < Duration::from_secs(6) {
+    // Six more audits of the fixed pin, each pushed, and the alert stays resolved throughout.
+    let until = daemon.records().len() + 6;
+    let watched = poll(DEADLINE, || {
         assert!(
             am.active().is_empty(),
             "a fixed drift is active again: {:?}\n{}",
             am.active(),
             daemon.log()
         );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+        (daemon.records().len() >= until).then_some(())
+    });
+    assert!(watched.is_some(), "six more audits: {}", daemon.log());
 }
 
 /// A webhook that was down while the alert kept repeating and was then fixed hears, when it is
 /// back, only the resolve: the queued firings were superseded, and nothing arrives after it.
 #[test]
 fn a_webhook_back_from_an_outage_hears_only_the_latest_truth() {
-    let port = free_port();
-    let hook = Webhook::start(port, None);
+    let hook = Webhook::start();
     let sim = clean_sim();
-    let url = format!("http://127.0.0.1:{port}/hook");
-    let test = project(&sim, 1, &webhook("hook", &url, "1s"));
+    let test = project(&sim, 1, vec![webhook("hook", &hook.url(), "1s")]);
     let daemon = Daemon::start(&test);
     reroute_now(&sim);
     assert!(
-        until(Duration::from_secs(20), || !hook.hits().is_empty()),
+        eventually(DEADLINE, || !hook.hits().is_empty()),
         "{}",
         daemon.log()
     );
-    drop(hook);
-    let retries = daemon.log().matches("will retry").count();
+    let down = hook.stop();
+    let retries = daemon.notifications("hook", "retried");
+    daemon.wait_notifications("hook", "retried", retries + 3);
     assert!(
-        until(Duration::from_secs(20), || daemon
-            .log()
-            .matches("will retry")
-            .count()
-            >= retries + 3),
+        daemon.notifications("hook", "retried") >= retries + 3,
         "firings queue while the receiver is down: {}",
         daemon.log()
     );
     restore(&sim);
-    let mark = daemon.stored_ids().len();
-    assert!(until(Duration::from_secs(20), || stored_since(
-        &daemon, mark
-    ) >= 2));
-    let hook = Webhook::start(port, None);
-    assert!(
-        until(Duration::from_secs(40), || !hook.hits().is_empty()),
-        "{}",
-        daemon.log()
-    );
-    std::thread::sleep(Duration::from_secs(4));
+    daemon.wait_more_stored(2);
+    let delivered = daemon.notifications("hook", "delivered");
+    let hook = Webhook::on(down);
+    daemon.wait_notifications("hook", "delivered", delivered + 1);
+    assert!(!hook.hits().is_empty(), "{}", daemon.log());
+    // Four more audits of the fixed pin, and every delivery counted is at the receiver.
+    daemon.wait_more_stored(4);
     let statuses: Vec<String> = hook
         .hits()
         .iter()
         .map(|h| h.json()["status"].as_str().unwrap_or_default().to_owned())
         .collect();
     assert_eq!(statuses, ["resolved"], "{}", daemon.log());
+    assert_eq!(
+        daemon.notifications("hook", "delivered"),
+        delivered + 1,
+        "one delivery after the outage"
+    );
 }
 
 /// Regression: delivery was serial, so a channel that accepts and never answers cost every other
@@ -213,21 +112,19 @@ fn a_webhook_back_from_an_outage_hears_only_the_latest_truth() {
 #[test]
 fn a_dead_channel_beside_a_live_one_costs_the_live_one_nothing() {
     const PINS: usize = 12;
-    let live = Webhook::start(0, None);
+    let live = Webhook::start();
     let dead = Silent::start();
     let sim = clean_sim();
-    let alerts = format!(
-        "{}{}",
+    let alerts = vec![
         webhook("live", &live.url(), "1h"),
-        webhook("dead", &dead.url(), "1h")
-    );
-    let test = project(&sim, PINS, &alerts);
+        webhook("dead", &dead.url(), "1h"),
+    ];
+    let test = project(&sim, PINS, alerts);
     let daemon = Daemon::start(&test);
-    assert!(until(Duration::from_secs(30), || daemon.stored_ids().len()
-        >= PINS));
+    daemon.wait_stored(PINS);
     reroute_now(&sim);
     let started = Instant::now();
-    let all = until(Duration::from_secs(30), || live.hits().len() >= PINS);
+    let all = eventually(Duration::from_secs(30), || live.hits().len() >= PINS);
     let took = started.elapsed();
     let pins: BTreeSet<String> = live
         .hits()
@@ -253,19 +150,18 @@ fn a_backlog_drains_with_several_notifications_in_flight() {
     let each = Duration::from_millis(500);
     let hook = Webhook::slow(each);
     let sim = clean_sim();
-    let test = project(&sim, PINS, &webhook("hook", &hook.url(), "1h"));
+    let test = project(&sim, PINS, vec![webhook("hook", &hook.url(), "1h")]);
     let daemon = Daemon::start(&test);
-    assert!(until(Duration::from_secs(30), || daemon.stored_ids().len()
-        >= PINS));
+    daemon.wait_stored(PINS);
     reroute_now(&sim);
     assert!(
-        until(Duration::from_secs(30), || !hook.hits().is_empty()),
+        eventually(DEADLINE, || !hook.hits().is_empty()),
         "{}",
         daemon.log()
     );
     let started = Instant::now();
     assert!(
-        until(Duration::from_secs(60), || hook.hits().len() >= PINS),
+        eventually(DEADLINE, || hook.hits().len() >= PINS),
         "{}",
         daemon.log()
     );
@@ -282,13 +178,14 @@ fn a_backlog_drains_with_several_notifications_in_flight() {
 fn a_crash_at_each_step_of_an_audit_commit_leaves_all_of_it_or_none() {
     let mut kept = Vec::new();
     for point in ["before-commit", "after-commit-before-flush", "after-flush"] {
-        let hook = Webhook::start(0, None);
+        let hook = Webhook::start();
         let sim = clean_sim();
-        let test = project(&sim, 1, &webhook("hook", &hook.url(), "1h"));
+        let test = project(&sim, 1, vec![webhook("hook", &hook.url(), "1h")]);
         reroute_now(&sim);
-        let mut crashed = Daemon::start_with(&test, &[("MODELPIN_FAULT", point)]);
-        let code = crashed.wait(Duration::from_secs(30));
+        let mut crashed = Daemon::start_with(&test, &[], &[("MODELPIN_FAULT", point)]);
+        let code = crashed.wait_exit(DEADLINE);
         assert_eq!(code, Some(-1), "killed by the fault: {}", crashed.log());
+        // Only the log tells which step the process died at; the store shows what it left.
         assert!(
             crashed
                 .log()
@@ -296,28 +193,25 @@ fn a_crash_at_each_step_of_an_audit_commit_leaves_all_of_it_or_none() {
             "{}",
             crashed.log()
         );
+        let left = history(&test);
         let mut again = Daemon::start(&test);
-        assert!(
-            until(Duration::from_secs(30), || !hook.hits().is_empty()),
-            "{point}: {}",
-            again.log()
-        );
-        std::thread::sleep(Duration::from_secs(3));
+        again.wait_notifications("hook", "delivered", 1);
+        assert!(!hook.hits().is_empty(), "{point}: {}", again.log());
+        // Audits go on after the delivery: any second firing would have been queued by now.
+        again.wait_more_stored(3);
         again.signal("TERM");
-        assert_eq!(again.wait(Duration::from_secs(12)), Some(0));
+        assert_eq!(again.wait_exit(Duration::from_secs(12)), Some(0));
         let records = history(&test);
         let hits = hook.hits();
         let ids: BTreeSet<&str> = hits.iter().filter_map(|h| h.header("webhook-id")).collect();
         assert_eq!(ids.len(), 1, "{point}: one firing notification: {hits:?}");
-        let first = &records[0]["audit_id"];
+        let first = &records[0].audit_id;
         assert_eq!(
             hits[0].json()["auditId"],
-            *first,
+            first.as_str(),
             "{point}: the notification comes from the first stored audit"
         );
-        let survived = !again
-            .stored_ids()
-            .contains(&first.as_str().unwrap().to_owned());
+        let survived = left.iter().any(|r| &r.audit_id == first);
         kept.push((point, survived));
     }
     eprintln!("measured: crashed audit kept in history per fault point: {kept:?}");
@@ -375,51 +269,59 @@ impl Drop for Tmpfs {
 #[test]
 fn a_full_disk_makes_healthz_503_and_heals_without_a_restart() {
     let sim = clean_sim();
-    let test = project(&sim, 4, "");
+    let test = project(&sim, 4, vec![]);
     let Some(fs) = Tmpfs::mount(&test.path("store"), "size=8m") else {
         return;
     };
-    let port = metrics_port(&test);
     let daemon = Daemon::start(&test);
-    assert!(
-        until(Duration::from_secs(20), || !daemon.stored_ids().is_empty()),
-        "{}",
-        daemon.log()
-    );
+    let port = daemon.port();
+    daemon.wait_stored(1);
     let filler = fs.fill();
     let unhealthy = || get(port, "/healthz").filter(|(status, _, _)| *status == 503);
     assert!(
-        until(Duration::from_secs(30), || unhealthy().is_some()),
+        eventually(DEADLINE, || unhealthy().is_some()),
         "healthz turns 503 while writes fail: {}",
         daemon.log()
     );
     let (_, _, reason) = unhealthy().unwrap();
     assert!(reason.contains("store writes failing"), "{reason}");
     let failed_at = Instant::now();
-    std::thread::sleep(Duration::from_secs(3));
+    // The disk stays full for a few failed writes, each retried, before space is freed.
+    let failures = |s: &Scrape| s.sum("modelpin_store_write_failures_total", &[]);
+    let now = failures(&daemon.scrape());
+    daemon.wait_scrape("three more failed writes", |s| failures(s) >= now + 3.0);
     std::fs::remove_file(filler).unwrap();
     let freed = Instant::now();
     assert!(
-        until(Duration::from_secs(60), || get(port, "/healthz")
+        eventually(DEADLINE, || get(port, "/healthz")
             .is_some_and(|(status, _, _)| status == 200)),
         "healthy again without a restart: {}",
         daemon.log()
     );
     let healed = freed.elapsed();
-    let mark = daemon.stored_ids().len();
-    assert!(
-        until(Duration::from_secs(20), || stored_since(&daemon, mark) >= 2),
-        "{}",
-        daemon.log()
-    );
+    daemon.wait_more_stored(2);
     eprintln!(
         "measured: unhealthy for {:?} in all; healthy {healed:?} after space was freed",
         failed_at.elapsed()
     );
-    let records = history(&test);
-    for id in daemon.stored_ids() {
+    // Every audit the daemon finished (its counter) is in history: none was lost to the disk.
+    let finished = |s: &Scrape| s.count("modelpin_audits_total", &[]);
+    let reported = poll(DEADLINE, || {
+        let records = daemon.records();
+        let scrape = daemon.scrape();
+        (records.len() as u64 == finished(&scrape)).then_some(records)
+    });
+    let reported = reported.unwrap_or_else(|| {
+        panic!(
+            "history holds {} audits, the daemon finished {}",
+            daemon.records().len(),
+            finished(&daemon.scrape())
+        )
+    });
+    let records = daemon.history(&test);
+    for id in reported.iter().map(|r| &r.audit_id) {
         assert!(
-            records.iter().any(|r| r["audit_id"] == id.as_str()),
+            records.iter().any(|r| &r.audit_id == id),
             "audit {id} reported as stored is in history"
         );
     }
@@ -429,7 +331,7 @@ fn a_full_disk_makes_healthz_503_and_heals_without_a_restart() {
 #[test]
 fn a_full_or_read_only_store_at_start_gets_advice_that_fits() {
     let sim = clean_sim();
-    let test = project(&sim, 1, "");
+    let test = project(&sim, 1, vec![]);
     let Some(fs) = Tmpfs::mount(&test.path("store"), "size=1m") else {
         return;
     };
@@ -454,16 +356,15 @@ fn a_full_or_read_only_store_at_start_gets_advice_that_fits() {
 fn a_store_held_by_check_notify_is_reported_as_such() {
     let dead = Silent::start();
     let sim = clean_sim();
-    let test = project(&sim, 1, &webhook("dead", &dead.url(), "1h"));
     // A receiver that never answers, tried with 10 s deadlines: `check --notify` holds the store
     // for two attempts (over 20 s), longer than a second process waits for it (5 s).
-    let pins = test
-        .read("pins.toml")
-        .replace("timeout = \"2s\"", "timeout = \"10s\"");
-    std::fs::write(test.path("pins.toml"), pins).unwrap();
+    let test = pins(&sim, 1)
+        .setting("timeout", "10s")
+        .alert(webhook("dead", &dead.url(), "1h"))
+        .locked();
     reroute_now(&sim);
-    let _check = Daemon::spawn(&test, &["check", "--notify"], &[]);
-    assert!(until(Duration::from_secs(20), || std::fs::read_to_string(
+    let _check = Background::start(&test, &["check", "--notify"]);
+    assert!(eventually(DEADLINE, || std::fs::read_to_string(
         test.path("store/holder")
     )
     .is_ok_and(|h| h.contains("check --notify"))));
@@ -482,18 +383,15 @@ fn a_store_held_by_check_notify_is_reported_as_such() {
 #[test]
 fn sighup_names_the_settings_that_need_a_restart() {
     let sim = clean_sim();
-    let test = project(&sim, 1, "");
+    let test = project(&sim, 1, vec![]);
     let daemon = Daemon::start(&test);
-    assert!(until(Duration::from_secs(20), || !daemon
-        .stored_ids()
-        .is_empty()));
-    let pins = test
-        .read("pins.toml")
-        .replace("store = \"store\"", "store = \"elsewhere\"");
-    std::fs::write(test.path("pins.toml"), pins).unwrap();
+    daemon.wait_stored(1);
+    let _test = test.pins(&pins(&sim, 1).setting("store", "elsewhere").to_toml());
     daemon.signal("HUP");
+    // The warning is the behaviour under test: the running daemon keeps the old store, so
+    // nothing it serves changes; only the operator's log says why.
     assert!(
-        until(Duration::from_secs(10), || daemon
+        eventually(DEADLINE, || daemon
             .log()
             .contains("apply only after a restart")),
         "{}",
@@ -512,7 +410,7 @@ fn sighup_names_the_settings_that_need_a_restart() {
 /// alerting rules pass `promtool check rules` and their unit tests.
 #[test]
 fn promtool_accepts_a_retirement_date_and_the_example_rules() {
-    if crate::receivers::program("promtool", &["--version"]).is_none() {
+    if program("promtool", &["--version"]).is_none() {
         return;
     }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -534,18 +432,15 @@ fn promtool_accepts_a_retirement_date_and_the_example_rules() {
     }
     let sim = clean_sim();
     let retires = (chrono::Utc::now() + chrono::Duration::days(20)).date_naive();
-    let test = project(&sim, 1, "");
-    let pins = test.read("pins.toml").replace(
-        "samples = 1",
-        &format!("samples = 1\nretires_on = {retires}"),
+    let test = project(&sim, 1, vec![]);
+    let test = test.pins(
+        &pins(&sim, 1)
+            .each_pin("retires_on", Value::bare(&retires.to_string()))
+            .to_toml(),
     );
-    std::fs::write(test.path("pins.toml"), pins).unwrap();
-    let port = metrics_port(&test);
     let daemon = Daemon::start(&test);
-    assert!(until(Duration::from_secs(20), || !daemon
-        .stored_ids()
-        .is_empty()));
-    let (_, _, body) = get(port, "/metrics").unwrap();
+    daemon.wait_stored(1);
+    let (_, _, body) = get(daemon.port(), "/metrics").unwrap();
     let midnight = retires.and_hms_opt(0, 0, 0).unwrap().and_utc().timestamp();
     assert!(
         body.contains(&format!(
@@ -554,5 +449,5 @@ fn promtool_accepts_a_retirement_date_and_the_example_rules() {
         "{body}"
     );
     assert!(body.contains("modelpin_audits_skipped_total{pin=\"pin\"} 0"));
-    crate::daemon::promtool_accepts(&body);
+    promtool_accepts(&body);
 }

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 use modelpin::provider::ProviderKind;
 use modelpin::sim::scenario::{FaultKind, Scenario, SimError};
 
-use crate::harness::{ARITH, Sim, Test, one_pin_with};
+use crate::harness::{Sim, Test};
+use crate::support::pins::Pins;
 use crate::world::{fault, model, single};
 
 const ID: &str = "acme-large-2024-08-06";
@@ -20,22 +21,23 @@ fn scenario(kind_fault: Option<(Option<u32>, FaultKind)>) -> Scenario {
 }
 
 /// One probe, one sample: every request the simulator sees belongs to the one call.
-fn project(sim: &Sim, kind: ProviderKind, settings: &str) -> Test {
-    Test::new()
-        .pins(&one_pin_with(
-            settings,
-            kind,
-            &sim.url(kind),
-            ID,
-            "samples = 1",
-        ))
-        .file("probes/arith.toml", ARITH)
+fn project(sim: &Sim, kind: ProviderKind, (timeout, budget): (&str, &str)) -> Test {
+    Pins::one(kind, &sim.url(kind), ID)
+        .setting("timeout", timeout)
+        .setting("budget", budget)
+        .each_pin("samples", 1)
+        .project()
 }
 
 /// `project` with a baseline locked against the healthy scenario, then `faulted` in place:
 /// returns the requests the simulator had seen before the check.
-fn locked(sim: &Sim, kind: ProviderKind, settings: &str, faulted: Scenario) -> (Test, usize) {
-    let test = project(sim, kind, settings);
+fn locked(
+    sim: &Sim,
+    kind: ProviderKind,
+    deadlines: (&str, &str),
+    faulted: Scenario,
+) -> (Test, usize) {
+    let test = project(sim, kind, deadlines);
     sim.set(scenario(None));
     test.run(&["lock"]).code(0);
     sim.set(faulted);
@@ -55,7 +57,7 @@ fn retry_after_one_second_is_honoured_then_succeeds() {
     let (test, before) = locked(
         &sim,
         ProviderKind::OpenAi,
-        "timeout = \"5s\"\nbudget = \"30s\"",
+        ("5s", "30s"),
         scenario(Some((Some(1), rate_limited("1")))),
     );
     let started = Instant::now();
@@ -75,11 +77,7 @@ fn retry_after_one_second_is_honoured_then_succeeds() {
 #[test]
 fn retry_after_past_the_budget_stops_at_once_with_the_providers_words() {
     let sim = Sim::start(scenario(Some((None, rate_limited("3600")))));
-    let test = project(
-        &sim,
-        ProviderKind::OpenAi,
-        "timeout = \"5s\"\nbudget = \"60s\"",
-    );
+    let test = project(&sim, ProviderKind::OpenAi, ("5s", "60s"));
     let started = Instant::now();
     let run = test.run(&["check", "--format", "json"]);
     assert!(
@@ -112,7 +110,7 @@ fn anthropic_529_twice_then_200_succeeds() {
     let (test, before) = locked(
         &sim,
         ProviderKind::Anthropic,
-        "timeout = \"5s\"\nbudget = \"30s\"",
+        ("5s", "30s"),
         scenario(Some((Some(2), overloaded))),
     );
     let run = test.run(&["check", "--format", "json"]);
@@ -130,11 +128,7 @@ fn a_503_forever_gives_up_after_the_attempt_limit_within_the_budget() {
             headers: vec![],
         },
     ))));
-    let test = project(
-        &sim,
-        ProviderKind::OpenAi,
-        "timeout = \"5s\"\nbudget = \"30s\"",
-    );
+    let test = project(&sim, ProviderKind::OpenAi, ("5s", "30s"));
     let started = Instant::now();
     let run = test.run(&["check", "--format", "json"]);
     // Three waits of full jitter under caps 1 s, 2 s and 4 s.
@@ -161,11 +155,7 @@ fn x_should_retry_false_on_a_500_is_one_request() {
         headers: vec![("x-should-retry".into(), "false".into())],
     };
     let sim = Sim::start(scenario(Some((None, fault_kind))));
-    let test = project(
-        &sim,
-        ProviderKind::OpenAi,
-        "timeout = \"5s\"\nbudget = \"30s\"",
-    );
+    let test = project(&sim, ProviderKind::OpenAi, ("5s", "30s"));
     test.run(&["check"]).code(3);
     assert_eq!(sim.requests(), 1);
 }
@@ -176,7 +166,7 @@ fn a_connection_dropped_mid_body_is_retried_and_succeeds() {
     let (test, before) = locked(
         &sim,
         ProviderKind::OpenAi,
-        "timeout = \"5s\"\nbudget = \"30s\"",
+        ("5s", "30s"),
         scenario(Some((Some(1), FaultKind::DropMidBody))),
     );
     let run = test.run(&["check", "--format", "json"]);
@@ -187,11 +177,7 @@ fn a_connection_dropped_mid_body_is_retried_and_succeeds() {
 #[test]
 fn a_server_that_never_answers_ends_within_timeout_times_attempts() {
     let sim = Sim::start(scenario(Some((None, FaultKind::Hang))));
-    let test = project(
-        &sim,
-        ProviderKind::OpenAi,
-        "timeout = \"1s\"\nbudget = \"60s\"",
-    );
+    let test = project(&sim, ProviderKind::OpenAi, ("1s", "60s"));
     let started = Instant::now();
     let run = test.run(&["check", "--format", "json"]);
     let took = started.elapsed();
@@ -211,14 +197,10 @@ fn a_server_that_never_answers_ends_within_timeout_times_attempts() {
 #[test]
 fn a_check_against_a_provider_that_hangs_every_call_finishes_inside_its_budget() {
     let sim = Sim::start(scenario(Some((None, FaultKind::Hang))));
-    let test = Test::new()
-        .pins(&one_pin_with(
-            "timeout = \"60s\"\nbudget = \"2s\"",
-            ProviderKind::OpenAi,
-            &sim.url(ProviderKind::OpenAi),
-            ID,
-            "",
-        ))
+    let test = Pins::one(ProviderKind::OpenAi, &sim.url(ProviderKind::OpenAi), ID)
+        .setting("timeout", "60s")
+        .setting("budget", "2s")
+        .test()
         .probes();
     let started = Instant::now();
     let run = test.run(&["check", "--format", "json"]);
@@ -241,11 +223,7 @@ fn an_oversized_body_is_unparseable_and_not_retried() {
             bytes: 6 * 1024 * 1024,
         },
     ))));
-    let test = project(
-        &sim,
-        ProviderKind::OpenAi,
-        "timeout = \"5s\"\nbudget = \"30s\"",
-    );
+    let test = project(&sim, ProviderKind::OpenAi, ("5s", "30s"));
     let run = test.run(&["check", "--format", "json"]);
     run.code(3);
     assert_eq!(sim.requests(), 1);
@@ -261,11 +239,7 @@ fn an_oversized_body_is_unparseable_and_not_retried() {
 #[test]
 fn malformed_json_is_unparseable_and_not_retried() {
     let sim = Sim::start(scenario(Some((None, FaultKind::Malformed))));
-    let test = project(
-        &sim,
-        ProviderKind::Gemini,
-        "timeout = \"5s\"\nbudget = \"30s\"",
-    );
+    let test = project(&sim, ProviderKind::Gemini, ("5s", "30s"));
     let run = test.run(&["check", "--format", "json"]);
     run.code(3);
     assert_eq!(sim.requests(), 1);
@@ -277,7 +251,7 @@ fn gemini_per_minute_limits_are_retried_but_an_exhausted_quota_is_not() {
     let (test, before) = locked(
         &sim,
         ProviderKind::Gemini,
-        "timeout = \"5s\"\nbudget = \"30s\"",
+        ("5s", "30s"),
         scenario(Some((
             Some(1),
             FaultKind::Error {
@@ -295,11 +269,7 @@ fn gemini_per_minute_limits_are_retried_but_an_exhausted_quota_is_not() {
             headers: vec![],
         },
     ))));
-    let test = project(
-        &sim,
-        ProviderKind::Gemini,
-        "timeout = \"5s\"\nbudget = \"30s\"",
-    );
+    let test = project(&sim, ProviderKind::Gemini, ("5s", "30s"));
     test.run(&["check"]).code(3);
     assert_eq!(sim.requests(), 1);
 }
@@ -308,11 +278,7 @@ fn gemini_per_minute_limits_are_retried_but_an_exhausted_quota_is_not() {
 #[test]
 fn an_interrupted_check_drops_calls_in_flight_and_reports_them_cancelled() {
     let sim = Sim::start(scenario(Some((None, FaultKind::Hang))));
-    let test = project(
-        &sim,
-        ProviderKind::OpenAi,
-        "timeout = \"60s\"\nbudget = \"60s\"",
-    );
+    let test = project(&sim, ProviderKind::OpenAi, ("60s", "60s"));
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("modelpin"))
         .current_dir(test.dir.path())
         .args(["check", "--format", "json"])

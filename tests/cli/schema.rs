@@ -120,3 +120,27 @@ impl Pin {
             .unwrap_or_else(|| panic!("no {code} in {:?}", self.codes()))
     }
 }
+
+/// One audit as `/api/history` and `modelpin history --format json` give it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    pub audit_id: String,
+    pub started_at: String,
+    pub finished_at: String,
+    pub config_digest: String,
+    pub lock_digest: Option<String>,
+    pub pin: Pin,
+    /// `traffic` for a verdict judged from spans; absent for a probe audit.
+    pub source: Option<String>,
+}
+
+impl Record {
+    pub fn is_traffic(&self) -> bool {
+        self.source.as_deref() == Some("traffic")
+    }
+
+    pub fn has_finding(&self, code: &str) -> bool {
+        self.pin.findings.iter().any(|f| f.code == code)
+    }
+}

@@ -2,97 +2,13 @@
 //! do, hostile model IDs shown as text, conditional requests, gzip and the bearer token.
 
 use std::io::Read as _;
-use std::time::Duration;
 
-use modelpin::provider::ProviderKind;
-use modelpin::sim::scenario::Reported;
+use crate::support::daemon::Daemon;
+use crate::support::http::fetch;
+use crate::support::pins::{EVERY_SECOND, HOURLY};
+use crate::support::status::{STEADY, SWAPPED, fleet, wait_for};
 
-use crate::daemon::{Daemon, Reply, free_port, request, until};
-use crate::harness::{KEY_VAR, Sim, Test};
-use crate::world::{model, reroute, single};
-
-pub const STEADY: &str = "acme-pro-001";
-pub const SWAPPED: &str = "acme-mini-002";
-pub const HOSTILE: &str = "<script>alert(1)</script><img src=x onerror=alert(2)>";
-
-/// Three pins: `steady` stays ok, `swapped` is served `served_instead` after its lock (drift),
-/// `unlocked` has no baseline (inconclusive). `settings` gives the schedule and anything else.
-pub fn fleet(port: u16, served_instead: &str, settings: &str) -> (Sim, Test) {
-    let sim = Sim::start(reroute(
-        single(STEADY, model(STEADY, 4.0, (1.25, 10.0))),
-        SWAPPED,
-        model(SWAPPED, 4.0, (0.5, 2.0)),
-        Reported::Honest,
-    ));
-    let pin = |id: &str, model: &str| {
-        format!(
-            "[[pin]]\nid = \"{id}\"\nprovider = \"p\"\nmodel = \"{model}\"\nprobes = [\"probes/*.toml\"]\nsamples = 2\n"
-        )
-    };
-    let pins = format!(
-        "version = 1\n\n[settings]\ntimeout = \"5s\"\nbudget = \"30s\"\nmetrics = \"127.0.0.1:{port}\"\nstore = \"store\"\n{settings}\n\n[providers.p]\nkind = \"gemini\"\nbase_url = \"{}\"\napi_key_env = \"{KEY_VAR}\"\n\n{}\n{}\n{}",
-        sim.url(ProviderKind::Gemini),
-        pin("steady", STEADY),
-        pin("swapped", SWAPPED),
-        pin("unlocked", STEADY),
-    );
-    let test = Test::new()
-        .pins(&pins)
-        .file("probes/arith.toml", crate::harness::ARITH);
-    test.run(&["lock", "--pin", "steady", "--pin", "swapped"])
-        .code(0);
-    sim.set(reroute(
-        sim.sim.scenario(),
-        SWAPPED,
-        model(served_instead, 4.0, (0.5, 2.0)),
-        Reported::Honest,
-    ));
-    (sim, test)
-}
-
-/// A GET with extra request header lines (each ending in `\r\n`).
-pub fn fetch(port: u16, path: &str, headers: &str) -> Option<Reply> {
-    let lines: Vec<&str> = headers.split_terminator("\r\n").collect();
-    request(port, "GET", path, &lines, &[])
-}
-
-/// (pin id, status word) of each row of the overview, in page order.
-pub fn rows(html: &str) -> Vec<(String, String)> {
-    html.split("<tr><th scope=\"row\">")
-        .skip(1)
-        .filter_map(|row| {
-            let id = row.split_once("\">")?.1.split_once("</a>")?.0.to_owned();
-            let status = row
-                .split_once("<span class=\"st ")?
-                .1
-                .split_once("</span>")?
-                .0;
-            let word = status.rsplit_once(' ').map_or(status, |(_, w)| w);
-            Some((id, word.to_owned()))
-        })
-        .collect()
-}
-
-/// Waits until the overview shows `want` (id, status) rows in this order; the last page seen.
-pub fn wait_for(port: u16, daemon: &Daemon, want: &[(&str, &str)], auth: &str) -> String {
-    let mut last = String::new();
-    let reached = until(Duration::from_secs(40), || {
-        last = fetch(port, "/", auth).map(|r| r.text()).unwrap_or_default();
-        let got = rows(&last);
-        got.len() == want.len()
-            && got
-                .iter()
-                .zip(want)
-                .all(|((id, st), (wid, wst))| id == wid && st == wst)
-    });
-    assert!(reached, "rows {:?}\n{last}\n{}", rows(&last), daemon.log());
-    last
-}
-
-pub const EVERY_SECOND: &str = "schedule = \"* * * * * *\"";
-
-/// Hourly: after the start-up audit of each pin, nothing changes for a while.
-pub const HOURLY: &str = "schedule = \"0 0 * * * *\"";
+const HOSTILE: &str = "<script>alert(1)</script><img src=x onerror=alert(2)>";
 
 const WORST_FIRST: [(&str, &str); 3] = [
     ("swapped", "drift"),
@@ -102,10 +18,10 @@ const WORST_FIRST: [(&str, &str); 3] = [
 
 #[test]
 fn status_page_lists_pins_worst_first_with_what_they_serve_and_what_to_do() {
-    let port = free_port();
-    let (_sim, test) = fleet(port, HOSTILE, EVERY_SECOND);
+    let (_sim, test) = fleet(HOSTILE, EVERY_SECOND, None);
     let daemon = Daemon::start(&test);
-    let html = wait_for(port, &daemon, &WORST_FIRST, "");
+    let port = daemon.port();
+    let html = wait_for(&daemon, &WORST_FIRST);
     assert!(
         html.contains("Needs attention: 1 drift, 1 inconclusive"),
         "{html}"
@@ -171,14 +87,13 @@ fn status_page_lists_pins_worst_first_with_what_they_serve_and_what_to_do() {
 
 #[test]
 fn status_page_revalidates_with_304_gzips_and_needs_the_token_like_the_api() {
-    let port = free_port();
     let token = "tok-status-0123456789";
-    let settings = format!("{HOURLY}\napi_token_env = \"MODELPIN_API_TOKEN\"");
-    let (_sim, test) = fleet(port, "acme-flash-009", &settings);
+    let (_sim, test) = fleet("acme-flash-009", HOURLY, Some("MODELPIN_API_TOKEN"));
     let test = test.env("MODELPIN_API_TOKEN", token);
-    let daemon = Daemon::start(&test);
+    let daemon = Daemon::start(&test).token(token);
+    let port = daemon.port();
     let auth = format!("Authorization: Bearer {token}\r\n");
-    wait_for(port, &daemon, &WORST_FIRST, &auth);
+    wait_for(&daemon, &WORST_FIRST);
 
     for path in ["/", "/pins/steady"] {
         assert_eq!(fetch(port, path, "").unwrap().status, 401, "{path}");

@@ -3,7 +3,8 @@
 use modelpin::provider::ProviderKind;
 use serde_json::{Value, json};
 
-use crate::harness::{ARITH, Sim, Test, one_pin_with};
+use crate::harness::{Sim, Test};
+use crate::support::pins::Pins;
 use crate::world::{model, single};
 
 const ID: &str = "acme-large-2024-08-06";
@@ -28,15 +29,7 @@ fn export(spans: &[Value]) -> String {
 }
 
 fn project() -> Test {
-    Test::new()
-        .pins(&one_pin_with(
-            "",
-            ProviderKind::OpenAi,
-            "https://api.example.com/v1",
-            ID,
-            "",
-        ))
-        .file("probes/arith.toml", ARITH)
+    Pins::one(ProviderKind::OpenAi, "https://api.example.com/v1", ID).project()
 }
 
 #[test]
@@ -89,16 +82,10 @@ fn traffic_with_nothing_matching_is_no_all_clear() {
 
 /// A project locked on the simulator: the lock records the probe's digest and prompt tokens.
 fn locked(sim: &Sim) -> (Test, String, u64) {
-    let test = Test::new()
-        .pins(&one_pin_with(
-            "timeout = \"5s\"",
-            ProviderKind::OpenAi,
-            &sim.url(ProviderKind::OpenAi),
-            ID,
-            "samples = 2",
-        ))
-        .file("probes/arith.toml", ARITH);
-    test.run(&["lock"]).code(0);
+    let test = Pins::one(ProviderKind::OpenAi, &sim.url(ProviderKind::OpenAi), ID)
+        .setting("timeout", "5s")
+        .each_pin("samples", 2)
+        .locked();
     let lock: Value = serde_json::from_str(&test.read("modelpin.lock")).unwrap();
     let probe = &lock["pins"]["pin"]["probes"]["arith"];
     let digest = probe["digest"].as_str().unwrap().to_owned();

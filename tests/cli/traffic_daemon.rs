@@ -6,7 +6,6 @@ use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use modelpin::provider::ProviderKind;
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
@@ -15,11 +14,14 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 use prost::Message as _;
 
-use crate::daemon::{Daemon, Reply, free_port, get, history, until};
-use crate::harness::{Sim, Test, one_pin_with};
+use crate::harness::Sim;
+use crate::schema::Record;
+use crate::support::daemon::Daemon;
+use crate::support::http::{Reply, get};
+use crate::support::traffic::{ID, pins};
+use crate::support::wait::{DEADLINE, eventually, poll};
 use crate::world::{model, single};
 
-pub const ID: &str = "acme-pro-001";
 const OTHER: &str = "acme-flash-002";
 
 fn kv(key: &str, value: any_value::Value) -> KeyValue {
@@ -35,7 +37,7 @@ fn text(key: &str, value: &str) -> KeyValue {
 }
 
 /// A GenAI span as the OpenAI instrumentation writes it.
-pub fn span(i: u64, requested: &str, served: &str) -> Span {
+fn span(i: u64, requested: &str, served: &str) -> Span {
     Span {
         trace_id: [i.to_be_bytes(), i.to_be_bytes()].concat(),
         span_id: i.to_be_bytes().to_vec(),
@@ -53,7 +55,7 @@ pub fn span(i: u64, requested: &str, served: &str) -> Span {
     }
 }
 
-pub fn request(spans: Vec<Span>) -> ExportTraceServiceRequest {
+fn request(spans: Vec<Span>) -> ExportTraceServiceRequest {
     ExportTraceServiceRequest {
         resource_spans: vec![ResourceSpans {
             resource: Some(Resource {
@@ -75,61 +77,29 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     encoder.finish().unwrap()
 }
 
-/// A POST on loopback; `headers` are whole lines without CRLF.
-pub fn post(port: u16, path: &str, headers: &[&str], body: &[u8]) -> Option<Reply> {
-    crate::daemon::request(port, "POST", path, headers, body)
+fn post(port: u16, path: &str, headers: &[&str], body: &[u8]) -> Option<Reply> {
+    crate::support::http::post(port, path, headers, body)
 }
 
 const PROTOBUF: &str = "Content-Type: application/x-protobuf";
 const JSON: &str = "Content-Type: application/json";
 
-/// A locked OpenAI-kind project on the simulator, audited by probes once a year (and once at
-/// start), with `traffic` lines as its `[traffic]` table.
-pub fn project(sim: &Sim, port: u16, traffic: &str) -> Test {
-    let settings = format!(
-        "timeout = \"5s\"\nschedule = \"0 0 0 1 1 *\"\nmetrics = \"127.0.0.1:{port}\"\nstore = \"store\""
-    );
-    let test = Test::new()
-        .pins(&one_pin_with(
-            &settings,
-            ProviderKind::OpenAi,
-            &sim.url(ProviderKind::OpenAi),
-            ID,
-            &format!("samples = 2\n\n[traffic]\n{traffic}"),
-        ))
-        .file("probes/arith.toml", crate::harness::ARITH);
-    test.run(&["lock"]).code(0);
-    test
-}
-
-pub fn started(port: u16, daemon: &Daemon) {
-    assert!(
-        until(Duration::from_secs(20), || get(port, "/healthz").is_some()),
-        "the daemon listens: {}",
-        daemon.log()
-    );
-}
-
-pub fn metrics(port: u16) -> String {
-    get(port, "/metrics")
+fn metrics(daemon: &Daemon) -> String {
+    get(daemon.port(), "/metrics")
         .map(|(_, _, body)| body)
         .unwrap_or_default()
 }
 
-fn traffic_records(test: &Test) -> Vec<serde_json::Value> {
-    history(test)
-        .into_iter()
-        .filter(|r| r["source"] == "traffic")
-        .collect()
+fn traffic_records(records: &[Record]) -> Vec<&Record> {
+    records.iter().filter(|r| r.is_traffic()).collect()
 }
 
 #[test]
 fn traffic_spans_posted_to_the_daemon_become_a_finding_and_a_metric() {
     let sim = Sim::start(single(ID, model(ID, 4.0, (1.25, 10.0))));
-    let port = free_port();
-    let test = project(&sim, port, "");
+    let test = pins(&sim).locked();
     let daemon = Daemon::start(&test);
-    started(port, &daemon);
+    let port = daemon.port();
 
     let mut spans: Vec<Span> = (0..3).map(|i| span(i, ID, ID)).collect();
     spans.extend((3..7).map(|i| span(i, ID, OTHER)));
@@ -150,19 +120,12 @@ fn traffic_spans_posted_to_the_daemon_become_a_finding_and_a_metric() {
     let decoded = ExportTraceServiceResponse::decode(answer.body.as_slice()).unwrap();
     assert_eq!(decoded.partial_success, None);
 
-    let found = until(Duration::from_secs(5), || {
-        traffic_records(&test).iter().any(|r| {
-            r["pin"]["findings"]
-                .as_array()
-                .is_some_and(|f| f.iter().any(|f| f["code"] == "served_model_mismatch"))
-        })
+    daemon.wait_records("a traffic verdict with the mismatch", |records| {
+        traffic_records(records)
+            .iter()
+            .any(|r| r.has_finding("served_model_mismatch"))
     });
-    assert!(
-        found,
-        "a traffic verdict with the mismatch: {}",
-        daemon.log()
-    );
-    let exposition = metrics(port);
+    let exposition = metrics(&daemon);
     for line in [
         format!("modelpin_traffic_spans_total{{pin=\"pin\",served=\"{OTHER}\"}} 4"),
         format!("modelpin_traffic_spans_total{{pin=\"pin\",served=\"{ID}\"}} 3"),
@@ -171,11 +134,11 @@ fn traffic_spans_posted_to_the_daemon_become_a_finding_and_a_metric() {
     ] {
         assert!(exposition.contains(&line), "{line} in\n{exposition}");
     }
-    let human = test.run(&["history"]);
+    let human = daemon.history_run(&test, &[]);
     assert!(human.stdout.contains("pin (traffic)"), "{}", human.stdout);
     // The probe audit's own verdict stands: traffic is history beside it, not over it.
     assert!(
-        history(&test).iter().any(|r| r.get("source").is_none()),
+        daemon.history(&test).iter().any(|r| r.source.is_none()),
         "the start-up probe audit is kept"
     );
     // The status page shows the traffic verdict as one, beside the probe audit in the strip.
@@ -188,10 +151,9 @@ fn traffic_spans_posted_to_the_daemon_become_a_finding_and_a_metric() {
 #[test]
 fn traffic_json_with_unreadable_spans_is_a_partial_success() {
     let sim = Sim::start(single(ID, model(ID, 4.0, (1.25, 10.0))));
-    let port = free_port();
-    let test = project(&sim, port, "");
+    let test = pins(&sim).locked();
     let daemon = Daemon::start(&test);
-    started(port, &daemon);
+    let port = daemon.port();
     let body = serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": [
         {"traceId": "00", "spanId": "01", "attributes": 7},
         {"traceId": "00", "spanId": "02", "attributes": [
@@ -203,22 +165,18 @@ fn traffic_json_with_unreadable_spans_is_a_partial_success() {
     assert_eq!(answer.status, 200);
     let json: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
     assert_eq!(json["partialSuccess"]["rejectedSpans"], "1", "{json}");
-    assert!(
-        until(Duration::from_secs(5), || !traffic_records(&test)
-            .is_empty()),
-        "{}",
-        daemon.log()
-    );
-    assert_eq!(traffic_records(&test)[0]["pin"]["status"], "ok");
+    let records = daemon.wait_records("a traffic verdict", |records| {
+        !traffic_records(records).is_empty()
+    });
+    assert_eq!(traffic_records(&records)[0].pin.status, "ok");
 }
 
 #[test]
 fn traffic_hostile_payloads_are_refused_with_a_status_and_the_daemon_lives() {
     let sim = Sim::start(single(ID, model(ID, 4.0, (1.25, 10.0))));
-    let port = free_port();
-    let test = project(&sim, port, "");
+    let test = pins(&sim).locked();
     let daemon = Daemon::start(&test);
-    started(port, &daemon);
+    let port = daemon.port();
     let send = |headers: &[&str], body: &[u8]| post(port, "/v1/traces", headers, body).unwrap();
 
     assert_eq!(send(&["Content-Type: text/plain"], b"hello").status, 415);
@@ -265,7 +223,7 @@ fn traffic_hostile_payloads_are_refused_with_a_status_and_the_daemon_lives() {
 
     let (status, _, _) = get(port, "/healthz").expect("still answering");
     assert_eq!(status, 200, "{}", daemon.log());
-    let exposition = metrics(port);
+    let exposition = metrics(&daemon);
     assert!(
         exposition.contains("modelpin_traffic_requests_total{status=\"413\"} 2"),
         "{exposition}"
@@ -275,10 +233,12 @@ fn traffic_hostile_payloads_are_refused_with_a_status_and_the_daemon_lives() {
 #[test]
 fn traffic_receiver_requires_the_token_when_one_is_set() {
     let sim = Sim::start(single(ID, model(ID, 4.0, (1.25, 10.0))));
-    let port = free_port();
-    let test = project(&sim, port, "token_env = \"OTLP_TOKEN\"").env("OTLP_TOKEN", "s3cret-token");
+    let test = pins(&sim)
+        .traffic("token_env", "OTLP_TOKEN")
+        .locked()
+        .env("OTLP_TOKEN", "s3cret-token");
     let daemon = Daemon::start(&test);
-    started(port, &daemon);
+    let port = daemon.port();
     let body = request(vec![span(1, ID, ID)]).encode_to_vec();
     let none = post(port, "/v1/traces", &[PROTOBUF], &body).unwrap();
     assert_eq!(none.status, 401);
@@ -303,10 +263,9 @@ fn traffic_receiver_requires_the_token_when_one_is_set() {
 #[test]
 fn traffic_receiver_answers_429_with_retry_after_when_every_slot_is_taken() {
     let sim = Sim::start(single(ID, model(ID, 4.0, (1.25, 10.0))));
-    let port = free_port();
-    let test = project(&sim, port, "max_requests = 1");
+    let test = pins(&sim).traffic("max_requests", 1).locked();
     let daemon = Daemon::start(&test);
-    started(port, &daemon);
+    let port = daemon.port();
     // A request whose body is still arriving holds the only slot.
     let hold = || {
         let mut slow = TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -321,7 +280,7 @@ fn traffic_receiver_answers_429_with_retry_after_when_every_slot_is_taken() {
     let mut slow = hold();
     let body = request(vec![span(1, ID, ID)]).encode_to_vec();
     let mut busy = None;
-    until(Duration::from_secs(5), || {
+    eventually(DEADLINE, || {
         busy = post(port, "/v1/traces", &[PROTOBUF], &body).filter(|a| a.status == 429);
         // A probe that came first took the slot and the slow request was the one refused
         // (it has an answer): start it again.
@@ -339,7 +298,7 @@ fn traffic_receiver_answers_429_with_retry_after_when_every_slot_is_taken() {
         busy.head
     );
     drop(slow);
-    let freed = until(Duration::from_secs(5), || {
+    let freed = eventually(DEADLINE, || {
         post(port, "/v1/traces", &[PROTOBUF], &body).is_some_and(|a| a.status == 200)
     });
     assert!(freed, "the slot is free again once that request ends");
@@ -348,14 +307,13 @@ fn traffic_receiver_answers_429_with_retry_after_when_every_slot_is_taken() {
 #[test]
 fn traffic_fingerprinted_spans_posted_to_the_daemon_are_held_against_the_locked_token_count() {
     let sim = Sim::start(single(ID, model(ID, 4.0, (1.25, 10.0))));
-    let port = free_port();
-    let test = project(&sim, port, "");
+    let test = pins(&sim).locked();
     let lock: serde_json::Value = serde_json::from_str(&test.read("modelpin.lock")).unwrap();
     let probe = &lock["pins"]["pin"]["probes"]["arith"];
     let digest = probe["digest"].as_str().unwrap();
     let tokens = probe["prompt_tokens"][0].as_i64().unwrap();
     let daemon = Daemon::start(&test);
-    started(port, &daemon);
+    let port = daemon.port();
 
     let fingerprinted = |i: u64, input: i64| {
         let mut s = span(i, ID, ID);
@@ -382,20 +340,18 @@ fn traffic_fingerprinted_spans_posted_to_the_daemon_are_held_against_the_locked_
     .unwrap();
     assert_eq!(answer.status, 200, "{}", answer.head);
 
-    let mut finding = None;
-    until(Duration::from_secs(5), || {
-        finding = traffic_records(&test).iter().find_map(|r| {
-            r["pin"]["findings"]
-                .as_array()?
+    let finding = poll(DEADLINE, || {
+        traffic_records(&daemon.records()).iter().find_map(|r| {
+            r.pin
+                .findings
                 .iter()
-                .find(|f| f["code"] == "tokenizer_changed")
-                .cloned()
-        });
-        finding.is_some()
+                .find(|f| f.code == "tokenizer_changed")
+                .map(|f| f.evidence.clone())
+        })
     });
-    let finding =
+    let evidence =
         finding.unwrap_or_else(|| panic!("a traffic tokenizer_changed: {}", daemon.log()));
-    let counts = &finding["evidence"]["probes"][0];
+    let counts = &evidence["probes"][0];
     assert_eq!(counts["locked"], serde_json::json!([tokens]));
     assert_eq!(counts["now"], serde_json::json!([tokens, tokens + 7]));
     let example = format!("trace {} span {:016x}", format!("{:016x}", 2).repeat(2), 2);

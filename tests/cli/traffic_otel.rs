@@ -14,10 +14,14 @@ use std::time::{Duration, Instant};
 use modelpin::provider::ProviderKind;
 use modelpin::sim::scenario::Reported;
 
-use crate::daemon::{Daemon, free_port, history, until};
 use crate::harness::{KEY, Sim};
-use crate::receivers::Webhook;
-use crate::traffic_daemon::{ID, metrics, project, started};
+use crate::schema::Record;
+use crate::support::daemon::Daemon;
+use crate::support::http::get;
+use crate::support::pins::Channel;
+use crate::support::receivers::Webhook;
+use crate::support::traffic::{ID, pins};
+use crate::support::wait::{DEADLINE, eventually};
 use crate::world::{model, reroute, single};
 
 const APP: &str = include_str!("../fixtures/otel/app.py");
@@ -78,37 +82,30 @@ fn run_app(python: &PathBuf, sim: &Sim, port: u16, calls: u32) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn mismatch_in_traffic(test: &crate::harness::Test) -> bool {
-    history(test).iter().any(|r| {
-        r["source"] == "traffic"
-            && r["pin"]["findings"]
-                .as_array()
-                .is_some_and(|f| f.iter().any(|f| f["code"] == "served_model_mismatch"))
-    })
+fn mismatch_in_traffic(records: &[Record]) -> bool {
+    records
+        .iter()
+        .any(|r| r.is_traffic() && r.has_finding("served_model_mismatch"))
 }
 
 #[test]
 fn traffic_from_the_openai_sdk_instrumented_by_opentelemetry_shows_a_reroute_within_seconds() {
     let Some(python) = python() else { return };
     let sim = Sim::start(single(ID, model(ID, 4.0, (1.25, 10.0))));
-    let hook = Webhook::start(0, None);
-    let port = free_port();
-    let alerts = format!(
-        "\n[alerts.hook]\nkind = \"webhook\"\nurl = \"{}\"\n",
-        hook.url()
-    );
-    let test = project(&sim, port, &alerts);
+    let hook = Webhook::start();
+    let test = pins(&sim)
+        .alert(Channel::webhook("hook", &hook.url()))
+        .locked();
     let daemon = Daemon::start(&test);
-    started(port, &daemon);
+    let port = daemon.port();
 
     let answered = run_app(&python, &sim, port, 3);
     assert_eq!(answered.lines().collect::<Vec<_>>(), [ID; 3]);
-    let ok = until(Duration::from_secs(10), || {
-        history(&test)
+    daemon.wait_records("the honest traffic judged ok", |records| {
+        records
             .iter()
-            .any(|r| r["source"] == "traffic" && r["pin"]["status"] == "ok")
+            .any(|r| r.is_traffic() && r.pin.status == "ok")
     });
-    assert!(ok, "the honest traffic is judged ok: {}", daemon.log());
     let probe_calls = sim.requests();
 
     sim.set(reroute(
@@ -121,11 +118,7 @@ fn traffic_from_the_openai_sdk_instrumented_by_opentelemetry_shows_a_reroute_wit
     // The exporter has flushed: the spans are with the daemon from here.
     let sent = Instant::now();
     assert!(answered.contains("acme-flash-002"), "{answered}");
-    assert!(
-        until(Duration::from_secs(10), || mismatch_in_traffic(&test)),
-        "the reroute is a finding: {}",
-        daemon.log()
-    );
+    daemon.wait_records("the reroute as a finding", mismatch_in_traffic);
     // Judged every second; the margin is for a loaded test machine (bench/traffic measures the
     // latency itself).
     let seen_after = sent.elapsed();
@@ -134,7 +127,7 @@ fn traffic_from_the_openai_sdk_instrumented_by_opentelemetry_shows_a_reroute_wit
         "finding after {seen_after:?}"
     );
     assert!(
-        until(Duration::from_secs(10), || {
+        eventually(DEADLINE, || {
             hook.hits()
                 .iter()
                 .any(|h| String::from_utf8_lossy(&h.body).contains("served_model_mismatch"))
@@ -148,7 +141,9 @@ fn traffic_from_the_openai_sdk_instrumented_by_opentelemetry_shows_a_reroute_wit
         .find(|h| String::from_utf8_lossy(&h.body).contains("served_model_mismatch"))
         .unwrap();
     assert_eq!(hit.json()["source"], "traffic", "marked as traffic");
-    let exposition = metrics(port);
+    let exposition = get(port, "/metrics")
+        .map(|(_, _, body)| body)
+        .unwrap_or_default();
     let line = "modelpin_traffic_spans_total{pin=\"pin\",served=\"acme-flash-002\"} 3";
     assert!(exposition.contains(line), "{line} in\n{exposition}");
     // No probe was spent on it: the simulator saw only the application's calls.

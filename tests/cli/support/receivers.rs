@@ -1,12 +1,18 @@
 //! Real receivers on loopback for alert tests: a webhook endpoint (records every request, can be
 //! slow on the first one), an SMTP server (aiosmtpd, from PyPI) and Alertmanager (Debian's
-//! prometheus-alertmanager). A missing program fails the test under CI and skips it elsewhere.
+//! prometheus-alertmanager). Each listens on a port the system picks and says which; a missing
+//! program fails the test under CI and skips it elsewhere.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use crate::support::http::get;
+use crate::support::ports::ClosedPort;
+use crate::support::tools::program;
+use crate::support::wait::{DEADLINE, wait_until};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -44,21 +50,31 @@ struct Shared {
 pub struct Webhook {
     pub addr: SocketAddr,
     hits: Arc<Mutex<Vec<Hit>>>,
-    _runtime: tokio::runtime::Runtime,
+    runtime: tokio::runtime::Runtime,
 }
 
 impl Webhook {
-    /// Listens on `port` (0 for any); the first request is answered only after `slow_first`.
-    pub fn start(port: u16, slow_first: Option<Duration>) -> Webhook {
-        Webhook::serve(port, slow_first, Duration::ZERO)
+    /// A receiver on a port the system picks that answers at once.
+    pub fn start() -> Webhook {
+        Webhook::serve(ClosedPort::new(), None, Duration::ZERO)
+    }
+
+    /// Comes up on a port held closed until now (a receiver that was down).
+    pub fn on(port: ClosedPort) -> Webhook {
+        Webhook::serve(port, None, Duration::ZERO)
+    }
+
+    /// The first request is answered only after `delay` (a receiver slower than the client).
+    pub fn slow_first(delay: Duration) -> Webhook {
+        Webhook::serve(ClosedPort::new(), Some(delay), Duration::ZERO)
     }
 
     /// A receiver that takes `each` to answer every request.
     pub fn slow(each: Duration) -> Webhook {
-        Webhook::serve(0, None, each)
+        Webhook::serve(ClosedPort::new(), None, each)
     }
 
-    fn serve(port: u16, slow_first: Option<Duration>, each: Duration) -> Webhook {
+    fn serve(port: ClosedPort, slow_first: Option<Duration>, each: Duration) -> Webhook {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -70,16 +86,14 @@ impl Webhook {
             slow_first,
             each,
         };
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind(("127.0.0.1", port)))
-            .expect("receiver port free");
+        let listener = runtime.block_on(async { port.listen() });
         let addr = listener.local_addr().unwrap();
         let app = Router::new().fallback(receive).with_state(shared);
         runtime.spawn(async move { axum::serve(listener, app).await });
         Webhook {
             addr,
             hits,
-            _runtime: runtime,
+            runtime,
         }
     }
 
@@ -89,6 +103,14 @@ impl Webhook {
 
     pub fn hits(&self) -> Vec<Hit> {
         self.hits.lock().unwrap().clone()
+    }
+
+    /// Goes down: connections are closed and new ones refused; the port stays held for a
+    /// receiver that comes back ([`Webhook::on`]).
+    pub fn stop(self) -> ClosedPort {
+        let port = self.addr.port();
+        self.runtime.shutdown_timeout(Duration::from_secs(5));
+        ClosedPort::reclaim(port)
     }
 }
 
@@ -111,24 +133,22 @@ async fn receive(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) 
     "ok"
 }
 
-/// A program the test needs; `None` (after a printed notice) when absent outside CI.
-pub fn program(name: &str, probe: &[&str]) -> Option<()> {
-    let found = Command::new(name)
-        .args(probe)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{name} is required in CI (.ci/run installs it)"
-        );
-        eprintln!("notice: {name} is not installed; skipping this test");
-        return None;
-    }
-    Some(())
-}
+/// aiosmtpd's SMTP server on 127.0.0.1, port 0, writing into the Maildir `argv[1]`; prints the
+/// port it got once it listens.
+const SMTP_ON_ANY_PORT: &str = r#"
+import asyncio, sys
+from aiosmtpd.handlers import Mailbox
+from aiosmtpd.smtp import SMTP
+
+async def main(maildir):
+    handler = Mailbox(maildir)
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(lambda: SMTP(handler), "127.0.0.1", 0)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    await server.serve_forever()
+
+asyncio.run(main(sys.argv[1]))
+"#;
 
 /// aiosmtpd writing every message into a Maildir.
 pub struct Smtp {
@@ -138,6 +158,7 @@ pub struct Smtp {
 }
 
 impl Smtp {
+    /// aiosmtpd on a port the system picks: a small wrapper binds port 0 and prints the port.
     pub fn start(dir: &Path) -> Option<Smtp> {
         let available = Command::new("python3")
             .args(["-c", "import aiosmtpd"])
@@ -153,27 +174,24 @@ impl Smtp {
             );
             return None;
         }
-        let port = crate::daemon::free_port();
         let maildir = dir.join("maildir");
-        let child = Command::new("python3")
-            .args([
-                "-m",
-                "aiosmtpd",
-                "-n",
-                "-l",
-                &format!("127.0.0.1:{port}"),
-                "-c",
-                "aiosmtpd.handlers.Mailbox",
-            ])
+        let mut child = Command::new("python3")
+            .args(["-c", SMTP_ON_ANY_PORT])
             .arg(&maildir)
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .ok()?;
-        let up = crate::daemon::until(Duration::from_secs(10), || {
-            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-        });
-        assert!(up, "aiosmtpd listens");
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let port = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("aiosmtpd printed its port: {line:?}"));
         Some(Smtp {
             port,
             maildir,
@@ -203,6 +221,7 @@ impl Drop for Smtp {
 pub struct Alertmanager {
     pub port: u16,
     child: Child,
+    log: PathBuf,
 }
 
 /// Cluster settings for a fast test on loopback (0.25 defaults: 200 ms gossip, 1 m push-pull,
@@ -218,13 +237,22 @@ pub const CLUSTER_FLAGS: [&str; 5] = [
     "--log.level=debug",
 ];
 
+/// What Alertmanager logs once its web listener is up, before the address it got.
+const LISTENING: &str = "msg=\"Listening on\" address=";
+
 impl Alertmanager {
+    /// On a port the system picks.
     pub fn start(dir: &Path) -> Option<Alertmanager> {
-        Alertmanager::start_on(dir, crate::daemon::free_port())
+        Alertmanager::start_at(dir, 0)
     }
 
-    /// On a given port (a restart keeps the address the daemon was configured with).
-    pub fn start_on(dir: &Path, port: u16) -> Option<Alertmanager> {
+    /// On a port held closed until now: a restart keeps the address the daemon was configured
+    /// with.
+    pub fn start_on(dir: &Path, port: ClosedPort) -> Option<Alertmanager> {
+        Alertmanager::start_at(dir, port.release())
+    }
+
+    fn start_at(dir: &Path, port: u16) -> Option<Alertmanager> {
         program("prometheus-alertmanager", &["--version"])?;
         let config = dir.join("alertmanager.yml");
         std::fs::write(
@@ -240,15 +268,12 @@ impl Alertmanager {
         )
     }
 
-    /// A cluster peer routing everything to a webhook, listening for gossip on `gossip`.
-    pub fn start_peer(
-        dir: &Path,
-        hook_url: &str,
-        gossip: u16,
-        peers: &[u16],
-    ) -> Option<Alertmanager> {
+    /// A cluster peer routing everything to a webhook, gossiping on a port the system picks and
+    /// joining `peers`.
+    pub fn start_peer(dir: &Path, hook_url: &str, peers: &[&Alertmanager]) -> Option<Alertmanager> {
         program("prometheus-alertmanager", &["--version"])?;
-        let config = dir.join(format!("alertmanager-{gossip}.yml"));
+        let n = peers.len() + 1;
+        let config = dir.join(format!("alertmanager-{n}.yml"));
         std::fs::write(
             &config,
             format!(
@@ -256,46 +281,95 @@ impl Alertmanager {
             ),
         )
         .unwrap();
-        let mut args = vec![format!("--cluster.listen-address=127.0.0.1:{gossip}")];
+        let mut args = vec!["--cluster.listen-address=127.0.0.1:0".to_owned()];
         args.extend(
             peers
                 .iter()
-                .map(|p| format!("--cluster.peer=127.0.0.1:{p}")),
+                .map(|p| format!("--cluster.peer={}", p.gossip_address())),
         );
         args.extend(CLUSTER_FLAGS.iter().map(|f| (*f).to_owned()));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let data = dir.join(format!("am-data-{gossip}"));
-        Alertmanager::spawn(&config, &data, crate::daemon::free_port(), &args)
+        let data = dir.join(format!("am-data-{n}"));
+        Alertmanager::spawn(&config, &data, 0, &args)
     }
 
     fn spawn(config: &Path, data: &Path, port: u16, args: &[&str]) -> Option<Alertmanager> {
+        let log = data.with_extension("log");
         let child = Command::new("prometheus-alertmanager")
             .arg(format!("--config.file={}", config.display()))
             .arg(format!("--storage.path={}", data.display()))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .args(args)
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(data.with_extension("log")).ok()?)
+            .stderr(std::fs::File::create(&log).ok()?)
             .spawn()
             .ok()?;
-        let ready = crate::daemon::until(Duration::from_secs(20), || {
-            crate::daemon::get(port, "/-/ready").is_some_and(|(status, _, _)| status == 200)
+        let mut am = Alertmanager {
+            port: 0,
+            child,
+            log,
+        };
+        am.port = wait_until(DEADLINE, "Alertmanager to say where it listens", || {
+            let log = am.log();
+            let rest = &log[log.find(LISTENING)? + LISTENING.len()..];
+            let addr = rest.split_whitespace().next()?;
+            addr.rsplit_once(':')?.1.parse().ok()
         });
-        assert!(ready, "alertmanager becomes ready");
-        Some(Alertmanager { port, child })
+        wait_until(DEADLINE, "Alertmanager to be ready", || {
+            get(am.port, "/-/ready").filter(|(status, _, _)| *status == 200)
+        });
+        Some(am)
+    }
+
+    /// Everything this Alertmanager logged.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn status(&self) -> serde_json::Value {
+        get(self.port, "/api/v2/status")
+            .and_then(|(_, _, body)| serde_json::from_str(&body).ok())
+            .unwrap_or_default()
+    }
+
+    /// The address this peer gossips on, as its own cluster status lists it.
+    pub fn gossip_address(&self) -> String {
+        wait_until(DEADLINE, "the peer's own gossip address", || {
+            let status = self.status();
+            let name = status["cluster"]["name"].as_str()?.to_owned();
+            status["cluster"]["peers"]
+                .as_array()?
+                .iter()
+                .find(|p| p["name"] == name.as_str())?["address"]
+                .as_str()
+                .map(str::to_owned)
+        })
     }
 
     /// Cluster members this peer sees (from `/api/v2/status`).
     pub fn peers(&self) -> usize {
-        crate::daemon::get(self.port, "/api/v2/status")
-            .and_then(|(_, _, body)| serde_json::from_str::<serde_json::Value>(&body).ok())
-            .and_then(|v| v["cluster"]["peers"].as_array().map(Vec::len))
-            .unwrap_or(0)
+        self.status()["cluster"]["peers"]
+            .as_array()
+            .map_or(0, Vec::len)
+    }
+
+    /// The sum of one family of Alertmanager's own metrics (samples without labels or with).
+    pub fn metric(&self, name: &str) -> f64 {
+        let Some((200, _, body)) = get(self.port, "/metrics") else {
+            return 0.0;
+        };
+        body.lines()
+            .filter(|l| {
+                l.strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('{'))
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
     }
 
     /// Alerts the API lists as active.
     pub fn active(&self) -> Vec<serde_json::Value> {
-        let Some((200, _, body)) = crate::daemon::get(
+        let Some((200, _, body)) = get(
             self.port,
             "/api/v2/alerts?active=true&silenced=false&inhibited=false",
         ) else {
@@ -306,6 +380,13 @@ impl Alertmanager {
             .into_iter()
             .filter(|a| a["status"]["state"] == "active")
             .collect()
+    }
+
+    /// Goes down; its port stays held for [`Alertmanager::start_on`].
+    pub fn stop(mut self) -> ClosedPort {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        ClosedPort::reclaim(self.port)
     }
 }
 

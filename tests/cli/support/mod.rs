@@ -1,0 +1,18 @@
+//! What more than one test module needs: pins.toml as a typed value, a running daemon read
+//! through its API, loopback HTTP, the outside servers the tests talk to, and polling on state.
+//!
+//! Test modules import from here and never from one another, so a test file can be read, moved
+//! or deleted on its own.
+
+pub mod daemon;
+pub mod drift;
+pub mod http;
+pub mod litellm;
+pub mod metrics;
+pub mod pins;
+pub mod ports;
+pub mod receivers;
+pub mod status;
+pub mod tools;
+pub mod traffic;
+pub mod wait;

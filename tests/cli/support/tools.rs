@@ -1,0 +1,58 @@
+//! Outside programs the tests need. A missing one fails the test under CI (`.ci/run` installs
+//! it) and skips it elsewhere with a notice.
+
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+
+/// `Some` when `name` runs; `None` (after a printed notice) when absent outside CI.
+pub fn program(name: &str, probe: &[&str]) -> Option<()> {
+    let found = Command::new(name)
+        .args(probe)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{name} is required in CI (.ci/run installs it)"
+        );
+        eprintln!("notice: {name} is not installed; skipping this test");
+        return None;
+    }
+    Some(())
+}
+
+/// `promtool check metrics` on a scrape; skipped with a notice outside CI when promtool is absent.
+pub fn promtool_accepts(scrape: &str) {
+    let Ok(mut child) = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "promtool is required in CI (.ci/run installs it)"
+        );
+        eprintln!("notice: promtool not installed; skipping the promtool check of /metrics");
+        return;
+    };
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(scrape.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && text.trim().is_empty(),
+        "promtool: {text}\n{scrape}"
+    );
+}
