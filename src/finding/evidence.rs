@@ -616,6 +616,15 @@ fn test_name(kind: crate::stats::TestKind) -> &'static str {
         crate::stats::TestKind::Answers => "the distribution of answers shifted",
         crate::stats::TestKind::Length => "completion lengths shifted",
         crate::stats::TestKind::Mmd => "the answer texts differ",
+        crate::stats::TestKind::FirstTokens => {
+            "the first tokens on border inputs shifted: the serving stack changed (weights, quantization, kernels or sampling)"
+        }
+        crate::stats::TestKind::Logprobs => {
+            "the reported first-token probabilities moved beyond the provider's own spread: the serving stack changed (weights, quantization or kernels)"
+        }
+        crate::stats::TestKind::Sampling => {
+            "the provider samples differently from the probabilities it reports: its sampling changed (temperature, top_p or top_k)"
+        }
     }
 }
 

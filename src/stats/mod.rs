@@ -16,12 +16,15 @@ mod categorical;
 mod detectability;
 pub mod drift;
 mod expect;
+pub mod first_token;
 mod fisher;
 mod holm;
+pub mod logprob;
 mod mann_whitney;
 mod mmd;
 mod permutation;
 pub mod rng;
+pub mod sampling;
 
 use serde::Serialize;
 
@@ -32,7 +35,7 @@ pub use detectability::{
 pub use drift::{DriftTest, DriftVerdict, ProbeSamples, Samples, Skipped, compare_pin};
 pub use expect::{Expectation, normalized, passes};
 pub use fisher::{Rate, fisher_pass_rate};
-pub use holm::holm;
+pub use holm::{holm, weighted_holm};
 pub use mann_whitney::{mann_whitney, median};
 pub use mmd::{Kernel, Similarity, Stratum, StratumDistance, text_mmd};
 pub use permutation::PermutationBudget;
@@ -51,6 +54,13 @@ pub enum TestKind {
     /// Kernel MMD² over the answers of every probe, stratified by probe: did the answers, as
     /// strings, change anywhere?
     Mmd,
+    /// First output tokens on border inputs, pooled over inputs: did the near-ties tip?
+    FirstTokens,
+    /// Reported first-token logprobs against the provider's own spread at the lock.
+    Logprobs,
+    /// Sampled first tokens against the probabilities reported with them: is the provider
+    /// sampling the distribution it reports?
+    Sampling,
 }
 }
 
@@ -63,6 +73,9 @@ impl TestKind {
             TestKind::Answers => "answers",
             TestKind::Length => "length",
             TestKind::Mmd => "mmd",
+            TestKind::FirstTokens => "first_tokens",
+            TestKind::Logprobs => "logprobs",
+            TestKind::Sampling => "sampling",
         }
     }
 }
@@ -115,6 +128,20 @@ pub enum Effect {
         kernel: Kernel,
         strata: Vec<StratumDistance>,
     },
+    FirstTokens {
+        inputs: usize,
+        /// Inputs with samples on both sides and more than one token seen.
+        informative: usize,
+        /// The inputs that moved most.
+        moved: Vec<first_token::InputShift>,
+    },
+    Logprobs {
+        prompts: usize,
+        /// Prompts with logprobs on both sides.
+        compared: usize,
+        moved: Vec<logprob::PromptShift>,
+    },
+    Sampling(sampling::SamplingSummary),
 }
 
 /// One test's outcome before any multiplicity adjustment.
