@@ -19,6 +19,7 @@ use crate::lock::Lock;
 use crate::provider::{ProviderKind, normalize_model_id};
 use crate::scan::classify::Kind;
 pub use crate::scan::code::{Code, Level};
+use crate::scan::forms::same_form;
 use crate::scan::matcher::core_of;
 
 /// One conclusion about one ID.
@@ -27,7 +28,8 @@ pub struct Finding {
     pub code: Code,
     pub level: Level,
     pub message: String,
-    /// The ID to use instead, when exactly one successor is named.
+    /// The ID to write instead, in the form of the ID found (Bedrock profile, `models/`, slug...),
+    /// when exactly one named successor can be written in that form (see `forms`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replacement: Option<String>,
     /// A ready-to-paste `[[pin]]` (unpinned only).
@@ -233,7 +235,12 @@ fn guessed(id: &str) -> PinRef<'_> {
 }
 
 fn lifecycle_finding(id: &str, life: &Lifecycle) -> Option<Finding> {
-    let replacement = match life.replacement.as_slice() {
+    let written: Vec<String> = life
+        .replacement
+        .iter()
+        .filter_map(|successor| same_form(id, successor))
+        .collect();
+    let replacement = match written.as_slice() {
         [one] => Some(one.clone()),
         _ => None,
     };

@@ -62,7 +62,7 @@ const FAMILIES: [&str; 36] = [
 ];
 
 /// OpenRouter / Together / Hugging Face vendor segments that are part of an ID.
-const VENDORS: [&str; 17] = [
+pub(crate) const VENDORS: [&str; 17] = [
     "openai",
     "anthropic",
     "google",
@@ -84,7 +84,7 @@ const VENDORS: [&str; 17] = [
 
 /// Gateway prefixes (LiteLLM's `provider/model` routing) that may stand before a vendor:
 /// `openrouter/mistralai/mixtral-8x22b-instruct`, `gemini/gemini-1.5-flash`.
-const ROUTERS: [&str; 9] = [
+pub(crate) const ROUTERS: [&str; 9] = [
     "openrouter",
     "gemini",
     "vertex_ai",
@@ -108,7 +108,8 @@ const BEDROCK_VENDORS: [&str; 9] = [
     "openai",
     "qwen",
 ];
-const BEDROCK_PROFILES: [&str; 8] = ["us", "eu", "apac", "global", "us-gov", "jp", "au", "ca"];
+pub(crate) const BEDROCK_PROFILES: [&str; 8] =
+    ["us", "eu", "apac", "global", "us-gov", "jp", "au", "ca"];
 
 /// Families too common as English to search for (`command`, `compound`): found only as known IDs.
 const UNSEARCHED: [&str; 3] = ["command-r", "command-a", "compound-"];

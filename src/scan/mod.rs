@@ -9,6 +9,7 @@
 
 pub mod classify;
 pub mod code;
+pub mod forms;
 pub mod judge;
 pub mod matcher;
 pub mod render;
@@ -61,9 +62,9 @@ pub struct Occurrence {
     /// The line, control characters escaped, bounded to [`CONTEXT_CHARS`].
     #[serde(skip)]
     pub context: String,
-    /// Byte range of the ID's core (without vendor or path prefix), for `--fix`.
+    /// Byte range of the whole ID in the file, for `--fix`.
     #[serde(skip)]
-    pub core: (usize, usize),
+    pub span: (usize, usize),
     pub findings: Vec<Finding>,
 }
 
@@ -148,14 +149,13 @@ pub(crate) fn occurrences(
                 return None;
             }
             let (line, line_start, column) = lines.locate(bytes, c.start);
-            let core_len = matcher::core_of(&c.id).len();
             Some(Occurrence {
                 path: shown.clone(),
                 line,
                 column,
                 end_column: column + chars(&bytes[c.start..c.end]),
                 context: context(bytes, line_start, c.start),
-                core: (c.end - core_len, c.end),
+                span: (c.start, c.end),
                 id: c.id,
                 kind,
                 findings: Vec::new(),

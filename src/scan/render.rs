@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::report::github::{LIMIT, escape_data, escape_property};
 use crate::scan::judge::{Code, Finding, Level};
-use crate::scan::{Occurrence, Scan, Summary, matcher};
+use crate::scan::{Occurrence, Scan, Summary};
 
 /// `text` with control and bidirectional-override characters escaped, at most `max` characters.
 #[must_use]
@@ -213,8 +213,9 @@ pub fn github(scan: &Scan) -> String {
     out
 }
 
-/// A unified diff (no context lines) replacing each retired or retiring literal that has exactly
-/// one named successor. Apply with `git apply --unidiff-zero` or `patch -p1`.
+/// A unified diff (no context lines) replacing each retired or retiring literal whose one named
+/// successor can be written in the form of the ID found (see `forms`). Apply with
+/// `git apply --unidiff-zero` or `patch -p1`.
 #[must_use]
 pub fn patch(scan: &Scan, read: &dyn Fn(&str) -> Option<Vec<u8>>) -> String {
     let mut by_file: BTreeMap<&str, Vec<(&Occurrence, &str)>> = BTreeMap::new();
@@ -245,20 +246,20 @@ fn file_patch(path: &str, bytes: &[u8], edits: &[(&Occurrence, &str)]) -> String
     }
     for (number, edits) in lines {
         // The file may have changed since it was scanned: patch only what is still there.
-        let unchanged = edits.iter().all(|(o, _)| {
-            bytes.get(o.core.0..o.core.1) == Some(matcher::core_of(&o.id).as_bytes())
-        });
+        let unchanged = edits
+            .iter()
+            .all(|(o, _)| bytes.get(o.span.0..o.span.1) == Some(o.id.as_bytes()));
         if !unchanged {
             continue;
         }
-        let start = line_start(bytes, edits[0].0.core.0);
+        let start = line_start(bytes, edits[0].0.span.0);
         let end = bytes[start..]
             .iter()
             .position(|&b| b == b'\n')
             .map_or(bytes.len(), |i| start + i);
         let mut new = bytes[start..end].to_vec();
         for (o, replacement) in edits.iter().rev() {
-            let (from, to) = (o.core.0 - start, o.core.1 - start);
+            let (from, to) = (o.span.0 - start, o.span.1 - start);
             new.splice(from..to, replacement.bytes());
         }
         let (Ok(old), Ok(new)) = (
@@ -298,7 +299,7 @@ mod tests {
     use crate::scan::judge::{Code, Finding, Level};
     use crate::scan::{Occurrence, Scan};
 
-    fn retired_at(line: usize, core: (usize, usize)) -> Scan {
+    fn retired_at(line: usize, span: (usize, usize)) -> Scan {
         let finding = Finding {
             code: Code::Retired,
             level: Level::Error,
@@ -315,7 +316,7 @@ mod tests {
                 id: "gpt-4-0613".to_owned(),
                 kind: Kind::Literal,
                 context: String::new(),
-                core,
+                span,
                 findings: vec![finding],
             }],
             summary: crate::scan::Summary::default(),
@@ -323,7 +324,7 @@ mod tests {
     }
 
     #[test]
-    fn patch_replaces_the_core_and_skips_files_that_changed() {
+    fn patch_replaces_the_id_and_skips_files_that_changed() {
         let scan = retired_at(2, (11, 21));
         let text = b"x = 1\nM = 'gpt-4-0613'\n".to_vec();
         let read = |_: &str| Some(text.clone());

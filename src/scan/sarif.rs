@@ -241,7 +241,6 @@ fn result(o: &Occurrence, f: &Finding) -> SarifResult {
 
 fn fix(o: &Occurrence, f: &Finding, artifact: &ArtifactLocation) -> Option<Fix> {
     let replacement = f.replacement.as_ref().filter(|_| f.level > Level::Info)?;
-    let core_chars = o.core.1 - o.core.0;
     Some(Fix {
         description: Text {
             text: format!("Replace with `{replacement}`"),
@@ -251,7 +250,7 @@ fn fix(o: &Occurrence, f: &Finding, artifact: &ArtifactLocation) -> Option<Fix> 
             replacements: [Replacement {
                 deleted_region: Region {
                     start_line: o.line,
-                    start_column: o.end_column - core_chars,
+                    start_column: o.column,
                     end_column: o.end_column,
                     snippet: None,
                 },
