@@ -67,6 +67,7 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
             paths,
             format,
             strict,
+            min_level,
             fix,
             include,
             exclude,
@@ -86,6 +87,7 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
                 },
                 format: *format,
                 strict: *strict,
+                min_level: *min_level,
                 fix: *fix,
             };
             cmd::scan::run(&cli.config, config_named(cli), &options, out)

@@ -128,6 +128,9 @@ pub enum Command {
         /// Warnings fail the scan too (exit 1).
         #[arg(long)]
         strict: bool,
+        /// Report only findings at this level or above, in every format (and exit on them alone).
+        #[arg(long, value_enum, value_name = "LEVEL", default_value_t = Level::Info)]
+        min_level: Level,
         /// Print the replacements for retired and retiring IDs as a patch; no file is edited.
         #[arg(long, visible_alias = "suggest")]
         fix: bool,
@@ -251,6 +254,8 @@ impl ColorWhen {
         )
     }
 }
+
+pub use crate::scan::code::Level;
 
 /// Formats of `scan`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -31,6 +31,8 @@ pub struct Options {
     pub walk: WalkOptions,
     pub format: ScanFormat,
     pub strict: bool,
+    /// Findings below this level are left out of every output and of the exit code.
+    pub min_level: Level,
     pub fix: bool,
 }
 
@@ -143,7 +145,8 @@ pub fn run(
     out: Output,
 ) -> Result<Exit, AppError> {
     let project = load_project(config_path, explicit, out)?;
-    let scan = project.scan(&options.walk)?;
+    let mut scan = project.scan(&options.walk)?;
+    scan.keep_at_least(options.min_level);
     let code = exit_code(&scan, options.strict);
     let text = if options.fix {
         render::patch(&scan, &|path| std::fs::read(path).ok())

@@ -127,117 +127,116 @@ mod tests {
 
     /// Every form the matcher takes in, with a successor in each form: the fix is the successor
     /// in the found ID's form, or none.
+    const TABLE: &[(&str, &str, Option<&str>)] = &[
+        ("gpt-4-0613", "gpt-5", Some("gpt-5")),
+        ("gpt-4-0613", "openai/gpt-5", None),
+        ("gpt-4-0613", "Claude Sonnet 4.5", None),
+        ("gpt-4-0613", "gpt-4-0613", None),
+        (
+            "claude-3-opus-20240229",
+            "claude-opus-4-8",
+            Some("claude-opus-4-8"),
+        ),
+        ("claude-3-opus-20240229", "claude-opus-4-1@20250805", None),
+        (
+            "us.anthropic.claude-sonnet-4-20250514-v1:0",
+            "us.anthropic.claude-sonnet-5",
+            Some("us.anthropic.claude-sonnet-5"),
+        ),
+        (
+            "us.anthropic.claude-sonnet-4-20250514-v1:0",
+            "anthropic.claude-sonnet-5",
+            None,
+        ),
+        (
+            "us.anthropic.claude-sonnet-4-20250514-v1:0",
+            "claude-sonnet-5",
+            None,
+        ),
+        (
+            "us.anthropic.claude-sonnet-4-20250514-v1:0",
+            "eu.anthropic.claude-sonnet-5",
+            None,
+        ),
+        (
+            "anthropic.claude-v2:1",
+            "anthropic.claude-3-haiku-20240307-v1:0",
+            Some("anthropic.claude-3-haiku-20240307-v1:0"),
+        ),
+        ("anthropic.claude-v2:1", "Claude Sonnet 4.5", None),
+        (
+            "claude-3-5-sonnet@20240620",
+            "claude-sonnet-4-5@20250929",
+            Some("claude-sonnet-4-5@20250929"),
+        ),
+        ("claude-3-5-sonnet@20240620", "claude-sonnet-4-5", None),
+        (
+            "models/gemini-2.0-flash-001",
+            "gemini-2.5-flash",
+            Some("models/gemini-2.5-flash"),
+        ),
+        (
+            "models/gemini-2.0-flash-001",
+            "models/gemini-2.5-flash",
+            Some("models/gemini-2.5-flash"),
+        ),
+        (
+            "models/gemini-2.0-flash-001",
+            "google/gemini-2.5-flash",
+            None,
+        ),
+        (
+            "projects/p/locations/l/publishers/google/models/gemini-2.0-flash-001",
+            "gemini-2.5-flash",
+            Some("projects/p/locations/l/publishers/google/models/gemini-2.5-flash"),
+        ),
+        (
+            "projects/p/locations/l/publishers/anthropic/models/claude-3-5-sonnet@20240620",
+            "claude-sonnet-4-5@20250929",
+            Some("projects/p/locations/l/publishers/anthropic/models/claude-sonnet-4-5@20250929"),
+        ),
+        (
+            "projects/p/locations/l/publishers/anthropic/models/claude-3-5-sonnet@20240620",
+            "claude-sonnet-4-5",
+            None,
+        ),
+        (
+            "gemini/gemini-1.5-flash",
+            "gemini-2.5-flash",
+            Some("gemini/gemini-2.5-flash"),
+        ),
+        (
+            "google/gemini-2.0-flash-001",
+            "google/gemini-2.5-flash",
+            Some("google/gemini-2.5-flash"),
+        ),
+        ("google/gemini-2.0-flash-001", "gemini-2.5-flash", None),
+        (
+            "openai/gpt-4o:free",
+            "openai/gpt-5:free",
+            Some("openai/gpt-5:free"),
+        ),
+        ("openai/gpt-4o:free", "openai/gpt-5", None),
+        (
+            "openrouter/mistralai/mixtral-8x22b",
+            "mistralai/mistral-large-2411",
+            Some("openrouter/mistralai/mistral-large-2411"),
+        ),
+        (
+            "openrouter/mistralai/mixtral-8x22b",
+            "mistral-large-2411",
+            None,
+        ),
+        (
+            "meta-llama/Llama-3.3-70B-Instruct-Turbo",
+            "meta-models/Muse-Glimmer-30B",
+            Some("meta-models/Muse-Glimmer-30B"),
+        ),
+    ];
+
     #[test]
     fn successors_are_written_in_the_found_form_or_not_at_all() {
-        let table: &[(&str, &str, Option<&str>)] = &[
-            ("gpt-4-0613", "gpt-5", Some("gpt-5")),
-            ("gpt-4-0613", "openai/gpt-5", None),
-            ("gpt-4-0613", "Claude Sonnet 4.5", None),
-            ("gpt-4-0613", "gpt-4-0613", None),
-            (
-                "claude-3-opus-20240229",
-                "claude-opus-4-8",
-                Some("claude-opus-4-8"),
-            ),
-            ("claude-3-opus-20240229", "claude-opus-4-1@20250805", None),
-            (
-                "us.anthropic.claude-sonnet-4-20250514-v1:0",
-                "us.anthropic.claude-sonnet-5",
-                Some("us.anthropic.claude-sonnet-5"),
-            ),
-            (
-                "us.anthropic.claude-sonnet-4-20250514-v1:0",
-                "anthropic.claude-sonnet-5",
-                None,
-            ),
-            (
-                "us.anthropic.claude-sonnet-4-20250514-v1:0",
-                "claude-sonnet-5",
-                None,
-            ),
-            (
-                "us.anthropic.claude-sonnet-4-20250514-v1:0",
-                "eu.anthropic.claude-sonnet-5",
-                None,
-            ),
-            (
-                "anthropic.claude-v2:1",
-                "anthropic.claude-3-haiku-20240307-v1:0",
-                Some("anthropic.claude-3-haiku-20240307-v1:0"),
-            ),
-            ("anthropic.claude-v2:1", "Claude Sonnet 4.5", None),
-            (
-                "claude-3-5-sonnet@20240620",
-                "claude-sonnet-4-5@20250929",
-                Some("claude-sonnet-4-5@20250929"),
-            ),
-            ("claude-3-5-sonnet@20240620", "claude-sonnet-4-5", None),
-            (
-                "models/gemini-2.0-flash-001",
-                "gemini-2.5-flash",
-                Some("models/gemini-2.5-flash"),
-            ),
-            (
-                "models/gemini-2.0-flash-001",
-                "models/gemini-2.5-flash",
-                Some("models/gemini-2.5-flash"),
-            ),
-            (
-                "models/gemini-2.0-flash-001",
-                "google/gemini-2.5-flash",
-                None,
-            ),
-            (
-                "projects/p/locations/l/publishers/google/models/gemini-2.0-flash-001",
-                "gemini-2.5-flash",
-                Some("projects/p/locations/l/publishers/google/models/gemini-2.5-flash"),
-            ),
-            (
-                "projects/p/locations/l/publishers/anthropic/models/claude-3-5-sonnet@20240620",
-                "claude-sonnet-4-5@20250929",
-                Some(
-                    "projects/p/locations/l/publishers/anthropic/models/claude-sonnet-4-5@20250929",
-                ),
-            ),
-            (
-                "projects/p/locations/l/publishers/anthropic/models/claude-3-5-sonnet@20240620",
-                "claude-sonnet-4-5",
-                None,
-            ),
-            (
-                "gemini/gemini-1.5-flash",
-                "gemini-2.5-flash",
-                Some("gemini/gemini-2.5-flash"),
-            ),
-            (
-                "google/gemini-2.0-flash-001",
-                "google/gemini-2.5-flash",
-                Some("google/gemini-2.5-flash"),
-            ),
-            ("google/gemini-2.0-flash-001", "gemini-2.5-flash", None),
-            (
-                "openai/gpt-4o:free",
-                "openai/gpt-5:free",
-                Some("openai/gpt-5:free"),
-            ),
-            ("openai/gpt-4o:free", "openai/gpt-5", None),
-            (
-                "openrouter/mistralai/mixtral-8x22b",
-                "mistralai/mistral-large-2411",
-                Some("openrouter/mistralai/mistral-large-2411"),
-            ),
-            (
-                "openrouter/mistralai/mixtral-8x22b",
-                "mistral-large-2411",
-                None,
-            ),
-            (
-                "meta-llama/Llama-3.3-70B-Instruct-Turbo",
-                "meta-models/Muse-Glimmer-30B",
-                Some("meta-models/Muse-Glimmer-30B"),
-            ),
-        ];
-        for (found, successor, want) in table {
+        for (found, successor, want) in TABLE {
             assert_eq!(
                 same_form(found, successor).as_deref(),
                 *want,

@@ -83,6 +83,8 @@ pub struct Summary {
     pub bytes: u64,
     pub skipped_large: usize,
     pub skipped_binary: usize,
+    /// Findings left out by `--min-level`.
+    pub below_min_level: usize,
     /// Paths that could not be read, with the reason.
     pub unreadable: Vec<Unreadable>,
 }
@@ -98,6 +100,22 @@ pub struct Unreadable {
 pub struct Scan {
     pub occurrences: Vec<Occurrence>,
     pub summary: Summary,
+}
+
+impl Scan {
+    /// Drops findings below `level`; above `info`, also the occurrences left with none, so a
+    /// report holds only what was asked for.
+    pub fn keep_at_least(&mut self, level: Level) {
+        if level == Level::Info {
+            return;
+        }
+        for o in &mut self.occurrences {
+            let before = o.findings.len();
+            o.findings.retain(|f| f.level >= level);
+            self.summary.below_min_level += before - o.findings.len();
+        }
+        self.occurrences.retain(|o| !o.findings.is_empty());
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

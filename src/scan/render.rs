@@ -117,6 +117,9 @@ pub fn summary_line(scan: &Scan) -> String {
         "; skipped {} over the size limit, {} binary",
         s.skipped_large, s.skipped_binary
     );
+    if s.below_min_level > 0 {
+        let _ = write!(line, "; {} below --min-level left out", s.below_min_level);
+    }
     if !s.unreadable.is_empty() {
         let list: Vec<String> = s
             .unreadable

@@ -4,11 +4,15 @@
 //! against the standard's JSON schema (release rtm.5, vendored under tests/fixtures/sarif/ with
 //! its provenance). One rule per finding code with help text; one result per finding, at
 //! the ID's region in Unicode code points (`columnKind`); a `fixes` entry where exactly one
-//! successor is named. Paths are relative URIs against `%SRCROOT%`.
+//! successor can be written in the ID's form; `partialFingerprints` that survive edits elsewhere
+//! in the file, so code scanning tracks a result from commit to commit. Paths are relative URIs
+//! against `%SRCROOT%`, percent-encoded byte by byte, so any file name round-trips.
 
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 
 use crate::scan::judge::{Code, Finding, Level};
 use crate::scan::{Occurrence, Scan};
@@ -83,6 +87,7 @@ struct SarifResult {
     locations: [Location; 1],
     #[serde(skip_serializing_if = "Vec::is_empty")]
     fixes: Vec<Fix>,
+    partial_fingerprints: BTreeMap<&'static str, String>,
     properties: Properties,
 }
 
@@ -154,13 +159,27 @@ pub fn level(level: Level) -> &'static str {
     }
 }
 
+/// The `partialFingerprints` key. Not GitHub's `primaryLocationLineHash`, which GitHub computes
+/// itself and reports as inconsistent when a tool sends another value under it.
+pub const FINGERPRINT: &str = "modelpinFinding/v1";
+
 /// The scan as one SARIF 2.1.0 log.
 #[must_use]
 pub fn render(scan: &Scan) -> String {
+    let mut seen: HashMap<(String, &str, String), usize> = HashMap::new();
     let results = scan
         .occurrences
         .iter()
-        .flat_map(|o| o.findings.iter().map(move |f| result(o, f)))
+        .flat_map(|o| o.findings.iter().map(move |f| (o, f)))
+        .map(|(o, f)| {
+            let line = normalised(&o.context);
+            let index = seen
+                .entry((o.path.clone(), f.code.as_str(), line.clone()))
+                .or_default();
+            let fingerprint = fingerprint(f.code.as_str(), &o.id, &line, *index);
+            *index += 1;
+            result(o, f, fingerprint)
+        })
         .collect();
     let log = Log {
         schema: SCHEMA,
@@ -207,7 +226,28 @@ fn rule(code: Code) -> Rule {
     }
 }
 
-fn result(o: &Occurrence, f: &Finding) -> SarifResult {
+/// The line's text with runs of whitespace as one space: re-indenting does not move a result.
+fn normalised(line: &str) -> String {
+    line.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Stable across commits: the rule, the ID, the line's text and how many results with the same
+/// rule and text come before it in the file; never the line number, so an edit above the line
+/// does not make every result below it new.
+fn fingerprint(rule: &str, id: &str, line: &str, index: usize) -> String {
+    let mut hash = Sha256::new();
+    for part in [rule, id, line, &index.to_string()] {
+        hash.update(part.as_bytes());
+        hash.update([0]);
+    }
+    let digest = hash.finalize();
+    digest[..16].iter().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
+}
+
+fn result(o: &Occurrence, f: &Finding, fingerprint: String) -> SarifResult {
     let artifact = ArtifactLocation {
         uri: uri(&o.path),
         uri_base_id: "%SRCROOT%",
@@ -232,6 +272,7 @@ fn result(o: &Occurrence, f: &Finding) -> SarifResult {
             },
         }],
         fixes,
+        partial_fingerprints: BTreeMap::from([(FINGERPRINT, fingerprint)]),
         properties: Properties {
             model_id: o.id.clone(),
             kind: o.kind.as_str(),

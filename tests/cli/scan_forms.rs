@@ -95,3 +95,105 @@ fn scan_docstrings_and_doc_comments_are_prose_at_info() {
         "missing: {missing:#?}\nextra: {extra:#?}"
     );
 }
+
+/// Every level a finding of the docs fixture has, per format, with `--min-level`.
+fn levels(test: &Test, format: &str, min: &str) -> BTreeSet<String> {
+    let run = test.run(&["scan", "--format", format, "--min-level", min]);
+    let out = &run.stdout;
+    match format {
+        "json" => occurrences(out).into_iter().map(|o| o.4).collect(),
+        "sarif" => {
+            let log: serde_json::Value = serde_json::from_str(out).unwrap();
+            log["runs"][0]["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["level"].as_str().unwrap().to_owned())
+                .collect()
+        }
+        "github" => out
+            .lines()
+            .map(|l| l[2..].split(' ').next().unwrap().to_owned())
+            .collect(),
+        _ => out
+            .lines()
+            .filter_map(|l| l.strip_prefix("  "))
+            .filter(|l| !l.starts_with(' '))
+            .map(|l| l.split(' ').next().unwrap().to_owned())
+            .collect(),
+    }
+}
+
+#[test]
+fn scan_min_level_filters_every_format() {
+    let test = Test::new().file("alias.py", "M = 'gpt-9o'\n");
+    copy_docs(&test);
+    let set = |items: &[&str]| {
+        items
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect::<BTreeSet<_>>()
+    };
+    assert_eq!(levels(&test, "json", "info"), set(&["error", "info"]));
+    assert_eq!(levels(&test, "human", "info"), set(&["error", "info"]));
+    for format in ["json", "human"] {
+        assert_eq!(
+            levels(&test, format, "warning"),
+            set(&["error"]),
+            "{format}"
+        );
+    }
+    assert_eq!(levels(&test, "sarif", "info"), set(&["error", "note"]));
+    assert_eq!(levels(&test, "sarif", "warning"), set(&["error"]));
+    assert_eq!(levels(&test, "github", "info"), set(&["error", "notice"]));
+    assert_eq!(levels(&test, "github", "error"), set(&["error"]));
+    let only_alias = test.run(&["scan", "alias.py", "--min-level", "warning"]);
+    only_alias.code(0);
+    assert!(
+        only_alias.stdout.contains("0 info in 0 occurrences")
+            && only_alias.stdout.contains("2 below --min-level left out"),
+        "{}",
+        only_alias.stdout
+    );
+    let bad = test.run(&["scan", "--min-level", "notice"]);
+    bad.code(2);
+    assert!(
+        bad.stderr.contains("info, warning, error"),
+        "{}",
+        bad.stderr
+    );
+}
+
+/// The fingerprint of each SARIF result, in result order.
+fn fingerprints(test: &Test) -> Vec<String> {
+    let run = test.run(&["scan", "--format", "sarif"]);
+    let log: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    log["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r["partialFingerprints"]["modelpinFinding/v1"]
+                .as_str()
+                .expect("a fingerprint on every result")
+                .to_owned()
+        })
+        .collect()
+}
+
+/// Code scanning matches results across commits by `partialFingerprints`: an edit above a line,
+/// or a re-indent, must not make its result new; two identical lines must stay two results.
+#[test]
+fn scan_sarif_fingerprints_survive_edits_elsewhere_in_the_file() {
+    let before =
+        "M = 'gpt-4-0613'\nM = 'gpt-4-0613'\n\ndef f():\n    return 'claude-3-haiku-20240307'\n";
+    let after = "import os\n\n\nM = 'gpt-4-0613'\nM = 'gpt-4-0613'\n\nclass A:\n    def f():\n            return   'claude-3-haiku-20240307'\n";
+    let test = Test::new().file("app.py", before);
+    let first = fingerprints(&test);
+    assert_eq!(first.len(), 3);
+    assert_eq!(first.iter().collect::<BTreeSet<_>>().len(), 3, "{first:?}");
+    std::fs::write(test.path("app.py"), after).unwrap();
+    assert_eq!(fingerprints(&test), first);
+    std::fs::write(test.path("app.py"), "M = 'gpt-4-0613'\n").unwrap();
+    assert_eq!(fingerprints(&test)[..], first[..1]);
+}
