@@ -12,6 +12,7 @@ pub mod code;
 pub mod forms;
 pub mod judge;
 pub mod matcher;
+pub mod paths;
 pub mod render;
 pub mod sarif;
 mod walk;
@@ -50,6 +51,11 @@ pub struct Options {
 /// One model ID at one place.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Occurrence {
+    /// The path for reading, as walked.
+    #[serde(skip)]
+    pub file: PathBuf,
+    /// The path as text (bytes that are not UTF-8 shown as U+FFFD; see [`paths`] for the exact
+    /// forms each output writes).
     pub path: String,
     /// 1-based.
     pub line: usize,
@@ -168,6 +174,7 @@ pub(crate) fn occurrences(
             }
             let (line, line_start, column) = lines.locate(bytes, c.start);
             Some(Occurrence {
+                file: path.to_path_buf(),
                 path: shown.clone(),
                 line,
                 column,

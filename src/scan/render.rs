@@ -7,12 +7,13 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::Path;
 
 use serde::Serialize;
 
 use crate::report::github::{LIMIT, escape_data, escape_property};
 use crate::scan::judge::{Code, Finding, Level};
-use crate::scan::{Occurrence, Scan, Summary};
+use crate::scan::{Occurrence, Scan, Summary, paths};
 
 /// `text` with control and bidirectional-override characters escaped, at most `max` characters.
 #[must_use]
@@ -79,7 +80,7 @@ pub fn human(scan: &Scan) -> String {
             let _ = writeln!(
                 out,
                 "    {}:{}:{} [{}]  {}",
-                printable(&o.path, 200),
+                shown_path(o),
                 o.line,
                 o.column,
                 o.kind.as_str(),
@@ -90,6 +91,15 @@ pub fn human(scan: &Scan) -> String {
     out.push_str(&summary_line(scan));
     out.push('\n');
     out
+}
+
+/// The path for a terminal: escaped, and quoted as git quotes it when it is not UTF-8.
+fn shown_path(o: &Occurrence) -> String {
+    let name = paths::bytes(&o.file);
+    match std::str::from_utf8(&name) {
+        Ok(name) => printable(name, 200),
+        Err(_) => paths::git_quoted(&name),
+    }
 }
 
 /// One line: files, findings by level, skipped and unreadable paths.
@@ -181,18 +191,31 @@ pub fn github(scan: &Scan) -> String {
                 Level::Warning => "warning",
                 Level::Info => "notice",
             };
-            let props = format!(
-                "file={},line={},col={},endColumn={},title={}",
-                escape_property(&o.path),
-                o.line,
-                o.column,
-                o.end_column,
-                escape_property(&format!("modelpin scan: {}", f.code.as_str()))
-            );
-            kinds
-                .entry(kind)
-                .or_default()
-                .push(format!("::{kind} {props}::{}", escape_data(&f.message)));
+            let title = escape_property(&format!("modelpin scan: {}", f.code.as_str()));
+            let name = paths::bytes(&o.file);
+            let annotation = match std::str::from_utf8(&name) {
+                Ok(name) => format!(
+                    "::{kind} file={},line={},col={},endColumn={},title={title}::{}",
+                    escape_property(name),
+                    o.line,
+                    o.column,
+                    o.end_column,
+                    escape_data(&f.message)
+                ),
+                // An annotation is UTF-8 text: a name that is not cannot be pointed at, so the
+                // message names it, quoted as git quotes it.
+                Err(_) => format!(
+                    "::{kind} title={title}::{}",
+                    escape_data(&format!(
+                        "{}:{}:{}: {}",
+                        paths::git_quoted(&name),
+                        o.line,
+                        o.column,
+                        f.message
+                    ))
+                ),
+            };
+            kinds.entry(kind).or_default().push(annotation);
         }
     }
     let mut out = String::new();
@@ -220,8 +243,8 @@ pub fn github(scan: &Scan) -> String {
 /// successor can be written in the form of the ID found (see `forms`). Apply with
 /// `git apply --unidiff-zero` or `patch -p1`.
 #[must_use]
-pub fn patch(scan: &Scan, read: &dyn Fn(&str) -> Option<Vec<u8>>) -> String {
-    let mut by_file: BTreeMap<&str, Vec<(&Occurrence, &str)>> = BTreeMap::new();
+pub fn patch(scan: &Scan, read: &dyn Fn(&Path) -> Option<Vec<u8>>) -> String {
+    let mut by_file: BTreeMap<&Path, Vec<(&Occurrence, &str)>> = BTreeMap::new();
     for o in &scan.occurrences {
         let replacement = o
             .findings
@@ -229,7 +252,7 @@ pub fn patch(scan: &Scan, read: &dyn Fn(&str) -> Option<Vec<u8>>) -> String {
             .filter(|f| matches!(f.code, Code::Retired | Code::Retiring) && f.level > Level::Info)
             .find_map(|f| f.replacement.as_deref());
         if let Some(replacement) = replacement {
-            by_file.entry(&o.path).or_default().push((o, replacement));
+            by_file.entry(&o.file).or_default().push((o, replacement));
         }
     }
     let mut out = String::new();
@@ -241,7 +264,7 @@ pub fn patch(scan: &Scan, read: &dyn Fn(&str) -> Option<Vec<u8>>) -> String {
     out
 }
 
-fn file_patch(path: &str, bytes: &[u8], edits: &[(&Occurrence, &str)]) -> String {
+fn file_patch(path: &Path, bytes: &[u8], edits: &[(&Occurrence, &str)]) -> String {
     let mut hunks = String::new();
     let mut lines: BTreeMap<usize, Vec<(&Occurrence, &str)>> = BTreeMap::new();
     for edit in edits {
@@ -284,7 +307,9 @@ fn file_patch(path: &str, bytes: &[u8], edits: &[(&Occurrence, &str)]) -> String
     if hunks.is_empty() {
         return hunks;
     }
-    format!("--- a/{path}\n+++ b/{path}\n{hunks}")
+    let name = paths::bytes(path);
+    let side = |prefix: &[u8]| paths::git_quoted(&[prefix, &name].concat());
+    format!("--- {}\n+++ {}\n{hunks}", side(b"a/"), side(b"b/"))
 }
 
 /// The start of the line holding `offset`.
@@ -297,6 +322,8 @@ fn line_start(bytes: &[u8], offset: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::{patch, printable};
     use crate::scan::classify::Kind;
     use crate::scan::judge::{Code, Finding, Level};
@@ -312,6 +339,7 @@ mod tests {
         };
         Scan {
             occurrences: vec![Occurrence {
+                file: "a.py".into(),
                 path: "a.py".to_owned(),
                 line,
                 column: 6,
@@ -330,13 +358,13 @@ mod tests {
     fn patch_replaces_the_id_and_skips_files_that_changed() {
         let scan = retired_at(2, (11, 21));
         let text = b"x = 1\nM = 'gpt-4-0613'\n".to_vec();
-        let read = |_: &str| Some(text.clone());
+        let read = |_: &Path| Some(text.clone());
         assert_eq!(
             patch(&scan, &read),
             "--- a/a.py\n+++ b/a.py\n@@ -2,1 +2,1 @@\n-M = 'gpt-4-0613'\n+M = 'gpt-5'\n"
         );
         for changed in [&b"x"[..], b"x = 1\nM = 'gpt-4-0614'\n"] {
-            let read = |_: &str| Some(changed.to_vec());
+            let read = |_: &Path| Some(changed.to_vec());
             assert_eq!(patch(&scan, &read), "", "{changed:?}");
         }
     }

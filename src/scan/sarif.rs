@@ -15,7 +15,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::scan::judge::{Code, Finding, Level};
-use crate::scan::{Occurrence, Scan};
+use crate::scan::{Occurrence, Scan, paths};
 
 const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 
@@ -249,7 +249,7 @@ fn fingerprint(rule: &str, id: &str, line: &str, index: usize) -> String {
 
 fn result(o: &Occurrence, f: &Finding, fingerprint: String) -> SarifResult {
     let artifact = ArtifactLocation {
-        uri: uri(&o.path),
+        uri: paths::uri(&paths::bytes(&o.file)),
         uri_base_id: "%SRCROOT%",
     };
     let fixes = fix(o, f, &artifact).into_iter().collect();
@@ -301,35 +301,4 @@ fn fix(o: &Occurrence, f: &Finding, artifact: &ArtifactLocation) -> Option<Fix> 
             }],
         }],
     })
-}
-
-/// A relative path as a URI reference: unreserved characters and `/` kept, the rest
-/// percent-encoded byte by byte.
-#[must_use]
-pub fn uri(path: &str) -> String {
-    let mut out = String::new();
-    for byte in path.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
-            out.push(char::from(byte));
-        } else {
-            let _ = write!(out, "%{byte:02X}");
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::uri;
-
-    #[test]
-    fn uris_encode_what_a_uri_cannot_hold() {
-        for (path, want) in [
-            ("src/a.py", "src/a.py"),
-            ("my dir/a#b?.ts", "my%20dir/a%23b%3F.ts"),
-            ("é.md", "%C3%A9.md"),
-        ] {
-            assert_eq!(uri(path), want, "{path}");
-        }
-    }
 }

@@ -4,6 +4,9 @@
 
 use crate::harness::Test;
 use std::collections::BTreeSet;
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
 
 const DOCS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/scan/docs");
 
@@ -196,4 +199,141 @@ fn scan_sarif_fingerprints_survive_edits_elsewhere_in_the_file() {
     assert_eq!(fingerprints(&test), first);
     std::fs::write(test.path("app.py"), "M = 'gpt-4-0613'\n").unwrap();
     assert_eq!(fingerprints(&test)[..], first[..1]);
+}
+
+/// Runs `git apply` with `args` on `patch` in `dir`; `None` when git is not installed.
+fn git_apply(dir: &Path, args: &[&str], patch: &str) -> Option<std::process::Output> {
+    let mut child = Command::new("git")
+        .arg("apply")
+        .args(args)
+        .arg("-")
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ok()?;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(patch.as_bytes())
+        .unwrap();
+    child.wait_with_output().ok()
+}
+
+/// A project holding the same retired ID in a file named with a newline, one whose name is not
+/// UTF-8 (`caf\xe9.py`, Latin-1) and a plain one.
+#[cfg(unix)]
+fn odd_names() -> (Test, std::ffi::OsString) {
+    use std::os::unix::ffi::OsStrExt as _;
+    let test = Test::new()
+        .file("nl\nb.py", "M = 'claude-3-opus-20240229'\n")
+        .file("plain.py", "M = 'claude-3-opus-20240229'\n");
+    let latin1 = std::ffi::OsStr::from_bytes(b"caf\xe9.py").to_owned();
+    std::fs::write(
+        test.dir.path().join(&latin1),
+        "M = 'claude-3-opus-20240229'\n",
+    )
+    .unwrap();
+    (test, latin1)
+}
+
+/// Security issue row 13: a newline in a file name split the patch header and `git apply`
+/// rejected the whole patch.
+#[cfg(unix)]
+#[test]
+fn scan_fix_patch_for_names_with_newlines_and_non_utf8_bytes_applies() {
+    let (test, latin1) = odd_names();
+    let fix = test.run(&["scan", "--fix"]);
+    fix.code(1);
+    let patch = &fix.stdout;
+    assert!(
+        patch.contains("--- \"a/nl\\nb.py\"\n+++ \"b/nl\\nb.py\"\n"),
+        "{patch}"
+    );
+    assert!(patch.contains("--- \"a/caf\\351.py\"\n"), "{patch}");
+    let Some(check) = git_apply(test.dir.path(), &["--unidiff-zero", "--check"], patch) else {
+        assert!(std::env::var_os("CI").is_none(), "git is required in CI");
+        eprintln!("notice: git not installed; the patch was not applied");
+        return;
+    };
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let applied = git_apply(test.dir.path(), &["--unidiff-zero"], patch).unwrap();
+    assert!(applied.status.success());
+    for name in [
+        std::ffi::OsStr::new("nl\nb.py"),
+        "plain.py".as_ref(),
+        &latin1,
+    ] {
+        let after = std::fs::read_to_string(test.dir.path().join(name)).unwrap();
+        assert_eq!(after, "M = 'claude-opus-4-8'\n", "{name:?}");
+    }
+}
+
+/// Security issue row 13: a name that is not UTF-8 became U+FFFD, so SARIF and GitHub
+/// annotations pointed at no file.
+#[cfg(unix)]
+#[test]
+fn scan_reports_name_files_with_newlines_and_non_utf8_bytes_exactly() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let (test, _) = odd_names();
+    let sarif = test.run(&["scan", "--format", "sarif"]);
+    let log: serde_json::Value = serde_json::from_str(&sarif.stdout).unwrap();
+    let uris: BTreeSet<&str> = log["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(uris, BTreeSet::from(["caf%E9.py", "nl%0Ab.py", "plain.py"]));
+    for uri in uris {
+        let name = percent_decode(uri);
+        assert!(
+            test.dir
+                .path()
+                .join(std::ffi::OsStr::from_bytes(&name))
+                .exists(),
+            "{uri}"
+        );
+    }
+    let github = test.run(&["scan", "--format", "github"]);
+    let lines: Vec<&str> = github.stdout.lines().collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("::error file=nl%0Ab.py,line=1,")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("::error title=") && l.contains("\"caf\\351.py\":1:6: ")),
+        "{lines:#?}"
+    );
+    assert!(lines.iter().all(|l| !l.contains('\u{fffd}')), "{lines:#?}");
+}
+
+fn percent_decode(uri: &str) -> Vec<u8> {
+    let bytes = uri.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            out.push(u8::from_str_radix(&uri[i + 1..i + 3], 16).unwrap());
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    out
 }
