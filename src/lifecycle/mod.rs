@@ -173,4 +173,6 @@ pub fn canonical_provider(raw: &str) -> String {
 pub(crate) use crate::fixtures::read as fixture;
 
 #[cfg(test)]
+mod coverage_tests;
+#[cfg(test)]
 mod tests;

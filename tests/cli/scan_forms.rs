@@ -337,3 +337,49 @@ fn percent_decode(uri: &str) -> Vec<u8> {
     }
     out
 }
+
+/// `--fix` turned `us.anthropic.claude-sonnet-4-20250514-v1:0` into
+/// `us.anthropic.anthropic.claude-sonnet-5`: the vendor doubled, not a Bedrock ID.
+#[test]
+fn scan_fix_writes_successors_in_the_form_of_the_id_found() {
+    let code = "\
+A = 'us.anthropic.claude-sonnet-4-20250514-v1:0'
+B = 'anthropic.claude-sonnet-4-20250514-v1:0'
+C = 'anthropic.claude-v2:1'
+D = 'claude-3-opus-20240229'
+E = 'models/gemini-2.0-flash-001'
+";
+    let test = Test::new().file("app.py", code);
+    let run = test.run(&["scan", "--fix"]);
+    run.code(1);
+    assert_eq!(
+        run.stdout,
+        "--- a/app.py\n+++ b/app.py\n\
+         @@ -1,1 +1,1 @@\n-A = 'us.anthropic.claude-sonnet-4-20250514-v1:0'\n+A = 'us.anthropic.claude-sonnet-5'\n\
+         @@ -2,1 +2,1 @@\n-B = 'anthropic.claude-sonnet-4-20250514-v1:0'\n+B = 'anthropic.claude-sonnet-5'\n\
+         @@ -4,1 +4,1 @@\n-D = 'claude-3-opus-20240229'\n+D = 'claude-opus-4-8'\n"
+    );
+}
+
+/// Seen on the openai sdist: these showed only as aliases or `unpinned` though OpenAI retired
+/// them (the rows come from the deprecations.info snapshot).
+#[test]
+fn scan_knows_the_retired_gpt_4_variants() {
+    let code = "A = 'gpt-4-vision-preview'\nB = 'gpt-4-32k'\nC = 'gpt-4-0314'\nD = 'gpt-4o-audio-preview-2024-10-01'\n";
+    let run = Test::new()
+        .file("app.py", code)
+        .run(&["scan", "--format", "json"]);
+    run.code(1);
+    let got: Vec<(String, String)> = occurrences(&run.stdout)
+        .into_iter()
+        .map(|o| (o.2, o.4))
+        .collect();
+    let want = [
+        "gpt-4-vision-preview",
+        "gpt-4-32k",
+        "gpt-4-0314",
+        "gpt-4o-audio-preview-2024-10-01",
+    ]
+    .map(|id| (id.to_owned(), "error".to_owned()));
+    assert_eq!(got, want);
+}
