@@ -161,6 +161,8 @@ struct Lexer<'t> {
     text: &'t [u8],
     at: usize,
     spans: Vec<Span>,
+    /// Open brackets outside strings and comments: inside them a newline ends no statement.
+    depth: usize,
 }
 
 impl<'t> Lexer<'t> {
@@ -170,6 +172,7 @@ impl<'t> Lexer<'t> {
             text,
             at: 0,
             spans: Vec::new(),
+            depth: 0,
         }
     }
 
@@ -186,10 +189,20 @@ impl<'t> Lexer<'t> {
                     });
                     self.at = end.max(start + 1);
                 }
-                None => self.at += 1,
+                None => self.code_byte(),
             }
         }
         self.spans
+    }
+
+    /// A byte of code: brackets are counted, so a string knows whether it is a statement.
+    fn code_byte(&mut self) {
+        match self.text[self.at] {
+            b'(' | b'[' | b'{' => self.depth += 1,
+            b')' | b']' | b'}' => self.depth = self.depth.saturating_sub(1),
+            _ => {}
+        }
+        self.at += 1;
     }
 
     fn rest(&self) -> &'t [u8] {
@@ -232,7 +245,8 @@ impl<'t> Lexer<'t> {
     fn documents(&self, start: usize, end: usize) -> bool {
         match self.syntax {
             Syntax::Hash(script) if self.text[start] != b'#' => {
-                docstring::documents(script, self.text, &self.spans, start, end)
+                let statement = self.depth == 0;
+                docstring::documents(script, self.text, &self.spans, (start, end), statement)
             }
             _ => false,
         }
@@ -372,11 +386,18 @@ mod tests {
                 "def f():\n    \"\"\"doc\"\"\"\n    m = \"\"\"@\"\"\"\n",
                 Literal,
             ),
-            (py, "if x:\n    \"\"\"@\"\"\"\n", Literal),
+            (py, "if x:\n    \"\"\"@\"\"\"\n", Comment),
+            (
+                py,
+                "X = Literal[\n    \"a\",\n]\n\"\"\"Deprecated: @\"\"\"\n",
+                Comment,
+            ),
+            (py, "x = \\\n    \"\"\"@\"\"\"\n", Literal),
+            (py, "X = Literal[\n    \"@\",\n]\n", Literal),
             (py, "call(\n    \"\"\"@\"\"\"\n)", Literal),
             (py, "d = {\n  'k':\n    '@'\n}", Literal),
             (py, "def f(): return '@'", Literal),
-            (py, "import x\n\"\"\"@\"\"\"\n", Literal),
+            (py, "import x\n\"\"\"@\"\"\"\n", Comment),
             (py, "def f():\n    \"\"\"@\"\"\".format(1)\n", Literal),
             (ex, "  @doc \"\"\"\n  Calls @.\n  \"\"\"\n", Comment),
             (ex, "  @moduledoc ~S\"\"\"\n  @\n  \"\"\"\n", Comment),

@@ -10,11 +10,11 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use serde::Serialize;
 
 use crate::config::Pin;
-use crate::lifecycle::{Fact, Lifecycle, PinRef, Stage, resolve};
+use crate::lifecycle::{Fact, Lifecycle, Origin, PinRef, Retirement, Stage, resolve};
 use crate::lock::Lock;
 use crate::provider::{ProviderKind, normalize_model_id};
 use crate::scan::classify::Kind;
@@ -106,6 +106,47 @@ impl<'a> Knowledge<'a> {
             }
         }
         out
+    }
+
+    /// The verdict with a retirement date the ID's own line states, when no lifecycle source
+    /// already gives a finding: the line is then the source (as retired, retiring, or nothing
+    /// while the date is outside every warning window).
+    #[must_use]
+    pub fn with_stated(&self, id: &str, date: NaiveDate, verdict: &[Finding]) -> Vec<Finding> {
+        if verdict
+            .iter()
+            .any(|f| matches!(f.code, Code::Retired | Code::Retiring))
+        {
+            return verdict.to_vec();
+        }
+        let (_, provider) = guess_provider(id);
+        let fact = Fact {
+            id: None,
+            origin: Origin::Feed,
+            provider: provider.to_owned(),
+            models: vec![id.to_owned()],
+            announced: None,
+            retirement: Retirement::On(date),
+            replacement: Vec::new(),
+            source: "the date stated on this line".to_owned(),
+            captured: None,
+            supersedes: Vec::new(),
+            note: None,
+            price: None,
+        };
+        let life = resolve(&guessed(id), [&fact], self.now, self.warn_before);
+        let Some(stated) = lifecycle_finding(id, &life) else {
+            return verdict.to_vec();
+        };
+        let retired = stated.code == Code::Retired;
+        std::iter::once(stated)
+            .chain(
+                verdict
+                    .iter()
+                    .filter(|f| !(retired && matches!(f.code, Code::Alias | Code::Unpinned)))
+                    .cloned(),
+            )
+            .collect()
     }
 
     /// The facts that can be about any of `ids`: the same core ID, or a family. A cheap

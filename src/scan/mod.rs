@@ -15,6 +15,7 @@ pub mod matcher;
 pub mod paths;
 pub mod render;
 pub mod sarif;
+pub mod stated;
 mod walk;
 
 pub use walk::VENDORED;
@@ -65,6 +66,9 @@ pub struct Occurrence {
     pub end_column: usize,
     pub id: String,
     pub kind: Kind,
+    /// A retirement date the same line states for the ID (see [`stated`]).
+    #[serde(skip)]
+    pub stated: Option<chrono::NaiveDate>,
     /// The line, control characters escaped, bounded to [`CONTEXT_CHARS`].
     #[serde(skip)]
     pub context: String,
@@ -142,7 +146,13 @@ pub fn scan(
         let verdict = verdicts
             .entry(occurrence.id.clone())
             .or_insert_with(|| knowledge.judge(&occurrence.id));
-        occurrence.findings = Knowledge::for_kind(verdict, occurrence.kind);
+        occurrence.findings = match occurrence.stated {
+            Some(date) => {
+                let with_line = knowledge.with_stated(&occurrence.id, date, verdict);
+                Knowledge::for_kind(&with_line, occurrence.kind)
+            }
+            None => Knowledge::for_kind(verdict, occurrence.kind),
+        };
     }
     Ok(scan)
 }
@@ -181,6 +191,7 @@ pub(crate) fn occurrences(
                 end_column: column + chars(&bytes[c.start..c.end]),
                 context: context(bytes, line_start, c.start),
                 span: (c.start, c.end),
+                stated: stated::stated(bytes, c.start, c.end),
                 id: c.id,
                 kind,
                 findings: Vec::new(),

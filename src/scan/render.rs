@@ -348,6 +348,7 @@ mod tests {
                 kind: Kind::Literal,
                 context: String::new(),
                 span,
+                stated: None,
                 findings: vec![finding],
             }],
             summary: crate::scan::Summary::default(),

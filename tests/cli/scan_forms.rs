@@ -383,3 +383,75 @@ fn scan_knows_the_retired_gpt_4_variants() {
     .map(|id| (id.to_owned(), "error".to_owned()));
     assert_eq!(got, want);
 }
+
+/// The openai SDK says "Announced shutdown date: 2025-10-10" beside an ID that no feed listed;
+/// the ID was reported only as `unpinned`.
+#[test]
+fn scan_reads_a_retirement_date_stated_on_the_ids_line() {
+    let soon = (chrono::Utc::now().date_naive() + chrono::Days::new(20)).format("%B %-d, %Y");
+    let code = format!(
+        "M = 'gpt-9o-2099-01-01'  # shutdown 2025-10-10\n\
+         N = 'gpt-9o-2098-01-01'  # deprecated on {soon}\n\
+         O = 'gpt-9o-2097-01-01'  # deprecated 2025-10-10, use 'gpt-9o-2096-01-01'\n\
+         X = Literal['gpt-9o-2095-01-01']\n\
+         \"\"\"Deprecated values:\n\
+         - \"gpt-9o-2095-01-01\": Announced shutdown date: 2025-10-10. See the docs.\n\
+         \"\"\"\n"
+    );
+    let run = Test::new()
+        .file("models.py", &code)
+        .run(&["scan", "--format", "json"]);
+    run.code(1);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let got: Vec<(u64, String, Vec<String>)> = report["occurrences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            let findings = o["findings"].as_array().unwrap();
+            (
+                o["line"].as_u64().unwrap(),
+                o["id"].as_str().unwrap().to_owned(),
+                findings
+                    .iter()
+                    .map(|f| {
+                        format!(
+                            "{}:{}",
+                            f["code"].as_str().unwrap(),
+                            f["level"].as_str().unwrap()
+                        )
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    let row = |line, id: &str, findings: &[&str]| {
+        (
+            line,
+            id.to_owned(),
+            findings.iter().map(|f| (*f).to_owned()).collect::<Vec<_>>(),
+        )
+    };
+    assert_eq!(
+        got,
+        [
+            row(1, "gpt-9o-2099-01-01", &["retired:error"]),
+            row(
+                2,
+                "gpt-9o-2098-01-01",
+                &["retiring:warning", "unpinned:info"]
+            ),
+            row(3, "gpt-9o-2097-01-01", &["retired:error"]),
+            // In the comment, as the way out: not given the date (it would be retired:info).
+            row(3, "gpt-9o-2096-01-01", &[]),
+            row(4, "gpt-9o-2095-01-01", &["unpinned:info"]),
+            row(6, "gpt-9o-2095-01-01", &["retired:info"]),
+        ]
+    );
+    assert!(
+        run.stdout
+            .contains("[source: the date stated on this line]"),
+        "{}",
+        run.stdout
+    );
+}

@@ -2,26 +2,26 @@
 //! block comments of Ruby and Perl.
 //!
 //! A docstring is prose even though the lexer sees a string: an ID in one is a remark about the
-//! API, not a value sent to it, so it must not raise an error. The position decides: a string
-//! that stands alone as the first statement of a module, class or function (Python), follows
-//! `@moduledoc`/`@doc`/`@typedoc` (Elixir), or stands alone just before a definition (Julia).
+//! API, not a value sent to it, so it must not raise an error. The position decides. In Python,
+//! a string that is a whole statement does nothing when the program runs: the docstring of a
+//! module, class or function (its first statement), an attribute docstring after an assignment
+//! (the SDKs list deprecated values that way), or any other bare string. In Elixir the string
+//! follows `@moduledoc`/`@doc`/`@typedoc`; in Julia it stands alone just before a definition.
 //! Anything else that is a string stays a literal, so a value assigned or passed is never hidden.
 
 use crate::scan::classify::{Script, Span};
 
-/// How far back a block header is looked for, so a file of many strings stays linear.
-const REACH: usize = 8 << 10;
-
-/// Whether the string `start..end` documents something in `script`.
+/// Whether the string at `start..end` documents something in `script`; `outside` says it sits
+/// outside any bracket, where a newline ends a statement.
 pub(super) fn documents(
     script: Script,
     text: &[u8],
     spans: &[Span],
-    start: usize,
-    end: usize,
+    (start, end): (usize, usize),
+    outside: bool,
 ) -> bool {
     match script {
-        Script::Python => python(text, spans, start, end),
+        Script::Python => outside && python(text, spans, start, end),
         Script::Elixir => elixir(text, start),
         Script::Julia => julia(text, start, end),
         Script::Ruby | Script::Perl | Script::Plain => false,
@@ -55,16 +55,8 @@ fn python(text: &[u8], spans: &[Span], start: usize, end: usize) -> bool {
     if !alone_before(text, open) || !statement_ends(text, end) {
         return false;
     }
-    match previous_significant(text, spans, open) {
-        None => true,
-        Some(colon) if text[colon] == b':' => {
-            let head = header(text, spans, colon);
-            ["def ", "async def ", "class "]
-                .iter()
-                .any(|k| head.starts_with(k.as_bytes()))
-        }
-        Some(_) => false,
-    }
+    // Outside brackets a newline ends the statement unless the line before ends with `\`.
+    previous_significant(text, spans, open).is_none_or(|before| text[before] != b'\\')
 }
 
 fn elixir(text: &[u8], start: usize) -> bool {
@@ -158,26 +150,4 @@ fn next_significant(text: &[u8], after: usize) -> Option<usize> {
         }
     }
     None
-}
-
-/// The logical line that ends with the `:` at `colon`, from its first non-blank byte: brackets
-/// are followed back across lines (`def f(\n    a,\n) -> str:`), strings and comments skipped.
-fn header<'t>(text: &'t [u8], spans: &[Span], colon: usize) -> &'t [u8] {
-    let floor = colon.saturating_sub(REACH);
-    let mut depth = 0usize;
-    let mut i = colon;
-    while i > floor {
-        i -= 1;
-        if let Some(span) = span_at(spans, i) {
-            i = span.start;
-            continue;
-        }
-        match text[i] {
-            b')' | b']' | b'}' => depth += 1,
-            b'(' | b'[' | b'{' => depth = depth.saturating_sub(1),
-            b'\n' if depth == 0 => return text[i + 1..colon].trim_ascii_start(),
-            _ => {}
-        }
-    }
-    text[floor..colon].trim_ascii_start()
 }
