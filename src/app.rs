@@ -58,11 +58,13 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
         Command::Init {
             force,
             from_scan: false,
+            ..
         } => cmd::init::run(&cli.config, *force, out),
         Command::Init {
             force,
             from_scan: true,
-        } => cmd::init_scan::run(&cli.config, *force, out),
+            include_tests,
+        } => cmd::init_scan::run(&cli.config, *force, *include_tests, out),
         Command::Scan {
             paths,
             format,

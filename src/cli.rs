@@ -44,6 +44,9 @@ pub enum Command {
         /// Write a pin for every model ID `modelpin scan` finds used in the config's directory.
         #[arg(long)]
         from_scan: bool,
+        /// With --from-scan: also pin IDs used only in test files (tests/, test_*.py, *.spec.ts, ...).
+        #[arg(long, requires = "from_scan")]
+        include_tests: bool,
     },
     /// Call each pin's probes and record what it serves into modelpin.lock.
     Lock {

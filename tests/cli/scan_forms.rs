@@ -455,3 +455,52 @@ fn scan_reads_a_retirement_date_stated_on_the_ids_line() {
         run.stdout
     );
 }
+
+/// `init --from-scan` pinned an ID it had just called retired, with no note, and IDs that only
+/// tests named.
+#[test]
+fn init_from_scan_notes_retired_ids_and_leaves_test_only_ids_out() {
+    let test = Test::new()
+        .file(
+            "src/app.py",
+            "MODEL = 'claude-3-opus-20240229'\nNEW = 'claude-opus-9-20990101'\n",
+        )
+        .file(
+            "tests/test_app.py",
+            "FAKE = 'gpt-9o-2099-01-01'\nM = 'claude-opus-9-20990101'\n",
+        )
+        .file("web/button.spec.ts", "const m = 'gpt-9o-2098-01-01';\n");
+    let run = test.run(&["init", "--from-scan"]);
+    run.code(0);
+    assert!(
+        run.stderr.contains(
+            "2 model IDs used only in test files were left out (--include-tests pins them)"
+        ),
+        "{}",
+        run.stderr
+    );
+    let pins = test.read("pins.toml");
+    assert!(!pins.contains("gpt-9o"), "{pins}");
+    let opus = pins
+        .split("\n\n")
+        .find(|block| block.contains("model = \"claude-3-opus-20240229\""))
+        .unwrap_or_else(|| panic!("{pins}"));
+    assert!(
+        opus.contains("\n# `claude-3-opus-20240229` is retired (2026-01-05); replacement: claude-opus-4-8 [source: "),
+        "{opus}"
+    );
+    assert!(opus.contains("modelpin scan --fix"), "{opus}");
+    assert_ne!(test.run(&["deprecations"]).code, 2, "the file loads");
+
+    let all = test.run(&["init", "--from-scan", "--force", "--include-tests"]);
+    all.code(0);
+    let pins = test.read("pins.toml");
+    for id in [
+        "gpt-9o-2099-01-01",
+        "gpt-9o-2098-01-01",
+        "claude-3-opus-20240229",
+    ] {
+        assert!(pins.contains(&format!("model = \"{id}\"")), "{id}: {pins}");
+    }
+    test.run(&["init", "--include-tests"]).code(2);
+}
