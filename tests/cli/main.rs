@@ -31,3 +31,4 @@ mod status_page;
 mod traffic;
 mod traffic_daemon;
 mod traffic_otel;
+mod workflow;
