@@ -3,7 +3,9 @@
 //! Works with or without pins.toml: with it, the pins, the lock, the local feeds and the
 //! `warn_before` windows count; without it (at the default path), the built-in table and the
 //! default windows do. A `--config` that was named but is missing is an error. No provider is
-//! called and no network is used: remote feeds are skipped, with a note.
+//! called and no network is used: remote feeds are skipped, with a note. `--min-level` drops the
+//! findings below it before anything is rendered or the exit code decided, so every format and
+//! the exit code agree on what was reported.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

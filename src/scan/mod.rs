@@ -4,8 +4,10 @@
 //! hard-coded across a codebase. This module walks a tree the way ripgrep does (gitignore, hidden
 //! and binary files skipped, in parallel), finds model IDs with one automaton ([`matcher`]),
 //! decides whether each is used or only mentioned ([`classify`]), and judges each distinct ID once
-//! against the lifecycle table, the pins and the lock ([`judge`]). Rendering is in [`render`] and
-//! [`sarif`]. Nothing here edits a file: `--fix` only prints a patch.
+//! against the lifecycle table, the pins and the lock ([`judge`]), plus any retirement date its
+//! own line states ([`stated`]). Rendering is in [`render`] and [`sarif`]; a successor is written
+//! only in the form of the ID it replaces ([`forms`]) and file names keep their bytes until each
+//! output writes them ([`paths`]). Nothing here edits a file: `--fix` only prints a patch.
 
 pub mod classify;
 pub mod code;

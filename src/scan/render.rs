@@ -3,7 +3,9 @@
 //! Every byte that came from a scanned file (the ID's line, file names) is data: JSON and SARIF
 //! escape it through serde, GitHub annotations through the escaping in `report::github`, and the
 //! human output through [`printable`], so no file can move the cursor, recolour the terminal or
-//! start a line with `::`.
+//! start a line with `::`. File names are written from their bytes (`paths`): git-quoted in the
+//! patch and in the human output when they are not UTF-8, and an annotation that cannot carry a
+//! name says it in its message instead.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
