@@ -280,7 +280,7 @@ impl Matcher {
         {
             let pattern = &search.patterns[hit.pattern().as_usize()];
             let start = hit.start() + usize::from(matches!(pattern, Pattern::Delimited));
-            let core_end = grow(text, hit.end());
+            let core_end = fine_tune_base(text, start, grow(text, hit.end()));
             from = core_end.max(hit.end());
             let core = &text[start..core_end];
             let exact = match pattern {
@@ -376,6 +376,17 @@ fn grow(text: &[u8], from: usize) -> usize {
     end
 }
 
+/// In an OpenAI fine-tuned ID (`ft:BASE:org:name:id`) the token ends with the base model.
+fn fine_tune_base(text: &[u8], start: usize, end: usize) -> usize {
+    if !text[..start].ends_with(b"ft:") {
+        return end;
+    }
+    text[start..end]
+        .iter()
+        .position(|&b| b == b':')
+        .map_or(end, |i| start + i)
+}
+
 /// Followed by more of a word, a file extension or a path segment.
 fn embedded_after(text: &[u8], end: usize) -> bool {
     match at(text, end) {
@@ -398,6 +409,8 @@ fn prefix(text: &[u8], start: usize) -> (usize, Form) {
         b'/' => slash_prefix(text, start),
         b'.' => bedrock_prefix(text, start),
         b'-' | b'$' | b'@' | b'\\' => (start, Form::Embedded),
+        // `ft:gpt-4o-mini-2024-07-18:org:name:id`: the base of a fine-tuned model.
+        b':' if text[..start].ends_with(b"ft:") => (start, Form::Embedded),
         // `…/docs/models#gpt-4o`: a URL fragment.
         b'#' if start >= 2 && !text[start - 2].is_ascii_whitespace() => (start, Form::Embedded),
         byte if is_word(byte) => (start, Form::Embedded),
@@ -597,6 +610,10 @@ mod tests {
                 &[("meta-llama/Llama-3.3-70B-Instruct-Turbo", S)],
             ),
             ("model: gpt-4o:", &[("gpt-4o", S)]),
+            (
+                "'ft:gpt-4o-mini-2024-07-18:org:weather:B7R9VjQd'",
+                &[("gpt-4o-mini-2024-07-18", E)],
+            ),
             ("'gpt-4-https://api.example.com/'", &[("gpt-4-https", E)]),
             (r#""claude-3-" "opus-20240229" f"gpt-4o-{d}""#, &[]),
             ("\u{0}\u{ff}gpt-4\u{fe}", &[("gpt-4", S)]),
