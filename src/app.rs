@@ -39,15 +39,18 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
         Command::Init {
             force,
             from_scan: false,
+            ..
         } => cmd::init::run(&cli.config, *force, out),
         Command::Init {
             force,
             from_scan: true,
-        } => cmd::init_scan::run(&cli.config, *force, out),
+            include_tests,
+        } => cmd::init_scan::run(&cli.config, *force, *include_tests, out),
         Command::Scan {
             paths,
             format,
             strict,
+            min_level,
             fix,
             include,
             exclude,
@@ -67,6 +70,7 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
                 },
                 format: *format,
                 strict: *strict,
+                min_level: *min_level,
                 fix: *fix,
             };
             cmd::scan::run(&cli.config, config_named(cli), &options, out)

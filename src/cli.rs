@@ -44,6 +44,9 @@ pub enum Command {
         /// Write a pin for every model ID `modelpin scan` finds used in the config's directory.
         #[arg(long)]
         from_scan: bool,
+        /// With --from-scan: also pin IDs used only in test files (tests/, test_*.py, *.spec.ts, ...).
+        #[arg(long, requires = "from_scan")]
+        include_tests: bool,
     },
     /// Call each pin's probes and record what it serves into modelpin.lock.
     Lock {
@@ -128,6 +131,9 @@ pub enum Command {
         /// Warnings fail the scan too (exit 1).
         #[arg(long)]
         strict: bool,
+        /// Report only findings at this level or above, in every format (and exit on them alone).
+        #[arg(long, value_enum, value_name = "LEVEL", default_value_t = Level::Info)]
+        min_level: Level,
         /// Print the replacements for retired and retiring IDs as a patch; no file is edited.
         #[arg(long, visible_alias = "suggest")]
         fix: bool,
@@ -251,6 +257,8 @@ impl ColorWhen {
         )
     }
 }
+
+pub use crate::scan::code::Level;
 
 /// Formats of `scan`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -1,8 +1,12 @@
 //! `modelpin init --from-scan`: a pins.toml with one pin per model ID the code uses.
 //!
-//! Only literals count (a comment or an identifier is not a use). Pins are written for the
-//! providers modelpin has a kind for; an ID of another API (Bedrock, DeepSeek, Mistral, ...)
-//! needs a `base_url` modelpin cannot guess, so it is listed as a comment to finish by hand. The
+//! Only literals count (a comment or an identifier is not a use), and only outside test files
+//! unless `--include-tests`: an ID that only a test names is a fixture, not production. Pins are
+//! written for the providers modelpin has a kind for; an ID of another API (Bedrock, DeepSeek,
+//! Mistral, ...) needs a `base_url` modelpin cannot guess, so it is listed as a comment to finish
+//! by hand. A retired or retiring ID is still pinned as the code calls it, so `check` watches
+//! what production sends today; the comment above the pin says when it goes, what replaces it
+//! and how to move (pinning the successor instead would watch a model nothing calls yet). The
 //! example probes are written beside it, as `init` does, so the file loads as written.
 
 use std::collections::BTreeMap;
@@ -15,8 +19,9 @@ use crate::cmd::init::EXAMPLE;
 use crate::cmd::scan::{Project, load_project, paths_or_here};
 use crate::exit::Exit;
 use crate::scan::classify::Kind;
-use crate::scan::judge::{guess_provider, pin_slug};
-use crate::scan::{Options, display_path};
+use crate::scan::judge::{Code, guess_provider, pin_slug};
+use crate::scan::render::printable;
+use crate::scan::{Occurrence, Options, display_path};
 
 /// Provider tables for the kinds a scanned ID can be given without a `base_url`.
 const PROVIDERS: [(&str, &str, &str); 4] = [
@@ -26,7 +31,32 @@ const PROVIDERS: [(&str, &str, &str); 4] = [
     ("openrouter", "openrouter", "OPENROUTER_API_KEY"),
 ];
 
-pub fn run(config_path: &Path, force: bool, out: Output) -> Result<Exit, AppError> {
+/// Directory names that hold tests.
+const TEST_DIRS: [&str; 7] = [
+    "tests",
+    "test",
+    "__tests__",
+    "spec",
+    "specs",
+    "testdata",
+    "testing",
+];
+
+/// One ID the code uses: where first, and what the scan said about its lifecycle.
+#[derive(Debug, Default)]
+pub struct Used {
+    /// `path:line` of the first use.
+    pub place: String,
+    /// The `retired` or `retiring` finding's message, if the ID has one.
+    pub lifecycle: Option<String>,
+}
+
+pub fn run(
+    config_path: &Path,
+    force: bool,
+    include_tests: bool,
+    out: Output,
+) -> Result<Exit, AppError> {
     if !force && config_path.exists() {
         return Err(AppError::Usage(format!(
             "{} already exists; nothing written (use --force to overwrite)",
@@ -46,11 +76,13 @@ pub fn run(config_path: &Path, force: bool, out: Output) -> Result<Exit, AppErro
         own_files: Vec::new(),
     };
     let scan = project.scan(&walk)?;
-    let mut ids: BTreeMap<&str, String> = BTreeMap::new();
-    for o in scan.occurrences.iter().filter(|o| o.kind == Kind::Literal) {
-        ids.entry(&o.id)
-            .or_insert_with(|| format!("{}:{}", display_path(Path::new(&o.path)), o.line));
-    }
+    let literals: Vec<&Occurrence> = scan
+        .occurrences
+        .iter()
+        .filter(|o| o.kind == Kind::Literal)
+        .collect();
+    let ids = used(&literals, include_tests);
+    let tests_only = distinct(&literals).saturating_sub(ids.len());
     let text = pins_toml(&ids);
     write(config_path, &text, out)?;
     for (name, body) in EXAMPLE.iter().filter(|(name, _)| *name != "pins.toml") {
@@ -59,11 +91,63 @@ pub fn run(config_path: &Path, force: bool, out: Output) -> Result<Exit, AppErro
             write(&path, body, out)?;
         }
     }
+    if tests_only > 0 {
+        out.progress(&format!(
+            "{tests_only} model IDs used only in test files were left out (--include-tests pins them)"
+        ));
+    }
     out.progress(&format!(
         "{} model IDs found; next: set the key variables named by api_key_env, then run `modelpin lock`",
         ids.len()
     ));
     Ok(Exit::Ok)
+}
+
+fn distinct(literals: &[&Occurrence]) -> usize {
+    let mut ids: Vec<&str> = literals.iter().map(|o| o.id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids.len()
+}
+
+/// The IDs to pin: each with its first use outside test files (or anywhere, `include_tests`).
+#[must_use]
+pub fn used<'a>(literals: &[&'a Occurrence], include_tests: bool) -> BTreeMap<&'a str, Used> {
+    let mut ids: BTreeMap<&str, Used> = BTreeMap::new();
+    for o in literals {
+        if !include_tests && is_test_path(&o.path) {
+            continue;
+        }
+        let entry = ids.entry(&o.id).or_insert_with(|| Used {
+            place: format!("{}:{}", display_path(Path::new(&o.path)), o.line),
+            lifecycle: None,
+        });
+        if entry.lifecycle.is_none() {
+            entry.lifecycle = o
+                .findings
+                .iter()
+                .find(|f| matches!(f.code, Code::Retired | Code::Retiring))
+                .map(|f| f.message.clone());
+        }
+    }
+    ids
+}
+
+/// A test file: under a test directory, or named as test runners find tests.
+#[must_use]
+pub fn is_test_path(path: &str) -> bool {
+    let mut parts: Vec<&str> = path.split('/').collect();
+    let name = parts.pop().unwrap_or_default().to_ascii_lowercase();
+    let in_test_dir = parts
+        .iter()
+        .any(|dir| TEST_DIRS.contains(&dir.to_ascii_lowercase().as_str()));
+    let stem = name.split('.').next().unwrap_or_default();
+    in_test_dir
+        || name == "conftest.py"
+        || stem.starts_with("test_")
+        || stem.ends_with("_test")
+        || stem.ends_with("_spec")
+        || [".test.", ".spec."].iter().any(|m| name.contains(m))
 }
 
 fn config_dir(config_path: &Path) -> PathBuf {
@@ -84,9 +168,10 @@ fn write(path: &Path, text: &str, out: Output) -> Result<(), AppError> {
     Ok(())
 }
 
-/// The file: providers used, then one pin per ID (first place it is used, as a comment).
+/// The file: providers used, then one pin per ID (first place it is used, and its lifecycle
+/// finding with the way out, as comments).
 #[must_use]
-pub fn pins_toml(ids: &BTreeMap<&str, String>) -> String {
+pub fn pins_toml(ids: &BTreeMap<&str, Used>) -> String {
     let mut out = String::from(
         "# pins.toml written by `modelpin init --from-scan`: one pin per model ID used in the code.\n# Review the providers and pins, then run `modelpin lock`.\nversion = 1\n",
     );
@@ -98,22 +183,29 @@ pub fn pins_toml(ids: &BTreeMap<&str, String>) -> String {
         );
     }
     let mut taken: Vec<String> = Vec::new();
-    for (id, place) in ids {
+    for (id, use_) in ids {
         let provider = guess_provider(id).1;
         let model = toml_string(id);
+        let place = use_.place.escape_debug();
         if !PROVIDERS.iter().any(|(name, ..)| *name == provider) {
             let _ = write!(
                 out,
-                "\n# {model} (used at {}): a `{provider}` model; add a [providers.NAME] table with kind = \"openai-compatible\" and its base_url, then a [[pin]]\n",
-                place.escape_debug()
+                "\n# {model} (used at {place}): a `{provider}` model; add a [providers.NAME] table with kind = \"openai-compatible\" and its base_url, then a [[pin]]\n",
             );
             continue;
+        }
+        let _ = write!(out, "\n# used at {place}\n");
+        if let Some(lifecycle) = &use_.lifecycle {
+            let _ = write!(
+                out,
+                "# {}\n# This pin watches the ID the code calls today. Move the code to the replacement\n# (`modelpin scan --fix` prints the patch where one can be written), then change `model` here.\n",
+                printable(lifecycle, 400)
+            );
         }
         let slug = unique(&pin_slug(id), &mut taken);
         let _ = write!(
             out,
-            "\n# used at {}\n[[pin]]\nid = \"{slug}\"\nprovider = \"{provider}\"\nmodel = {model}\nprobes = [\"probes/*.toml\"]\n",
-            place.escape_debug()
+            "[[pin]]\nid = \"{slug}\"\nprovider = \"{provider}\"\nmodel = {model}\nprobes = [\"probes/*.toml\"]\n",
         );
     }
     out
@@ -132,4 +224,28 @@ fn unique(slug: &str, taken: &mut Vec<String>) -> String {
     }
     taken.push(candidate.clone());
     candidate
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_test_path;
+
+    #[test]
+    fn test_files_by_path() {
+        for (path, want) in [
+            ("tests/test_client.py", true),
+            ("src/app/tests/fixtures.py", true),
+            ("pkg/client_test.go", true),
+            ("web/button.spec.ts", true),
+            ("web/button.test.tsx", true),
+            ("conftest.py", true),
+            ("src/testing/fake.py", true),
+            ("src/client.py", false),
+            ("src/attestation.py", false),
+            ("src/contest/entry.py", false),
+            ("latest.py", false),
+        ] {
+            assert_eq!(is_test_path(path), want, "{path}");
+        }
+    }
 }

@@ -3,7 +3,9 @@
 //! Works with or without pins.toml: with it, the pins, the lock, the local feeds and the
 //! `warn_before` windows count; without it (at the default path), the built-in table and the
 //! default windows do. A `--config` that was named but is missing is an error. No provider is
-//! called and no network is used: remote feeds are skipped, with a note.
+//! called and no network is used: remote feeds are skipped, with a note. `--min-level` drops the
+//! findings below it before anything is rendered or the exit code decided, so every format and
+//! the exit code agree on what was reported.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -31,6 +33,8 @@ pub struct Options {
     pub walk: WalkOptions,
     pub format: ScanFormat,
     pub strict: bool,
+    /// Findings below this level are left out of every output and of the exit code.
+    pub min_level: Level,
     pub fix: bool,
 }
 
@@ -143,7 +147,8 @@ pub fn run(
     out: Output,
 ) -> Result<Exit, AppError> {
     let project = load_project(config_path, explicit, out)?;
-    let scan = project.scan(&options.walk)?;
+    let mut scan = project.scan(&options.walk)?;
+    scan.keep_at_least(options.min_level);
     let code = exit_code(&scan, options.strict);
     let text = if options.fix {
         render::patch(&scan, &|path| std::fs::read(path).ok())

@@ -8,7 +8,7 @@
 //! keeping every source as evidence. Everything here is pure: callers fetch the bytes, pass the
 //! clock in, and get values back.
 
-mod dates;
+pub(crate) mod dates;
 pub mod feeds;
 mod model_id;
 pub mod resolve;
@@ -172,5 +172,7 @@ pub fn canonical_provider(raw: &str) -> String {
 #[cfg(test)]
 pub(crate) use crate::fixtures::read as fixture;
 
+#[cfg(test)]
+mod coverage_tests;
 #[cfg(test)]
 mod tests;

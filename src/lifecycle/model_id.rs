@@ -40,10 +40,12 @@ pub enum Match {
 
 impl Match {
     /// Ranking weight: a fact about the pin's own ID outranks one about a family, a snapshot
-    /// or an upstream.
+    /// or an upstream; the ID as written outranks the same ID respelled, so a Bedrock profile's
+    /// own row (`us.anthropic.…` and its `us.` successor) wins over the base model's.
     pub(crate) fn strength(self) -> u8 {
         match self {
-            Match::Exact | Match::Normalised => 4,
+            Match::Exact => 5,
+            Match::Normalised => 4,
             Match::Family => 3,
             Match::Accepted => 2,
             Match::Upstream => 1,

@@ -7,7 +7,8 @@
 //! 2. A fact named in another matching fact's `supersedes` is out: a later capture of the same
 //!    page, or the provider's page over a third party, as recorded in the table.
 //! 3. Of the rest, only dated facts can set the date. They rank by how closely they match the
-//!    pin (its own ID, then a family, then an accepted snapshot, then an OpenRouter upstream),
+//!    pin (its own ID as written, then respelled, then a family, then an accepted snapshot, then
+//!    an OpenRouter upstream),
 //!    then by origin (the provider's own live answer over any table or feed), then by the later
 //!    announcement, then by the later capture, then by the earlier date (warn sooner, not later).
 //! 4. A "retired, date unknown" fact about the pin's own ID (or its family) beats a date that is

@@ -6,9 +6,12 @@
 //! string quotes, which is all the decision needs, and they run only on files with a hit.
 //!
 //! The rule per syntax: in code, a string is a literal, a comment is a comment and anything else
-//! is code ([`Kind::Identifier`]); in config files (YAML, TOML, .env, INI, JSON) every value is a
+//! is code ([`Kind::Identifier`]), except documentation written as a string (a docstring, see
+//! [`docstring`]), which is a comment like a doc comment; in config files (YAML, TOML, .env, INI, JSON) every value is a
 //! literal and `#` comments are comments; in prose (Markdown, text, HTML) every mention is a
 //! comment. An ID glued to a longer identifier, file name or URL is an identifier wherever it is.
+
+mod docstring;
 
 use std::path::Path;
 
@@ -50,16 +53,40 @@ impl Kind {
 /// The lexical family of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Syntax {
-    /// `//` and `/* */` comments; `"`, `'` strings, and backtick strings when `backtick`.
+    /// `//` and `/* */` comments (doc comments `///`, `//!`, `/** */` among them); `"`, `'`
+    /// strings, and backtick strings when `backtick`.
     CLike { backtick: bool },
-    /// `#` comments; `"`, `'` strings, triple-quoted ones when `triple`.
-    Hash { triple: bool },
+    /// `#` comments; `"`, `'` strings; the language decides triple quotes and documentation.
+    Hash(Script),
     /// Config files: `#` (and `;` at line start) comments, everything else is a value.
     Config,
     /// JSON: every string is a value.
     Json,
     /// Documentation: every mention is a remark.
     Prose,
+}
+
+/// A language with `#` comments, for what it writes as documentation rather than code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Script {
+    /// A string that is the first statement of a module, class or function is its docstring.
+    Python,
+    /// `@moduledoc`, `@doc` and `@typedoc` strings.
+    Elixir,
+    /// A string standing alone on the lines before a definition documents it.
+    Julia,
+    /// `=begin` … `=end` blocks are comments.
+    Ruby,
+    /// POD blocks (`=pod`, `=head1`, … up to `=cut`) are comments.
+    Perl,
+    /// Shell, R: `#` comments only.
+    Plain,
+}
+
+impl Script {
+    fn triple(self) -> bool {
+        matches!(self, Script::Python | Script::Elixir | Script::Julia)
+    }
 }
 
 /// The syntax of `path`, by extension or well-known name; unknown files are read as config.
@@ -78,10 +105,12 @@ pub fn syntax_for(path: &Path) -> Syntax {
         | "scala" | "groovy" => Syntax::CLike { backtick: true },
         "rs" | "java" | "c" | "h" | "cc" | "cpp" | "hpp" | "cs" | "swift" | "php" | "dart"
         | "zig" | "proto" => Syntax::CLike { backtick: false },
-        "py" | "pyi" | "ipynb" => Syntax::Hash { triple: true },
-        "rb" | "sh" | "bash" | "zsh" | "pl" | "r" | "ex" | "exs" | "jl" => {
-            Syntax::Hash { triple: false }
-        }
+        "py" | "pyi" | "ipynb" => Syntax::Hash(Script::Python),
+        "ex" | "exs" => Syntax::Hash(Script::Elixir),
+        "jl" => Syntax::Hash(Script::Julia),
+        "rb" => Syntax::Hash(Script::Ruby),
+        "pl" | "pm" => Syntax::Hash(Script::Perl),
+        "sh" | "bash" | "zsh" | "r" => Syntax::Hash(Script::Plain),
         "json" | "jsonl" | "ndjson" => Syntax::Json,
         "md" | "markdown" | "mdx" | "rst" | "txt" | "adoc" | "html" | "htm" => Syntax::Prose,
         _ => Syntax::Config,
@@ -121,7 +150,7 @@ impl Regions {
         let span = self.spans.get(index).filter(|s| s.start <= offset);
         match (self.syntax, span) {
             (Syntax::Prose, _) | (_, Some(Span { comment: true, .. })) => Kind::Comment,
-            (Syntax::CLike { .. } | Syntax::Hash { .. }, None) => Kind::Identifier,
+            (Syntax::CLike { .. } | Syntax::Hash(_), None) => Kind::Identifier,
             _ => Kind::Literal,
         }
     }
@@ -132,6 +161,8 @@ struct Lexer<'t> {
     text: &'t [u8],
     at: usize,
     spans: Vec<Span>,
+    /// Open brackets outside strings and comments: inside them a newline ends no statement.
+    depth: usize,
 }
 
 impl<'t> Lexer<'t> {
@@ -141,6 +172,7 @@ impl<'t> Lexer<'t> {
             text,
             at: 0,
             spans: Vec::new(),
+            depth: 0,
         }
     }
 
@@ -149,6 +181,7 @@ impl<'t> Lexer<'t> {
             let start = self.at;
             match self.token() {
                 Some((end, comment)) => {
+                    let comment = comment || self.documents(start, end);
                     self.spans.push(Span {
                         start,
                         end,
@@ -156,10 +189,20 @@ impl<'t> Lexer<'t> {
                     });
                     self.at = end.max(start + 1);
                 }
-                None => self.at += 1,
+                None => self.code_byte(),
             }
         }
         self.spans
+    }
+
+    /// A byte of code: brackets are counted, so a string knows whether it is a statement.
+    fn code_byte(&mut self) {
+        match self.text[self.at] {
+            b'(' | b'[' | b'{' => self.depth += 1,
+            b')' | b']' | b'}' => self.depth = self.depth.saturating_sub(1),
+            _ => {}
+        }
+        self.at += 1;
     }
 
     fn rest(&self) -> &'t [u8] {
@@ -178,11 +221,12 @@ impl<'t> Lexer<'t> {
                 b'"' | b'\'' => self.quoted(byte),
                 _ => None,
             },
-            Syntax::Hash { triple } => match byte {
+            Syntax::Hash(script) => match byte {
                 b'#' => Some((self.line_end(), true)),
-                b'"' | b'\'' if triple && rest.starts_with(&[byte; 3]) => {
+                b'"' | b'\'' if script.triple() && rest.starts_with(&[byte; 3]) => {
                     Some((self.until(3, &[byte; 3]), false))
                 }
+                b'=' if self.line_start() => self.block_comment(script),
                 b'"' | b'\'' => self.quoted(byte),
                 _ => None,
             },
@@ -195,6 +239,21 @@ impl<'t> Lexer<'t> {
             Syntax::Json => (byte == b'"').then(|| self.quoted(byte)).flatten(),
             Syntax::Prose => None,
         }
+    }
+
+    /// A string in the position where the language writes documentation.
+    fn documents(&self, start: usize, end: usize) -> bool {
+        match self.syntax {
+            Syntax::Hash(script) if self.text[start] != b'#' => {
+                let statement = self.depth == 0;
+                docstring::documents(script, self.text, &self.spans, (start, end), statement)
+            }
+            _ => false,
+        }
+    }
+
+    fn block_comment(&self, script: Script) -> Option<(usize, bool)> {
+        docstring::block_comment(script, self.text, self.at).map(|end| (end, true))
     }
 
     fn line_end(&self) -> usize {
@@ -254,11 +313,11 @@ impl<'t> Lexer<'t> {
 mod tests {
     use std::path::Path;
 
-    use super::{Kind, Regions, Syntax, syntax_for};
+    use super::{Kind, Regions, Script, Syntax, syntax_for};
 
-    /// The kind at the first `@` in each text (the `@` stands for the ID).
+    /// The kind at the last `@` in each text (the `@` stands for the ID).
     fn kind(syntax: Syntax, text: &str) -> Kind {
-        let at = text.find('@').expect("marker");
+        let at = text.rfind('@').expect("marker");
         Regions::new(syntax, text.as_bytes()).kind_at(at)
     }
 
@@ -266,7 +325,7 @@ mod tests {
     fn kinds_by_syntax() {
         use Kind::{Comment, Identifier, Literal};
         let c = Syntax::CLike { backtick: true };
-        let py = Syntax::Hash { triple: true };
+        let py = Syntax::Hash(Script::Python);
         let table = [
             (c, r#"const m = "@";"#, Literal),
             (c, "const m = `a\n@`;", Literal),
@@ -280,7 +339,7 @@ mod tests {
                 Identifier,
             ),
             (py, "m = '@'", Literal),
-            (py, "\"\"\"doc\n@\n\"\"\"", Literal),
+            (py, "x = \"\"\"doc\n@\n\"\"\"", Literal),
             (py, "x = 1  # @", Comment),
             (py, "s = '#' + @", Identifier),
             (Syntax::Config, "model: @", Literal),
@@ -295,10 +354,91 @@ mod tests {
         }
     }
 
+    /// Docstrings and doc comments are prose; a string in any other position is a value.
+    #[test]
+    fn documentation_is_prose() {
+        use Kind::{Comment, Literal};
+        let py = Syntax::Hash(Script::Python);
+        let ex = Syntax::Hash(Script::Elixir);
+        let jl = Syntax::Hash(Script::Julia);
+        let js = Syntax::CLike { backtick: true };
+        let rs = Syntax::CLike { backtick: false };
+        let table = [
+            (
+                py,
+                "#!/usr/bin/env python\n# coding: utf-8\n\"\"\"Uses @.\"\"\"\n",
+                Comment,
+            ),
+            (py, "class A:\n    '''Talks to @.'''\n", Comment),
+            (
+                py,
+                "def f(x):\n    # why\n    r\"\"\"@ only\"\"\"\n    return x\n",
+                Comment,
+            ),
+            (
+                py,
+                "async def f(\n    model: str = \"x\",\n) -> Dict[str, int]:\n    \"\"\"\n    model: e.g. @\n    \"\"\"\n",
+                Comment,
+            ),
+            (py, "class A(B):  # c\n    \"@\"\n", Comment),
+            (
+                py,
+                "def f():\n    \"\"\"doc\"\"\"\n    m = \"\"\"@\"\"\"\n",
+                Literal,
+            ),
+            (py, "if x:\n    \"\"\"@\"\"\"\n", Comment),
+            (
+                py,
+                "X = Literal[\n    \"a\",\n]\n\"\"\"Deprecated: @\"\"\"\n",
+                Comment,
+            ),
+            (py, "x = \\\n    \"\"\"@\"\"\"\n", Literal),
+            (py, "X = Literal[\n    \"@\",\n]\n", Literal),
+            (py, "call(\n    \"\"\"@\"\"\"\n)", Literal),
+            (py, "d = {\n  'k':\n    '@'\n}", Literal),
+            (py, "def f(): return '@'", Literal),
+            (py, "import x\n\"\"\"@\"\"\"\n", Comment),
+            (py, "def f():\n    \"\"\"@\"\"\".format(1)\n", Literal),
+            (ex, "  @doc \"\"\"\n  Calls @.\n  \"\"\"\n", Comment),
+            (ex, "  @moduledoc ~S\"\"\"\n  @\n  \"\"\"\n", Comment),
+            (ex, "  @model \"\"\"\n@\n\"\"\"\n", Literal),
+            (
+                jl,
+                "\"\"\"\n    ask(m)\n\nUses @.\n\"\"\"\nfunction ask(m)\n",
+                Comment,
+            ),
+            (jl, "m = \"\"\"@\"\"\"\nfunction ask(m)\n", Literal),
+            (
+                Syntax::Hash(Script::Ruby),
+                "=begin\nuses @\n=end\nM = 'x'\n",
+                Comment,
+            ),
+            (
+                Syntax::Hash(Script::Ruby),
+                "=begin\nx\n=end\nM = '@'\n",
+                Literal,
+            ),
+            (
+                Syntax::Hash(Script::Perl),
+                "=head1 NAME\n\n@\n\n=cut\n",
+                Comment,
+            ),
+            (rs, "/// Calls @.\nfn f() {}", Comment),
+            (rs, "//! Talks to @.\n", Comment),
+            (js, "/**\n * @param model e.g. @\n */\n", Comment),
+            (js, "/** @deprecated use @ */ const m = 1;", Comment),
+        ];
+        for (syntax, text, want) in table {
+            assert_eq!(kind(syntax, text), want, "{syntax:?} {text:?}");
+        }
+    }
+
     #[test]
     fn syntax_by_name() {
         for (name, want) in [
-            ("a/b.py", Syntax::Hash { triple: true }),
+            ("a/b.py", Syntax::Hash(Script::Python)),
+            ("lib/a.ex", Syntax::Hash(Script::Elixir)),
+            ("run.sh", Syntax::Hash(Script::Plain)),
             ("x.tsx", Syntax::CLike { backtick: true }),
             ("x.min.js", Syntax::CLike { backtick: true }),
             ("main.go", Syntax::CLike { backtick: true }),
@@ -317,11 +457,32 @@ mod tests {
     fn unterminated_things_never_panic() {
         for syntax in [
             Syntax::CLike { backtick: true },
-            Syntax::Hash { triple: true },
+            Syntax::Hash(Script::Python),
+            Syntax::Hash(Script::Elixir),
+            Syntax::Hash(Script::Julia),
+            Syntax::Hash(Script::Ruby),
+            Syntax::Hash(Script::Perl),
             Syntax::Config,
             Syntax::Json,
         ] {
-            for text in ["\"", "'", "/*", "`", "\"\"\"", "\\", "\"\\", "#"] {
+            for text in [
+                "\"",
+                "'",
+                "/*",
+                "`",
+                "\"\"\"",
+                "\\",
+                "\"\\",
+                "#",
+                "=",
+                "=begin",
+                "=pod\n",
+                "\"\"\"\n",
+                "r\"\"\"",
+                ":\n\"\"\"",
+                "def f(:\n'''x",
+                "@doc \"\"\"",
+            ] {
                 let regions = Regions::new(syntax, text.as_bytes());
                 let _ = regions.kind_at(text.len());
             }

@@ -10,15 +10,16 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use serde::Serialize;
 
 use crate::config::Pin;
-use crate::lifecycle::{Fact, Lifecycle, PinRef, Stage, resolve};
+use crate::lifecycle::{Fact, Lifecycle, Origin, PinRef, Retirement, Stage, resolve};
 use crate::lock::Lock;
 use crate::provider::{ProviderKind, normalize_model_id};
 use crate::scan::classify::Kind;
 pub use crate::scan::code::{Code, Level};
+use crate::scan::forms::same_form;
 use crate::scan::matcher::core_of;
 
 /// One conclusion about one ID.
@@ -27,7 +28,8 @@ pub struct Finding {
     pub code: Code,
     pub level: Level,
     pub message: String,
-    /// The ID to use instead, when exactly one successor is named.
+    /// The ID to write instead, in the form of the ID found (Bedrock profile, `models/`, slug...),
+    /// when exactly one named successor can be written in that form (see `forms`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replacement: Option<String>,
     /// A ready-to-paste `[[pin]]` (unpinned only).
@@ -104,6 +106,47 @@ impl<'a> Knowledge<'a> {
             }
         }
         out
+    }
+
+    /// The verdict with a retirement date the ID's own line states, when no lifecycle source
+    /// already gives a finding: the line is then the source (as retired, retiring, or nothing
+    /// while the date is outside every warning window).
+    #[must_use]
+    pub fn with_stated(&self, id: &str, date: NaiveDate, verdict: &[Finding]) -> Vec<Finding> {
+        if verdict
+            .iter()
+            .any(|f| matches!(f.code, Code::Retired | Code::Retiring))
+        {
+            return verdict.to_vec();
+        }
+        let (_, provider) = guess_provider(id);
+        let fact = Fact {
+            id: None,
+            origin: Origin::Feed,
+            provider: provider.to_owned(),
+            models: vec![id.to_owned()],
+            announced: None,
+            retirement: Retirement::On(date),
+            replacement: Vec::new(),
+            source: "the date stated on this line".to_owned(),
+            captured: None,
+            supersedes: Vec::new(),
+            note: None,
+            price: None,
+        };
+        let life = resolve(&guessed(id), [&fact], self.now, self.warn_before);
+        let Some(stated) = lifecycle_finding(id, &life) else {
+            return verdict.to_vec();
+        };
+        let retired = stated.code == Code::Retired;
+        std::iter::once(stated)
+            .chain(
+                verdict
+                    .iter()
+                    .filter(|f| !(retired && matches!(f.code, Code::Alias | Code::Unpinned)))
+                    .cloned(),
+            )
+            .collect()
     }
 
     /// The facts that can be about any of `ids`: the same core ID, or a family. A cheap
@@ -233,7 +276,12 @@ fn guessed(id: &str) -> PinRef<'_> {
 }
 
 fn lifecycle_finding(id: &str, life: &Lifecycle) -> Option<Finding> {
-    let replacement = match life.replacement.as_slice() {
+    let written: Vec<String> = life
+        .replacement
+        .iter()
+        .filter_map(|successor| same_form(id, successor))
+        .collect();
+    let replacement = match written.as_slice() {
         [one] => Some(one.clone()),
         _ => None,
     };

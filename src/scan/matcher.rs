@@ -1,8 +1,9 @@
 //! Where in a file's bytes a model ID is written, and whether it stands alone.
 //!
 //! One Aho-Corasick automaton holds the provider families' prefixes (`gpt-`, `claude-`,
-//! `gemini-`, ...) and every known ID that starts with none of them (an Azure deployment name, a
-//! feed's odd ID), so a file is searched once however many IDs are known. From each hit the token
+//! `gemini-`, ...), a second every known ID that no family reaches (an Azure deployment name, a
+//! feed's partner model), so a file is searched twice however many IDs are known, and the first
+//! search keeps its SIMD prefilter. From each hit the token
 //! is grown by the ID grammar: letters, digits and `-`; a `.` only before a digit (`gpt-3.5`, not
 //! `gpt-4o.json`); `:` and `@` only before a letter or digit (`:free`, `-v1:0`, `@20240620`).
 //! Before it, a known vendor (`openai/`), Gemini's `models/`, a Vertex resource path or a Bedrock
@@ -18,7 +19,7 @@
 
 use std::collections::HashSet;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
 /// Prefixes of the provider families modelpin knows. Leftmost-longest matching makes
 /// `chatgpt-` win over `gpt-` and `open-mistral-` over `mistral-`.
@@ -62,7 +63,7 @@ const FAMILIES: [&str; 36] = [
 ];
 
 /// OpenRouter / Together / Hugging Face vendor segments that are part of an ID.
-const VENDORS: [&str; 17] = [
+pub(crate) const VENDORS: [&str; 17] = [
     "openai",
     "anthropic",
     "google",
@@ -84,7 +85,7 @@ const VENDORS: [&str; 17] = [
 
 /// Gateway prefixes (LiteLLM's `provider/model` routing) that may stand before a vendor:
 /// `openrouter/mistralai/mixtral-8x22b-instruct`, `gemini/gemini-1.5-flash`.
-const ROUTERS: [&str; 9] = [
+pub(crate) const ROUTERS: [&str; 9] = [
     "openrouter",
     "gemini",
     "vertex_ai",
@@ -108,7 +109,8 @@ const BEDROCK_VENDORS: [&str; 9] = [
     "openai",
     "qwen",
 ];
-const BEDROCK_PROFILES: [&str; 8] = ["us", "eu", "apac", "global", "us-gov", "jp", "au", "ca"];
+pub(crate) const BEDROCK_PROFILES: [&str; 8] =
+    ["us", "eu", "apac", "global", "us-gov", "jp", "au", "ca"];
 
 /// Families too common as English to search for (`command`, `compound`): found only as known IDs.
 const UNSEARCHED: [&str; 3] = ["command-r", "command-a", "compound-"];
@@ -150,12 +152,35 @@ pub struct Candidate {
     pub form: Form,
 }
 
-/// The compiled search for one scan.
+/// One automaton and what each of its patterns is.
+#[derive(Debug)]
+struct Search {
+    automaton: AhoCorasick,
+    patterns: Vec<Pattern>,
+}
+
+impl Search {
+    fn new(patterns: Vec<(String, Pattern)>, kind: Option<AhoCorasickKind>) -> Search {
+        let automaton = AhoCorasickBuilder::new()
+            .match_kind(MatchKind::LeftmostLongest)
+            .kind(kind)
+            .build(patterns.iter().map(|(p, _)| p))
+            .expect("a few hundred short literals always build");
+        Search {
+            automaton,
+            patterns: patterns.into_iter().map(|(_, p)| p).collect(),
+        }
+    }
+}
+
+/// The compiled search for one scan: the families in one automaton, small enough for the SIMD
+/// prefilter (Teddy takes at most 64 patterns), and the known IDs no family reaches in another
+/// (the lifecycle feeds name a few hundred: Azure deployment names, Bedrock and Vertex partner
+/// models), so one large set of exact IDs never costs every file its prefilter.
 #[derive(Debug)]
 pub struct Matcher {
-    automaton: AhoCorasick,
-    /// What each automaton pattern is.
-    patterns: Vec<Pattern>,
+    families: Search,
+    exact: Option<Search>,
     /// Known IDs and their cores, lowercase.
     known: HashSet<String>,
 }
@@ -178,7 +203,7 @@ impl Matcher {
         let families = Matcher::build(Vec::new(), set);
         let mut exact: Vec<String> = ids
             .iter()
-            .filter(|id| !families.covers(id) && plausible_exact(core_of(id)))
+            .filter(|id| !families.covers(core_of(id)) && plausible_exact(core_of(id)))
             .map(|id| core_of(id).to_owned())
             .collect();
         exact.sort();
@@ -203,14 +228,13 @@ impl Matcher {
                 ));
             }
         }
-        patterns.extend(exact.into_iter().map(|e| (e.clone(), Pattern::Exact(e))));
-        let automaton = AhoCorasickBuilder::new()
-            .match_kind(MatchKind::LeftmostLongest)
-            .build(patterns.iter().map(|(p, _)| p))
-            .expect("a few hundred short literals always build");
+        let exact: Vec<(String, Pattern)> = exact
+            .into_iter()
+            .map(|e| (e.clone(), Pattern::Exact(e)))
+            .collect();
         Matcher {
-            automaton,
-            patterns: patterns.into_iter().map(|(_, p)| p).collect(),
+            families: Search::new(patterns, None),
+            exact: (!exact.is_empty()).then(|| Search::new(exact, Some(AhoCorasickKind::DFA))),
             known,
         }
     }
@@ -222,18 +246,41 @@ impl Matcher {
         found.len() == 1 && found[0].start == 1 && found[0].end == id.len() + 1
     }
 
-    /// Every model ID in `text`, in order.
+    /// Every model ID in `text`, in order; where a family token and a known ID overlap, the one
+    /// that starts first (then the longer) is kept, as one leftmost-longest search would.
     #[must_use]
     pub fn find(&self, text: &[u8]) -> Vec<Candidate> {
+        let mut found = self.search(&self.families, text);
+        let Some(exact) = &self.exact else {
+            return found;
+        };
+        let more = self.search(exact, text);
+        if more.is_empty() {
+            return found;
+        }
+        found.extend(more);
+        found.sort_by_key(|c| (c.start, std::cmp::Reverse(c.end)));
+        let mut end = 0;
+        found.retain(|c| {
+            let keep = c.start >= end;
+            if keep {
+                end = c.end;
+            }
+            keep
+        });
+        found
+    }
+
+    fn search(&self, search: &Search, text: &[u8]) -> Vec<Candidate> {
         let mut out = Vec::new();
         let mut from = 0;
-        while let Some(hit) = self
+        while let Some(hit) = search
             .automaton
             .find(aho_corasick::Input::new(text).range(from..))
         {
-            let pattern = &self.patterns[hit.pattern().as_usize()];
+            let pattern = &search.patterns[hit.pattern().as_usize()];
             let start = hit.start() + usize::from(matches!(pattern, Pattern::Delimited));
-            let core_end = grow(text, hit.end());
+            let core_end = fine_tune_base(text, start, grow(text, hit.end()));
             from = core_end.max(hit.end());
             let core = &text[start..core_end];
             let exact = match pattern {
@@ -329,6 +376,17 @@ fn grow(text: &[u8], from: usize) -> usize {
     end
 }
 
+/// In an OpenAI fine-tuned ID (`ft:BASE:org:name:id`) the token ends with the base model.
+fn fine_tune_base(text: &[u8], start: usize, end: usize) -> usize {
+    if !text[..start].ends_with(b"ft:") {
+        return end;
+    }
+    text[start..end]
+        .iter()
+        .position(|&b| b == b':')
+        .map_or(end, |i| start + i)
+}
+
 /// Followed by more of a word, a file extension or a path segment.
 fn embedded_after(text: &[u8], end: usize) -> bool {
     match at(text, end) {
@@ -351,6 +409,8 @@ fn prefix(text: &[u8], start: usize) -> (usize, Form) {
         b'/' => slash_prefix(text, start),
         b'.' => bedrock_prefix(text, start),
         b'-' | b'$' | b'@' | b'\\' => (start, Form::Embedded),
+        // `ft:gpt-4o-mini-2024-07-18:org:name:id`: the base of a fine-tuned model.
+        b':' if text[..start].ends_with(b"ft:") => (start, Form::Embedded),
         // `…/docs/models#gpt-4o`: a URL fragment.
         b'#' if start >= 2 && !text[start - 2].is_ascii_whitespace() => (start, Form::Embedded),
         byte if is_word(byte) => (start, Form::Embedded),
@@ -482,7 +542,12 @@ mod tests {
     #[test]
     fn ids_in_their_surroundings() {
         use Form::{Embedded as E, Standalone as S};
-        let matcher = Matcher::new(["gemini-pro", "prod-chat-4o", "deepseek-chat"]);
+        let matcher = Matcher::new([
+            "gemini-pro",
+            "prod-chat-4o",
+            "deepseek-chat",
+            "ft:gpt-4o-2024-08-06",
+        ]);
         let table: &[(&str, &[(&str, Form)])] = &[
             (r#"model="gpt-4o""#, &[("gpt-4o", S)]),
             ("gpt-3.5-turbo-0613.", &[("gpt-3.5-turbo-0613", S)]),
@@ -525,6 +590,14 @@ mod tests {
             ("deepseek-chat", &[("deepseek-chat", S)]),
             ("x = prod-chat-4o", &[("prod-chat-4o", S)]),
             (
+                "'ft:gpt-4o-2024-08-06' 'gpt-4o' prod-chat-4o",
+                &[
+                    ("ft:gpt-4o-2024-08-06", S),
+                    ("gpt-4o", S),
+                    ("prod-chat-4o", S),
+                ],
+            ),
+            (
                 " o1 o3-mini o4-mini-2025-04-16 o4 o1x o3-large",
                 &[("o1", S), ("o3-mini", S), ("o4-mini-2025-04-16", S)],
             ),
@@ -537,6 +610,10 @@ mod tests {
                 &[("meta-llama/Llama-3.3-70B-Instruct-Turbo", S)],
             ),
             ("model: gpt-4o:", &[("gpt-4o", S)]),
+            (
+                "'ft:gpt-4o-mini-2024-07-18:org:weather:B7R9VjQd'",
+                &[("gpt-4o-mini-2024-07-18", E)],
+            ),
             ("'gpt-4-https://api.example.com/'", &[("gpt-4-https", E)]),
             (r#""claude-3-" "opus-20240229" f"gpt-4o-{d}""#, &[]),
             ("\u{0}\u{ff}gpt-4\u{fe}", &[("gpt-4", S)]),

@@ -4,15 +4,20 @@
 //! hard-coded across a codebase. This module walks a tree the way ripgrep does (gitignore, hidden
 //! and binary files skipped, in parallel), finds model IDs with one automaton ([`matcher`]),
 //! decides whether each is used or only mentioned ([`classify`]), and judges each distinct ID once
-//! against the lifecycle table, the pins and the lock ([`judge`]). Rendering is in [`render`] and
-//! [`sarif`]. Nothing here edits a file: `--fix` only prints a patch.
+//! against the lifecycle table, the pins and the lock ([`judge`]), plus any retirement date its
+//! own line states ([`stated`]). Rendering is in [`render`] and [`sarif`]; a successor is written
+//! only in the form of the ID it replaces ([`forms`]) and file names keep their bytes until each
+//! output writes them ([`paths`]). Nothing here edits a file: `--fix` only prints a patch.
 
 pub mod classify;
 pub mod code;
+pub mod forms;
 pub mod judge;
 pub mod matcher;
+pub mod paths;
 pub mod render;
 pub mod sarif;
+pub mod stated;
 mod walk;
 
 pub use walk::VENDORED;
@@ -49,6 +54,11 @@ pub struct Options {
 /// One model ID at one place.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Occurrence {
+    /// The path for reading, as walked.
+    #[serde(skip)]
+    pub file: PathBuf,
+    /// The path as text (bytes that are not UTF-8 shown as U+FFFD; see [`paths`] for the exact
+    /// forms each output writes).
     pub path: String,
     /// 1-based.
     pub line: usize,
@@ -58,12 +68,15 @@ pub struct Occurrence {
     pub end_column: usize,
     pub id: String,
     pub kind: Kind,
+    /// A retirement date the same line states for the ID (see [`stated`]).
+    #[serde(skip)]
+    pub stated: Option<chrono::NaiveDate>,
     /// The line, control characters escaped, bounded to [`CONTEXT_CHARS`].
     #[serde(skip)]
     pub context: String,
-    /// Byte range of the ID's core (without vendor or path prefix), for `--fix`.
+    /// Byte range of the whole ID in the file, for `--fix`.
     #[serde(skip)]
-    pub core: (usize, usize),
+    pub span: (usize, usize),
     pub findings: Vec<Finding>,
 }
 
@@ -82,6 +95,8 @@ pub struct Summary {
     pub bytes: u64,
     pub skipped_large: usize,
     pub skipped_binary: usize,
+    /// Findings left out by `--min-level`.
+    pub below_min_level: usize,
     /// Paths that could not be read, with the reason.
     pub unreadable: Vec<Unreadable>,
 }
@@ -97,6 +112,22 @@ pub struct Unreadable {
 pub struct Scan {
     pub occurrences: Vec<Occurrence>,
     pub summary: Summary,
+}
+
+impl Scan {
+    /// Drops findings below `level`; above `info`, also the occurrences left with none, so a
+    /// report holds only what was asked for.
+    pub fn keep_at_least(&mut self, level: Level) {
+        if level == Level::Info {
+            return;
+        }
+        for o in &mut self.occurrences {
+            let before = o.findings.len();
+            o.findings.retain(|f| f.level >= level);
+            self.summary.below_min_level += before - o.findings.len();
+        }
+        self.occurrences.retain(|o| !o.findings.is_empty());
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -117,7 +148,13 @@ pub fn scan(
         let verdict = verdicts
             .entry(occurrence.id.clone())
             .or_insert_with(|| knowledge.judge(&occurrence.id));
-        occurrence.findings = Knowledge::for_kind(verdict, occurrence.kind);
+        occurrence.findings = match occurrence.stated {
+            Some(date) => {
+                let with_line = knowledge.with_stated(&occurrence.id, date, verdict);
+                Knowledge::for_kind(&with_line, occurrence.kind)
+            }
+            None => Knowledge::for_kind(verdict, occurrence.kind),
+        };
     }
     Ok(scan)
 }
@@ -148,14 +185,15 @@ pub(crate) fn occurrences(
                 return None;
             }
             let (line, line_start, column) = lines.locate(bytes, c.start);
-            let core_len = matcher::core_of(&c.id).len();
             Some(Occurrence {
+                file: path.to_path_buf(),
                 path: shown.clone(),
                 line,
                 column,
                 end_column: column + chars(&bytes[c.start..c.end]),
                 context: context(bytes, line_start, c.start),
-                core: (c.end - core_len, c.end),
+                span: (c.start, c.end),
+                stated: stated::stated(bytes, c.start, c.end),
                 id: c.id,
                 kind,
                 findings: Vec::new(),

@@ -3,16 +3,19 @@
 //! Every byte that came from a scanned file (the ID's line, file names) is data: JSON and SARIF
 //! escape it through serde, GitHub annotations through the escaping in `report::github`, and the
 //! human output through [`printable`], so no file can move the cursor, recolour the terminal or
-//! start a line with `::`.
+//! start a line with `::`. File names are written from their bytes (`paths`): git-quoted in the
+//! patch and in the human output when they are not UTF-8, and an annotation that cannot carry a
+//! name says it in its message instead.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::Path;
 
 use serde::Serialize;
 
 use crate::report::github::{LIMIT, escape_data, escape_property};
 use crate::scan::judge::{Code, Finding, Level};
-use crate::scan::{Occurrence, Scan, Summary, matcher};
+use crate::scan::{Occurrence, Scan, Summary, paths};
 
 /// `text` with control and bidirectional-override characters escaped, at most `max` characters.
 #[must_use]
@@ -79,7 +82,7 @@ pub fn human(scan: &Scan) -> String {
             let _ = writeln!(
                 out,
                 "    {}:{}:{} [{}]  {}",
-                printable(&o.path, 200),
+                shown_path(o),
                 o.line,
                 o.column,
                 o.kind.as_str(),
@@ -90,6 +93,15 @@ pub fn human(scan: &Scan) -> String {
     out.push_str(&summary_line(scan));
     out.push('\n');
     out
+}
+
+/// The path for a terminal: escaped, and quoted as git quotes it when it is not UTF-8.
+fn shown_path(o: &Occurrence) -> String {
+    let name = paths::bytes(&o.file);
+    match std::str::from_utf8(&name) {
+        Ok(name) => printable(name, 200),
+        Err(_) => paths::git_quoted(&name),
+    }
 }
 
 /// One line: files, findings by level, skipped and unreadable paths.
@@ -117,6 +129,9 @@ pub fn summary_line(scan: &Scan) -> String {
         "; skipped {} over the size limit, {} binary",
         s.skipped_large, s.skipped_binary
     );
+    if s.below_min_level > 0 {
+        let _ = write!(line, "; {} below --min-level left out", s.below_min_level);
+    }
     if !s.unreadable.is_empty() {
         let list: Vec<String> = s
             .unreadable
@@ -178,18 +193,31 @@ pub fn github(scan: &Scan) -> String {
                 Level::Warning => "warning",
                 Level::Info => "notice",
             };
-            let props = format!(
-                "file={},line={},col={},endColumn={},title={}",
-                escape_property(&o.path),
-                o.line,
-                o.column,
-                o.end_column,
-                escape_property(&format!("modelpin scan: {}", f.code.as_str()))
-            );
-            kinds
-                .entry(kind)
-                .or_default()
-                .push(format!("::{kind} {props}::{}", escape_data(&f.message)));
+            let title = escape_property(&format!("modelpin scan: {}", f.code.as_str()));
+            let name = paths::bytes(&o.file);
+            let annotation = match std::str::from_utf8(&name) {
+                Ok(name) => format!(
+                    "::{kind} file={},line={},col={},endColumn={},title={title}::{}",
+                    escape_property(name),
+                    o.line,
+                    o.column,
+                    o.end_column,
+                    escape_data(&f.message)
+                ),
+                // An annotation is UTF-8 text: a name that is not cannot be pointed at, so the
+                // message names it, quoted as git quotes it.
+                Err(_) => format!(
+                    "::{kind} title={title}::{}",
+                    escape_data(&format!(
+                        "{}:{}:{}: {}",
+                        paths::git_quoted(&name),
+                        o.line,
+                        o.column,
+                        f.message
+                    ))
+                ),
+            };
+            kinds.entry(kind).or_default().push(annotation);
         }
     }
     let mut out = String::new();
@@ -213,11 +241,12 @@ pub fn github(scan: &Scan) -> String {
     out
 }
 
-/// A unified diff (no context lines) replacing each retired or retiring literal that has exactly
-/// one named successor. Apply with `git apply --unidiff-zero` or `patch -p1`.
+/// A unified diff (no context lines) replacing each retired or retiring literal whose one named
+/// successor can be written in the form of the ID found (see `forms`). Apply with
+/// `git apply --unidiff-zero` or `patch -p1`.
 #[must_use]
-pub fn patch(scan: &Scan, read: &dyn Fn(&str) -> Option<Vec<u8>>) -> String {
-    let mut by_file: BTreeMap<&str, Vec<(&Occurrence, &str)>> = BTreeMap::new();
+pub fn patch(scan: &Scan, read: &dyn Fn(&Path) -> Option<Vec<u8>>) -> String {
+    let mut by_file: BTreeMap<&Path, Vec<(&Occurrence, &str)>> = BTreeMap::new();
     for o in &scan.occurrences {
         let replacement = o
             .findings
@@ -225,7 +254,7 @@ pub fn patch(scan: &Scan, read: &dyn Fn(&str) -> Option<Vec<u8>>) -> String {
             .filter(|f| matches!(f.code, Code::Retired | Code::Retiring) && f.level > Level::Info)
             .find_map(|f| f.replacement.as_deref());
         if let Some(replacement) = replacement {
-            by_file.entry(&o.path).or_default().push((o, replacement));
+            by_file.entry(&o.file).or_default().push((o, replacement));
         }
     }
     let mut out = String::new();
@@ -237,7 +266,7 @@ pub fn patch(scan: &Scan, read: &dyn Fn(&str) -> Option<Vec<u8>>) -> String {
     out
 }
 
-fn file_patch(path: &str, bytes: &[u8], edits: &[(&Occurrence, &str)]) -> String {
+fn file_patch(path: &Path, bytes: &[u8], edits: &[(&Occurrence, &str)]) -> String {
     let mut hunks = String::new();
     let mut lines: BTreeMap<usize, Vec<(&Occurrence, &str)>> = BTreeMap::new();
     for edit in edits {
@@ -245,20 +274,20 @@ fn file_patch(path: &str, bytes: &[u8], edits: &[(&Occurrence, &str)]) -> String
     }
     for (number, edits) in lines {
         // The file may have changed since it was scanned: patch only what is still there.
-        let unchanged = edits.iter().all(|(o, _)| {
-            bytes.get(o.core.0..o.core.1) == Some(matcher::core_of(&o.id).as_bytes())
-        });
+        let unchanged = edits
+            .iter()
+            .all(|(o, _)| bytes.get(o.span.0..o.span.1) == Some(o.id.as_bytes()));
         if !unchanged {
             continue;
         }
-        let start = line_start(bytes, edits[0].0.core.0);
+        let start = line_start(bytes, edits[0].0.span.0);
         let end = bytes[start..]
             .iter()
             .position(|&b| b == b'\n')
             .map_or(bytes.len(), |i| start + i);
         let mut new = bytes[start..end].to_vec();
         for (o, replacement) in edits.iter().rev() {
-            let (from, to) = (o.core.0 - start, o.core.1 - start);
+            let (from, to) = (o.span.0 - start, o.span.1 - start);
             new.splice(from..to, replacement.bytes());
         }
         let (Ok(old), Ok(new)) = (
@@ -280,7 +309,9 @@ fn file_patch(path: &str, bytes: &[u8], edits: &[(&Occurrence, &str)]) -> String
     if hunks.is_empty() {
         return hunks;
     }
-    format!("--- a/{path}\n+++ b/{path}\n{hunks}")
+    let name = paths::bytes(path);
+    let side = |prefix: &[u8]| paths::git_quoted(&[prefix, &name].concat());
+    format!("--- {}\n+++ {}\n{hunks}", side(b"a/"), side(b"b/"))
 }
 
 /// The start of the line holding `offset`.
@@ -293,12 +324,14 @@ fn line_start(bytes: &[u8], offset: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::{patch, printable};
     use crate::scan::classify::Kind;
     use crate::scan::judge::{Code, Finding, Level};
     use crate::scan::{Occurrence, Scan};
 
-    fn retired_at(line: usize, core: (usize, usize)) -> Scan {
+    fn retired_at(line: usize, span: (usize, usize)) -> Scan {
         let finding = Finding {
             code: Code::Retired,
             level: Level::Error,
@@ -308,6 +341,7 @@ mod tests {
         };
         Scan {
             occurrences: vec![Occurrence {
+                file: "a.py".into(),
                 path: "a.py".to_owned(),
                 line,
                 column: 6,
@@ -315,7 +349,8 @@ mod tests {
                 id: "gpt-4-0613".to_owned(),
                 kind: Kind::Literal,
                 context: String::new(),
-                core,
+                span,
+                stated: None,
                 findings: vec![finding],
             }],
             summary: crate::scan::Summary::default(),
@@ -323,16 +358,16 @@ mod tests {
     }
 
     #[test]
-    fn patch_replaces_the_core_and_skips_files_that_changed() {
+    fn patch_replaces_the_id_and_skips_files_that_changed() {
         let scan = retired_at(2, (11, 21));
         let text = b"x = 1\nM = 'gpt-4-0613'\n".to_vec();
-        let read = |_: &str| Some(text.clone());
+        let read = |_: &Path| Some(text.clone());
         assert_eq!(
             patch(&scan, &read),
             "--- a/a.py\n+++ b/a.py\n@@ -2,1 +2,1 @@\n-M = 'gpt-4-0613'\n+M = 'gpt-5'\n"
         );
         for changed in [&b"x"[..], b"x = 1\nM = 'gpt-4-0614'\n"] {
-            let read = |_: &str| Some(changed.to_vec());
+            let read = |_: &Path| Some(changed.to_vec());
             assert_eq!(patch(&scan, &read), "", "{changed:?}");
         }
     }

@@ -4,14 +4,18 @@
 //! against the standard's JSON schema (release rtm.5, vendored under tests/fixtures/sarif/ with
 //! its provenance). One rule per finding code with help text; one result per finding, at
 //! the ID's region in Unicode code points (`columnKind`); a `fixes` entry where exactly one
-//! successor is named. Paths are relative URIs against `%SRCROOT%`.
+//! successor can be written in the ID's form; `partialFingerprints` that survive edits elsewhere
+//! in the file, so code scanning tracks a result from commit to commit. Paths are relative URIs
+//! against `%SRCROOT%`, percent-encoded byte by byte, so any file name round-trips.
 
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 
 use crate::scan::judge::{Code, Finding, Level};
-use crate::scan::{Occurrence, Scan};
+use crate::scan::{Occurrence, Scan, paths};
 
 const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 
@@ -83,6 +87,7 @@ struct SarifResult {
     locations: [Location; 1],
     #[serde(skip_serializing_if = "Vec::is_empty")]
     fixes: Vec<Fix>,
+    partial_fingerprints: BTreeMap<&'static str, String>,
     properties: Properties,
 }
 
@@ -154,13 +159,27 @@ pub fn level(level: Level) -> &'static str {
     }
 }
 
+/// The `partialFingerprints` key. Not GitHub's `primaryLocationLineHash`, which GitHub computes
+/// itself and reports as inconsistent when a tool sends another value under it.
+pub const FINGERPRINT: &str = "modelpinFinding/v1";
+
 /// The scan as one SARIF 2.1.0 log.
 #[must_use]
 pub fn render(scan: &Scan) -> String {
+    let mut seen: HashMap<(String, &str, String), usize> = HashMap::new();
     let results = scan
         .occurrences
         .iter()
-        .flat_map(|o| o.findings.iter().map(move |f| result(o, f)))
+        .flat_map(|o| o.findings.iter().map(move |f| (o, f)))
+        .map(|(o, f)| {
+            let line = normalised(&o.context);
+            let index = seen
+                .entry((o.path.clone(), f.code.as_str(), line.clone()))
+                .or_default();
+            let fingerprint = fingerprint(f.code.as_str(), &o.id, &line, *index);
+            *index += 1;
+            result(o, f, fingerprint)
+        })
         .collect();
     let log = Log {
         schema: SCHEMA,
@@ -207,9 +226,30 @@ fn rule(code: Code) -> Rule {
     }
 }
 
-fn result(o: &Occurrence, f: &Finding) -> SarifResult {
+/// The line's text with runs of whitespace as one space: re-indenting does not move a result.
+fn normalised(line: &str) -> String {
+    line.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Stable across commits: the rule, the ID, the line's text and how many results with the same
+/// rule and text come before it in the file; never the line number, so an edit above the line
+/// does not make every result below it new.
+fn fingerprint(rule: &str, id: &str, line: &str, index: usize) -> String {
+    let mut hash = Sha256::new();
+    for part in [rule, id, line, &index.to_string()] {
+        hash.update(part.as_bytes());
+        hash.update([0]);
+    }
+    let digest = hash.finalize();
+    digest[..16].iter().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
+}
+
+fn result(o: &Occurrence, f: &Finding, fingerprint: String) -> SarifResult {
     let artifact = ArtifactLocation {
-        uri: uri(&o.path),
+        uri: paths::uri(&paths::bytes(&o.file)),
         uri_base_id: "%SRCROOT%",
     };
     let fixes = fix(o, f, &artifact).into_iter().collect();
@@ -232,6 +272,7 @@ fn result(o: &Occurrence, f: &Finding) -> SarifResult {
             },
         }],
         fixes,
+        partial_fingerprints: BTreeMap::from([(FINGERPRINT, fingerprint)]),
         properties: Properties {
             model_id: o.id.clone(),
             kind: o.kind.as_str(),
@@ -241,7 +282,6 @@ fn result(o: &Occurrence, f: &Finding) -> SarifResult {
 
 fn fix(o: &Occurrence, f: &Finding, artifact: &ArtifactLocation) -> Option<Fix> {
     let replacement = f.replacement.as_ref().filter(|_| f.level > Level::Info)?;
-    let core_chars = o.core.1 - o.core.0;
     Some(Fix {
         description: Text {
             text: format!("Replace with `{replacement}`"),
@@ -251,7 +291,7 @@ fn fix(o: &Occurrence, f: &Finding, artifact: &ArtifactLocation) -> Option<Fix> 
             replacements: [Replacement {
                 deleted_region: Region {
                     start_line: o.line,
-                    start_column: o.end_column - core_chars,
+                    start_column: o.column,
                     end_column: o.end_column,
                     snippet: None,
                 },
@@ -261,35 +301,4 @@ fn fix(o: &Occurrence, f: &Finding, artifact: &ArtifactLocation) -> Option<Fix> 
             }],
         }],
     })
-}
-
-/// A relative path as a URI reference: unreserved characters and `/` kept, the rest
-/// percent-encoded byte by byte.
-#[must_use]
-pub fn uri(path: &str) -> String {
-    let mut out = String::new();
-    for byte in path.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
-            out.push(char::from(byte));
-        } else {
-            let _ = write!(out, "%{byte:02X}");
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::uri;
-
-    #[test]
-    fn uris_encode_what_a_uri_cannot_hold() {
-        for (path, want) in [
-            ("src/a.py", "src/a.py"),
-            ("my dir/a#b?.ts", "my%20dir/a%23b%3F.ts"),
-            ("é.md", "%C3%A9.md"),
-        ] {
-            assert_eq!(uri(path), want, "{path}");
-        }
-    }
 }

@@ -95,7 +95,7 @@ fn gpt_4o_does_not_borrow_gpt_4o_mini_or_a_snapshot() {
         "{:?}",
         got.sources
     );
-    let unknown = on_builtin(&openai("gpt-4o-mini-tts"), noon(2026, 9, 1));
+    let unknown = on_builtin(&openai("gpt-4o-mini-search-preview"), noon(2026, 9, 1));
     assert_eq!(unknown.stage, Stage::NoRecord);
     assert!(unknown.sources.is_empty());
 }
@@ -119,6 +119,17 @@ fn a_later_capture_supersedes_an_earlier_one() {
                 Origin::Builtin,
                 Retirement::On(date(2026, 12, 1))
             ),
+            // deprecations.info's July snapshot, read before the date moved.
+            (
+                Role::Differs,
+                Origin::Builtin,
+                Retirement::On(date(2026, 10, 16))
+            ),
+            (
+                Role::Agrees,
+                Origin::Builtin,
+                Retirement::On(date(2026, 12, 1))
+            ),
             (
                 Role::Superseded,
                 Origin::Builtin,
@@ -137,7 +148,13 @@ fn a_later_capture_supersedes_an_earlier_one() {
         noon(2026, 1, 1),
     );
     assert_eq!(sonnet.retirement, Some(Retirement::On(date(2025, 10, 28))));
-    assert_eq!(sonnet.sources[1].role, Role::Superseded);
+    let early: Vec<Role> = sonnet
+        .sources
+        .iter()
+        .filter(|e| e.retirement == Retirement::On(date(2025, 10, 22)))
+        .map(|e| e.role)
+        .collect();
+    assert_eq!(early, [Role::Superseded]);
 }
 
 #[test]
@@ -197,6 +214,11 @@ fn a_provider_signal_outranks_the_table_and_the_pin_override_outranks_all() {
                 Role::Differs,
                 Origin::Provider,
                 Retirement::On(date(2026, 12, 1))
+            ),
+            (
+                Role::Differs,
+                Origin::Builtin,
+                Retirement::On(date(2027, 1, 14))
             ),
             (
                 Role::Differs,
@@ -273,7 +295,7 @@ fn dateless_facts() {
             Some(Retirement::Gone),
         ),
         (
-            pin(ProviderKind::Azure, "azure", "gpt-4o"),
+            pin(ProviderKind::Azure, "azure", "gpt-4-turbo-2024-04-09"),
             Stage::NoRecord,
             None,
         ),
@@ -328,6 +350,7 @@ fn openrouter_slugs_see_their_own_rows_then_the_upstream() {
         matched,
         [
             (Match::Exact, "openrouter", Role::Decisive),
+            (Match::Upstream, "gemini", Role::Agrees),
             (Match::Upstream, "gemini", Role::Agrees),
             (Match::Upstream, "gemini", Role::Superseded),
             (Match::Upstream, "gemini", Role::Superseded),
@@ -408,7 +431,7 @@ fn messages_for_a_not_found_answer() {
     let table = [
         (
             on_builtin(&openai("gpt-4.5-preview"), now),
-            "`gpt-4.5-preview` was retired on 2025-07-14 per SunsetPR",
+            "`gpt-4.5-preview` was retired on 2025-07-14 per deprecations.info",
         ),
         (
             on_builtin(&deepseek("deepseek-chat"), now),
