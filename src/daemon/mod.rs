@@ -8,6 +8,7 @@
 //! old config when the new one is invalid. Every audit is written to the store and flushed before
 //! it is logged as stored.
 
+pub mod auth;
 pub mod http;
 pub mod listener;
 pub mod metrics;

@@ -13,13 +13,13 @@ use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 
 use crate::config::Pin;
-use crate::daemon::Daemon;
 use crate::daemon::page::cache::{Stamp, accepts_gzip, compress, not_modified, stamp, validators};
 use crate::daemon::page::html::{content_security_policy, document};
 use crate::daemon::page::overview::overview;
 use crate::daemon::page::{
     Mark, Meta, PIN_AUDITS, PinHistory, PinView, STRIP_AUDITS, by_urgency, pin, standing_record,
 };
+use crate::daemon::{Daemon, auth};
 use crate::lock::LoadedLock;
 use crate::store::{AuditRecord, Store, StoreError};
 
@@ -42,8 +42,8 @@ pub async fn pin_page(
 }
 
 async fn respond(daemon: Arc<Daemon>, headers: HeaderMap, which: Which) -> Response {
-    if !crate::daemon::http::authorized(&daemon, &headers) {
-        return crate::daemon::http::unauthorized();
+    if !auth::authorized(daemon.api_token.as_ref(), &headers) {
+        return auth::unauthorized();
     }
     let work = tokio::task::spawn_blocking(move || build(&daemon, &headers, &which)).await;
     match work {

@@ -19,7 +19,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::http::HeaderMap;
 use chrono::Utc;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
@@ -183,12 +182,6 @@ impl Traffic {
 
     fn closed(&self) -> bool {
         self.closed.load(Ordering::Relaxed)
-    }
-
-    fn authorized(&self, headers: &HeaderMap) -> bool {
-        self.token
-            .as_ref()
-            .is_none_or(|token| super::http::bearer_matches(headers, token))
     }
 }
 
