@@ -67,40 +67,34 @@ impl Deliverer {
             ));
         };
         match &channel.kind {
-            AlertKind::Webhook { url, secret_env } => {
+            AlertKind::Webhook {
+                url,
+                secret_env,
+                signing_key,
+            } => {
                 let body = serde_json::to_vec(&webhook_payload(n)).expect("payload serialises");
                 let mut headers = id_headers(n);
-                if let Some(var) = secret_env {
+                let ts = Utc::now().timestamp();
+                headers.push(("webhook-timestamp".into(), ts.to_string()));
+                match (secret_env, signing_key) {
+                    (_, Some(key)) => {
+                        headers.push((
+                            "webhook-signature".into(),
+                            sign::sign(key, &n.id, ts, &body),
+                        ));
+                    }
                     // Fail closed: a channel configured to sign never sends unsigned.
-                    let Some(secret) = std::env::var(var).ok().filter(|v| !v.is_empty()) else {
+                    (Some(var), None) => {
                         return Attempted::Failed(format!(
                             "environment variable `{var}` (the webhook signing secret) is not set"
                         ));
-                    };
-                    let key = match sign::decode_secret(&secret) {
-                        Ok(key) => key,
-                        Err(why) => {
-                            return Attempted::Failed(format!(
-                                "the webhook secret in `{var}` cannot sign: {why}"
-                            ));
-                        }
-                    };
-                    let ts = Utc::now().timestamp();
-                    headers.push(("webhook-timestamp".into(), ts.to_string()));
-                    headers.push((
-                        "webhook-signature".into(),
-                        sign::sign(&key, &n.id, ts, &body),
-                    ));
-                } else {
-                    headers.push((
-                        "webhook-timestamp".into(),
-                        Utc::now().timestamp().to_string(),
-                    ));
+                    }
+                    (None, None) => {}
                 }
                 self.post(url, headers, body, &n.id).await
             }
-            AlertKind::Slack { url_env } => {
-                let Ok(url) = std::env::var(url_env) else {
+            AlertKind::Slack { url_env, url } => {
+                let Some(url) = url else {
                     return Attempted::Failed(format!(
                         "environment variable `{url_env}` (the Slack webhook URL) is not set"
                     ));
@@ -109,7 +103,7 @@ impl Deliverer {
                     &json!({ "text": format!("*{}*\n{}", slack_escape(&n.headline()), slack_escape(&n.text())) }),
                 )
                 .expect("payload serialises");
-                self.post(&url, id_headers(n), body, &n.id).await
+                self.post(url.expose(), id_headers(n), body, &n.id).await
             }
             AlertKind::Alertmanager { url } => {
                 let body =
@@ -121,15 +115,16 @@ impl Deliverer {
                 smtp,
                 from,
                 to,
-                username_env,
-                password_env,
+                username,
+                password,
+                ..
             } => {
                 let channel = EmailChannel {
                     smtp,
                     from,
                     to,
-                    username: username_env.as_deref().and_then(|v| std::env::var(v).ok()),
-                    password: password_env.as_deref().and_then(|v| std::env::var(v).ok()),
+                    username: username.as_ref().map(|s| s.expose().to_owned()),
+                    password: password.as_ref().map(|s| s.expose().to_owned()),
                 };
                 match email::send(&channel, n, self.timeout).await {
                     SmtpOutcome::Sent => Attempted::Delivered,
