@@ -8,6 +8,7 @@ pub mod alert;
 pub mod app;
 pub mod audit;
 pub mod cli;
+mod closed_set;
 pub mod cmd;
 pub mod config;
 pub mod daemon;

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use crate::alert::email::{self, EmailChannel, SmtpOutcome};
 use crate::alert::outbox::{self, DeliveryState};
 use crate::alert::{AlertStatus, Notification, sign};
+use crate::closed_set::closed_set;
 use crate::config::{AlertChannel, AlertKind};
 use crate::retry::{self, Decision, Operation, RetryPolicy, Signal};
 use crate::store::Store;
@@ -283,34 +284,16 @@ pub struct Outcome {
     pub result: DeliveryResult,
 }
 
-/// How one attempt left a notification.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum DeliveryResult {
-    Delivered,
-    /// Refused for good (a permanent error): not tried again.
-    Failed,
-    /// Not delivered yet; will be tried again later.
-    Retried,
-    /// Given up after `MAX_AGE`.
-    Expired,
-}
-
-impl DeliveryResult {
-    pub const ALL: [DeliveryResult; 4] = [
-        DeliveryResult::Delivered,
-        DeliveryResult::Failed,
-        DeliveryResult::Retried,
-        DeliveryResult::Expired,
-    ];
-
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DeliveryResult::Delivered => "delivered",
-            DeliveryResult::Failed => "failed",
-            DeliveryResult::Retried => "retried",
-            DeliveryResult::Expired => "expired",
-        }
+closed_set! {
+    /// How one attempt left a notification.
+    pub enum DeliveryResult {
+        Delivered => "delivered",
+        /// Refused for good (a permanent error): not tried again.
+        Failed => "failed",
+        /// Not delivered yet; will be tried again later.
+        Retried => "retried",
+        /// Given up after `MAX_AGE`.
+        Expired => "expired",
     }
 }
 

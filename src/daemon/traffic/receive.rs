@@ -11,6 +11,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt as _;
 
+use crate::daemon::metrics::labels::SpanResult;
 use crate::daemon::{Daemon, auth};
 use crate::traffic::otlp::{self, Encoding, MAX_BODY, Rejected};
 
@@ -86,10 +87,10 @@ async fn receive_inner(daemon: &Daemon, headers: &HeaderMap, body: Body) -> Resp
     daemon.metrics.traffic_spans(
         &admitted.served,
         [
-            ("matched", admitted.matched),
-            ("unmatched", admitted.unmatched),
-            ("not_genai", other),
-            ("rejected", extracted.malformed),
+            (SpanResult::Matched, admitted.matched),
+            (SpanResult::Unmatched, admitted.unmatched),
+            (SpanResult::NotGenai, other),
+            (SpanResult::Rejected, extracted.malformed),
         ],
     );
     let message = if extracted.malformed > 0 {
