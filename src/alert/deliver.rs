@@ -14,12 +14,11 @@ use futures::StreamExt as _;
 use serde_json::{Value, json};
 
 use crate::alert::email::{self, EmailChannel, SmtpOutcome};
-use crate::alert::outbox::{self, DeliveryState};
 use crate::alert::{AlertStatus, Notification, sign};
 use crate::closed_set::closed_set;
 use crate::config::{AlertChannel, AlertKind};
 use crate::retry::{self, Decision, Operation, RetryPolicy, Signal};
-use crate::store::Store;
+use crate::store::{Delivery, DeliveryState, Entry, Queued, Store};
 use crate::transport::Transport;
 
 /// How long an undeliverable notification keeps being retried.
@@ -303,7 +302,7 @@ pub const PER_CHANNEL: usize = 4;
 
 /// Tries every due notification of every channel once; returns each attempt's outcome.
 pub async fn run_due(store: &Store, deliverer: &Deliverer) -> Vec<Outcome> {
-    let Ok(channels) = outbox::channels_waiting(store) else {
+    let Ok(channels) = store.channels_waiting().await else {
         return Vec::new();
     };
     let runs = channels
@@ -319,7 +318,7 @@ pub async fn run_due(store: &Store, deliverer: &Deliverer) -> Vec<Outcome> {
 /// Tries one channel's due notifications: pins in parallel (up to `PER_CHANNEL`), each pin's in
 /// order, stopping at the first that is not due or not delivered so none overtakes an older one.
 pub async fn run_channel(store: &Store, deliverer: &Deliverer, channel: &str) -> Vec<Outcome> {
-    let Ok(pins) = outbox::queued(store, channel) else {
+    let Ok(pins) = store.queued(channel).await else {
         return Vec::new();
     };
     futures::stream::iter(pins)
@@ -329,7 +328,7 @@ pub async fn run_channel(store: &Store, deliverer: &Deliverer, channel: &str) ->
         .await
 }
 
-async fn run_pin(store: &Store, deliverer: &Deliverer, queue: Vec<outbox::Queued>) -> Vec<Outcome> {
+async fn run_pin(store: &Store, deliverer: &Deliverer, queue: Vec<Queued>) -> Vec<Outcome> {
     let mut outcomes = Vec::new();
     for queued in queue {
         if queued.entry.delivery.next_attempt_at > Utc::now() {
@@ -347,7 +346,7 @@ async fn run_pin(store: &Store, deliverer: &Deliverer, queue: Vec<outbox::Queued
             channel: entry.notification.channel.clone(),
             result,
         });
-        if let Err(e) = outbox::update(store, &queued, &entry).await {
+        if let Err(e) = store.update_delivery(&queued, &entry).await {
             tracing::error!(error = %e, notification = %entry.notification.id, "outbox update failed");
             break;
         }
@@ -359,7 +358,7 @@ async fn run_pin(store: &Store, deliverer: &Deliverer, queue: Vec<outbox::Queued
 }
 
 /// Applies an attempt's outcome to the delivery record.
-fn record(d: &mut outbox::Delivery, outcome: &Attempted, created: DateTime<Utc>) -> DeliveryResult {
+fn record(d: &mut Delivery, outcome: &Attempted, created: DateTime<Utc>) -> DeliveryResult {
     let now = Utc::now();
     d.attempts += 1;
     match outcome {
@@ -394,7 +393,7 @@ fn record(d: &mut outbox::Delivery, outcome: &Attempted, created: DateTime<Utc>)
     }
 }
 
-fn log(entry: &outbox::Entry, outcome: &Attempted) {
+fn log(entry: &Entry, outcome: &Attempted) {
     let n = &entry.notification;
     match outcome {
         Attempted::Delivered => {

@@ -4,9 +4,9 @@
 //!
 //! Bounded so no client can starve the audits: connections are capped and time out when idle
 //! (`listener`), history comes a page at a time (`limit`, `cursor`; the next page's URL in a
-//! `Link` header, RFC 8288) and is read on the blocking pool, off the async workers that run
-//! the audits. `/api/*` and the status pages require `Authorization: Bearer` when
-//! `settings.api_token_env` is set. `POST /v1/traces` is the OTLP/HTTP traces receiver
+//! `Link` header, RFC 8288), read by the store off the async workers that run the audits (sled:
+//! on the blocking pool). `/api/*` and the status pages require `Authorization: Bearer` when
+//! `settings.api_token_env` is set (`auth`). `POST /v1/traces` is the OTLP/HTTP traces receiver
 //! (`traffic`), with its own token (`traffic.token_env`).
 
 use std::sync::Arc;
@@ -95,16 +95,12 @@ async fn history(
         None => None,
     };
     let limit = q.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
-    let pin = q.pin.clone();
-    let reader = daemon.clone();
-    let read = tokio::task::spawn_blocking(move || {
-        reader
-            .store
-            .history_page(pin.as_deref(), q.since, cursor.as_ref(), limit)
-    })
-    .await;
+    let read = daemon
+        .store
+        .history_page(q.pin.as_deref(), q.since, cursor.as_ref(), limit)
+        .await;
     match read {
-        Ok(Ok(page)) => {
+        Ok(page) => {
             let mut response = axum::Json(page.records).into_response();
             if let Some(next) = page.next
                 && let Ok(link) = next_link(q.pin.as_deref(), q.since, &next, limit).parse()
@@ -113,7 +109,6 @@ async fn history(
             }
             response
         }
-        Ok(Err(e)) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     }
 }

@@ -315,7 +315,7 @@ pub async fn run(
         }
     }
     let store = open_store(&config.settings.store).await?;
-    crate::alert::outbox::index_older_entries(&store).await?;
+    store.index_older_entries().await?;
     let listener = tokio::net::TcpListener::bind(config.settings.metrics)
         .await
         .map_err(|e| {
@@ -386,7 +386,7 @@ async fn delivery_worker(daemon: Arc<Daemon>, stop: CancellationToken) {
             .iter()
             .map(|c| c.name.clone())
             .collect();
-        names.extend(crate::alert::outbox::channels_waiting(&daemon.store).unwrap_or_default());
+        names.extend(daemon.store.channels_waiting().await.unwrap_or_default());
         for name in names {
             if started.insert(name.clone()) {
                 workers.spawn(channel_worker(daemon.clone(), name, stop.clone()));
@@ -429,7 +429,7 @@ async fn open_store(path: &Path) -> Result<Store, DaemonError> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     let mut said = false;
     loop {
-        match Store::open(path, crate::store::Holder::Daemon) {
+        match Store::open(path, crate::store::Holder::Daemon).await {
             Ok(store) => return Ok(store),
             Err(crate::store::StoreError::InUse { .. })
                 if tokio::time::Instant::now() < deadline =>
@@ -472,7 +472,7 @@ impl Loop {
                 return Exit::Error;
             }
         };
-        self.catch_up();
+        self.catch_up().await;
         let mut signals = match Signals::new() {
             Ok(s) => s,
             Err(e) => {
@@ -526,11 +526,11 @@ impl Loop {
     }
 
     /// Pins whose last stored audit is older than one interval are audited at once.
-    fn catch_up(&self) {
+    async fn catch_up(&self) {
         let config = self.daemon.config();
         let now = Utc::now();
         for pin in &config.pins {
-            let last = self.daemon.store.last_audit(&pin.id).ok().flatten();
+            let last = self.daemon.store.last_audit(&pin.id).await.ok().flatten();
             if let Some(record) = &last {
                 self.daemon
                     .last_audit
@@ -604,7 +604,7 @@ impl Loop {
             Ok(s) => {
                 tracing::info!("SIGHUP: pins.toml reloaded");
                 // New pins (and pins whose schedule changed) are audited now if they are due.
-                self.catch_up();
+                self.catch_up().await;
                 Some(s)
             }
             Err(e) => {

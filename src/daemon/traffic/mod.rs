@@ -268,7 +268,12 @@ async fn judge_pin(daemon: &Daemon, pin: &str, spans: &[GenAiSpan]) -> bool {
         crate::alert::process(&daemon.store, config, &record, keep),
     )
     .await
-    .unwrap_or_else(|_| Err(daemon.store.write_error("no answer from the store in time")));
+    .unwrap_or_else(|_| {
+        Err(crate::store::StoreError::Write {
+            path: config.settings.store.clone(),
+            message: "no answer from the store in time".to_owned(),
+        })
+    });
     match processed {
         Ok(queued) => {
             if !queued.is_empty() {
