@@ -82,8 +82,8 @@ impl Store {
         each!(self, s => s.generation())
     }
 
-    /// Gets the store writable again after a write on generation `failed` failed (sled:
-    /// reopens it); does nothing when another writer already did.
+    /// Gets the store writable again after a write on generation `failed` failed (sled: reopens
+    /// it, when sled itself failed); does nothing when another writer already did.
     pub async fn recover(&self, failed: u64) -> Result<(), StoreError> {
         each!(self, s => s.recover(failed).await)
     }

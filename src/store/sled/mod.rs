@@ -9,21 +9,21 @@
 //! closed and reopened (`recover`) rather than used on: that is how the daemon heals when space
 //! comes back, without a restart.
 
+mod commit;
 mod history;
 mod keys;
 mod open;
 mod outbox;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use chrono::Utc;
-use sled::Transactional as _;
-use sled::transaction::{ConflictableTransactionError, TransactionError, TransactionalTree};
+use sled::transaction::TransactionError;
 
-use crate::store::{AuditRecord, Commit, Entry, Failing, Holder, Replace, StoreError};
+use crate::store::{Failing, Holder, StoreError};
 
 pub use open::reset;
 
@@ -50,6 +50,9 @@ pub struct SledStore {
     /// How many times the store was reopened: a writer that failed on an older generation
     /// need not reopen again.
     generation: Arc<AtomicU64>,
+    /// sled failed a write since the last (re)open: only then is reopening the way back, and a
+    /// write that failed otherwise (cut short, say) leaves a healthy database open.
+    broken: Arc<AtomicBool>,
     /// Writes still to refuse, so tests can make the store fail on demand.
     #[cfg(test)]
     refuse: Arc<std::sync::atomic::AtomicU32>,
@@ -82,6 +85,7 @@ impl SledStore {
             failing: Arc::default(),
             reopening: Arc::default(),
             generation: Arc::default(),
+            broken: Arc::default(),
             #[cfg(test)]
             refuse: Arc::default(),
         })
@@ -121,11 +125,13 @@ impl SledStore {
 
     /// Closes and reopens the database after a write on `failed` (a generation) failed: sled's
     /// error is sticky, so this is the only way back once the disk has room again. Does nothing
-    /// when another writer reopened it since. Waits (up to 10 s) for operations still holding
-    /// the old database, since sled's file lock is released only when it is dropped.
+    /// when another writer reopened it since, or when sled never failed (the database is fine).
+    /// Waits (up to 10 s) for operations still holding the old database, since sled's file lock
+    /// is released only when it is dropped.
     pub async fn recover(&self, failed: u64) -> Result<(), StoreError> {
         let _one = self.reopening.lock().await;
-        if self.generation() != failed {
+        let closed = self.trees.read().expect("store lock").is_none();
+        if self.generation() != failed || !(closed || self.broken.load(Ordering::Acquire)) {
             return Ok(());
         }
         let old = self.trees.write().expect("store lock").take();
@@ -142,6 +148,7 @@ impl SledStore {
             .await
             .map_err(|e| self.write_error(e))??;
         *self.trees.write().expect("store lock") = Some(Arc::new(trees));
+        self.broken.store(false, Ordering::Release);
         self.generation.fetch_add(1, Ordering::AcqRel);
         open::leave_name(&self.path, self.holder);
         Ok(())
@@ -212,8 +219,14 @@ impl SledStore {
                             path: self.path.clone(),
                         });
                     }
-                    Ok(Err(Refused::Failed(message))) => Err(self.write_error(message)),
-                    Err(e) => Err(self.write_error(e)),
+                    Ok(Err(Refused::Failed(message))) => {
+                        self.broken.store(true, Ordering::Release);
+                        Err(self.write_error(message))
+                    }
+                    Err(e) => {
+                        self.broken.store(true, Ordering::Release);
+                        Err(self.write_error(e))
+                    }
                 }
             }
             Err(e) => Err(e),
@@ -239,140 +252,12 @@ impl SledStore {
     pub async fn flush(&self) -> Result<(), StoreError> {
         self.write(|_| Ok(())).await
     }
-
-    /// Writes the commit in one transaction and flushes it. A rewrite of an older entry whose
-    /// bytes changed since they were read aborts the whole transaction (`StoreError::Conflict`).
-    pub async fn commit(&self, c: &Commit<'_>, superseded: &[Replace]) -> Result<(), StoreError> {
-        let rows = Rows::of(c, superseded).map_err(|e| self.write_error(e))?;
-        self.write(move |t| {
-            let trees = (&t.audits, &t.by_time, &t.alerts, &t.outbox, &t.pending);
-            trees
-                .transaction(|(audits, by_time, alerts, outbox, pending)| {
-                    if let Some(audit) = &rows.audit {
-                        audit.insert(audits, by_time)?;
-                    }
-                    if let Some((key, state)) = &rows.state {
-                        alerts.insert(key.as_slice(), state.as_slice())?;
-                    }
-                    for rewrite in &rows.rewrites {
-                        rewrite.apply(outbox, pending)?;
-                    }
-                    for (key, index, bytes) in &rows.queue {
-                        outbox.insert(key.as_slice(), bytes.as_slice())?;
-                        pending.insert(index.as_slice(), key.as_slice())?;
-                    }
-                    Ok(())
-                })
-                .map_err(transaction_refused)?;
-            crate::fault::at(crate::fault::Point::AfterCommitBeforeFlush);
-            Ok(())
-        })
-        .await
-    }
 }
 
 fn transaction_refused(e: TransactionError<()>) -> Refused {
     match e {
         TransactionError::Abort(()) => Refused::Conflict,
         TransactionError::Storage(e) => Refused::Failed(format!("{e:?}")),
-    }
-}
-
-/// The key, time-index key and bytes of one audit, ready to be written in a transaction.
-struct AuditRow {
-    key: Vec<u8>,
-    index: Vec<u8>,
-    value: Vec<u8>,
-}
-
-impl AuditRow {
-    fn of(record: &AuditRecord) -> serde_json::Result<AuditRow> {
-        let millis = keys::millis(record.started_at);
-        Ok(AuditRow {
-            key: keys::audit_key(&record.pin.id, millis, &record.audit_id),
-            index: keys::time_key(millis, &record.pin.id, &record.audit_id),
-            value: serde_json::to_vec(record)?,
-        })
-    }
-
-    fn insert(
-        &self,
-        audits: &TransactionalTree,
-        by_time: &TransactionalTree,
-    ) -> Result<(), ConflictableTransactionError<()>> {
-        audits.insert(self.key.as_slice(), self.value.as_slice())?;
-        by_time.insert(self.index.as_slice(), self.key.as_slice())?;
-        Ok(())
-    }
-}
-
-/// An older entry's new bytes, applied only if it still holds what was read.
-struct Rewrite {
-    key: Vec<u8>,
-    expected: Vec<u8>,
-    bytes: Vec<u8>,
-    /// Its queue index, when it leaves the queue (nothing left to send).
-    done: Option<Vec<u8>>,
-}
-
-impl Rewrite {
-    fn apply(
-        &self,
-        outbox: &TransactionalTree,
-        pending: &TransactionalTree,
-    ) -> Result<(), ConflictableTransactionError<()>> {
-        if outbox.get(&self.key)?.as_deref() != Some(self.expected.as_slice()) {
-            return Err(ConflictableTransactionError::Abort(()));
-        }
-        outbox.insert(self.key.as_slice(), self.bytes.as_slice())?;
-        if let Some(index) = &self.done {
-            pending.remove(index.as_slice())?;
-        }
-        Ok(())
-    }
-}
-
-/// A commit serialised, so the transaction on the blocking pool owns what it writes.
-struct Rows {
-    audit: Option<AuditRow>,
-    state: Option<(Vec<u8>, Vec<u8>)>,
-    rewrites: Vec<Rewrite>,
-    /// (outbox key, queue index, bytes) of each new entry.
-    queue: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>,
-}
-
-impl Rows {
-    fn of(c: &Commit<'_>, superseded: &[Replace]) -> serde_json::Result<Rows> {
-        let state = c
-            .state
-            .map(|s| serde_json::to_vec(s).map(|bytes| (keys::state_key(c.subject), bytes)))
-            .transpose()?;
-        let rewrites = superseded
-            .iter()
-            .map(|r| {
-                Ok(Rewrite {
-                    key: r.queued.token.key.clone(),
-                    expected: r.queued.token.bytes.clone(),
-                    bytes: serde_json::to_vec(&r.entry)?,
-                    done: (r.entry.delivery.state != crate::store::DeliveryState::Pending)
-                        .then(|| keys::queue_key(&r.entry.notification)),
-                })
-            })
-            .collect::<serde_json::Result<_>>()?;
-        let queue = c
-            .notifications
-            .iter()
-            .map(|n| {
-                let bytes = serde_json::to_vec(&Entry::pending(n))?;
-                Ok((keys::outbox_key(n), keys::queue_key(n), bytes))
-            })
-            .collect::<serde_json::Result<_>>()?;
-        Ok(Rows {
-            audit: c.audit.map(AuditRow::of).transpose()?,
-            state,
-            rewrites,
-            queue,
-        })
     }
 }
 
