@@ -30,3 +30,4 @@ mod status_page;
 mod traffic;
 mod traffic_daemon;
 mod traffic_otel;
+mod upkeep;
