@@ -5,7 +5,7 @@
 //! `scheduler` (the one loop: due pins, dispatch, catch-up, reload), `audit` (one pin's audit),
 //! `commit` (the one way audits and traffic verdicts reach the store), `upkeep` (feeds and
 //! pruning, never in the loop's way), `delivery` (one worker per alert channel), `signals`,
-//! `http` with `auth`, `page` and `traffic`. Start-up binds the listener and opens the store
+//! `http` with `auth`, `page` and `traffic`. Start-up opens the store and binds the listener
 //! before anything runs, so a refusal is an exit code; the listener serves and the heartbeat
 //! beats from the start, while the first feeds still load. On stop, the background tasks end in
 //! the reverse order they started and the store is flushed.
@@ -58,6 +58,7 @@ pub enum DaemonError {
     Io(String),
 }
 
+/// Runs the daemon until SIGTERM or SIGINT; `Exit::Error` when it could not stop cleanly.
 pub async fn run(
     config_path: &Path,
     reset_store: bool,
@@ -73,37 +74,16 @@ pub async fn run(
     if reset_store {
         reset(&config.settings.store)?;
     }
+    // The store before the port: a second daemon on the same store is told who holds it.
     let store = open_store(&config.settings.store).await?;
     store.index_older_entries().await?;
     let listener = bind(&config).await?;
     let address = listener
         .local_addr()
         .map_err(|e| DaemonError::Io(format!("cannot read the listening address: {e}")))?;
-    let api_token = api_token(&config)?;
-    let traffic = traffic::Traffic::new(&config)?;
-    warn_if_public(&config);
-    let daemon = Arc::new(Daemon::new(Parts {
-        config_path: config_path.to_owned(),
-        selection,
-        snapshot: Snapshot::of(config).map_err(DaemonError::Io)?,
-        store,
-        api_token,
-        traffic,
-    }));
-    let config = daemon.config();
-    daemon.metrics.declare(&config);
+    let daemon = Arc::new(start(config_path, selection, config, store)?);
     let refresh_facts = Arc::new(Notify::new());
-    let mut background = Background::default();
-    background.spawn(|stop| http::serve(daemon.clone(), listener, stop));
-    // The address actually bound: `metrics = "127.0.0.1:0"` picks a free port.
-    tracing::info!(url = %format!("http://{address}/"), store = %config.settings.store.display(), pins = config.pins.len(), "daemon started: status page, /metrics and /healthz listening");
-    let chores = {
-        let daemon = daemon.clone();
-        move |chore| upkeep::perform(daemon.clone(), chore)
-    };
-    background.spawn(|stop| upkeep::run(chores, refresh_facts.clone(), stop));
-    background.spawn(|stop| delivery::run(daemon.clone(), stop));
-    background.spawn(|stop| traffic::judge_loop(daemon.clone(), stop));
+    let background = spawn_background(&daemon, listener, address, &refresh_facts);
     let code = schedule(&daemon, refresh_facts).await;
     // The last spans are judged, then delivery stops (undelivered notifications stay in the
     // outbox and are sent after a restart), then upkeep and the listener.
@@ -114,6 +94,52 @@ pub async fn run(
     }
     tracing::info!("daemon stopped");
     Ok(code)
+}
+
+/// The daemon's shared state, with everything else read once at start: the tokens and the
+/// traces receiver's state.
+fn start(
+    config_path: &Path,
+    selection: Selection,
+    config: Config,
+    store: Store,
+) -> Result<Daemon, DaemonError> {
+    let api_token = api_token(&config)?;
+    let traffic = traffic::Traffic::new(&config)?;
+    warn_if_public(&config);
+    let daemon = Daemon::new(Parts {
+        config_path: config_path.to_owned(),
+        selection,
+        snapshot: Snapshot::of(config).map_err(DaemonError::Io)?,
+        store,
+        api_token,
+        traffic,
+    });
+    daemon.metrics.declare(&daemon.config());
+    Ok(daemon)
+}
+
+/// The listener first (the address it bound is logged), then upkeep (the first feed load starts
+/// now, beside everything else), delivery and traffic judging.
+fn spawn_background(
+    daemon: &Arc<Daemon>,
+    listener: tokio::net::TcpListener,
+    address: std::net::SocketAddr,
+    refresh_facts: &Arc<Notify>,
+) -> Background {
+    let mut background = Background::default();
+    background.spawn(|stop| http::serve(daemon.clone(), listener, stop));
+    let config = daemon.config();
+    // The address actually bound: `metrics = "127.0.0.1:0"` picks a free port.
+    tracing::info!(url = %format!("http://{address}/"), store = %config.settings.store.display(), pins = config.pins.len(), "daemon started: status page, /metrics and /healthz listening");
+    let chores = {
+        let daemon = daemon.clone();
+        move |chore| upkeep::perform(daemon.clone(), chore)
+    };
+    background.spawn(|stop| upkeep::run(chores, refresh_facts.clone(), stop));
+    background.spawn(|stop| delivery::run(daemon.clone(), stop));
+    background.spawn(|stop| traffic::judge_loop(daemon.clone(), stop));
+    background
 }
 
 /// Runs the scheduler, told by the process's signals, until it stops.

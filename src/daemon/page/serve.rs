@@ -66,13 +66,7 @@ async fn build(
     which: Which,
 ) -> Result<Response, StoreError> {
     let config = daemon.snapshot().config.clone();
-    let reader = daemon.clone();
-    let path = config.settings.lockfile.clone();
-    let lock = tokio::task::spawn_blocking(move || reader.lock_file(&path))
-        .await
-        .ok()
-        .and_then(Result::ok)
-        .and_then(|l| l.as_ref().clone());
+    let lock = lock_of(&daemon, &config).await;
     let pins: Vec<&Pin> = match &which {
         Which::Overview => config.pins.iter().collect(),
         Which::Pin(id) => match config.pins.iter().find(|p| &p.id == id) {
@@ -84,15 +78,8 @@ async fn build(
         Which::Overview => "overview",
         Which::Pin(_) => "pin",
     };
-    let stamp = stamp(
-        &daemon.store,
-        &config,
-        lock.as_ref(),
-        &pins,
-        kind,
-        daemon.started,
-    )
-    .await?;
+    let store = &daemon.store;
+    let stamp = stamp(store, &config, lock.as_ref(), &pins, kind, daemon.started).await?;
     let private = daemon.api_token.is_some();
     if not_modified(&headers, &stamp) {
         let mut response = StatusCode::NOT_MODIFIED.into_response();
@@ -100,12 +87,10 @@ async fn build(
         return Ok(response);
     }
     let gathered = match which {
-        Which::Overview => {
-            Gathered::Overview(overview_views(&daemon.store, &pins, lock.as_ref()).await?)
-        }
+        Which::Overview => Gathered::Overview(overview_views(store, &pins, lock.as_ref()).await?),
         Which::Pin(_) => {
             let blank = PinView::blank(pins[0], locked_of(lock.as_ref(), &pins[0].id));
-            let (view, records) = view_of(&daemon.store, blank, PIN_AUDITS).await?;
+            let (view, records) = view_of(store, blank, PIN_AUDITS).await?;
             Gathered::Pin(Box::new(PinHistory {
                 view,
                 records,
@@ -113,7 +98,22 @@ async fn build(
             }))
         }
     };
-    let gzip = accepts_gzip(&headers);
+    Ok(render(gathered, stamp, accepts_gzip(&headers), private).await)
+}
+
+/// modelpin.lock, read on the blocking pool when it changed; `None` when absent or unreadable.
+async fn lock_of(daemon: &Arc<Daemon>, config: &crate::config::Config) -> Option<LoadedLock> {
+    let reader = daemon.clone();
+    let path = config.settings.lockfile.clone();
+    tokio::task::spawn_blocking(move || reader.lock_file(&path))
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .and_then(|l| l.as_ref().clone())
+}
+
+/// The page rendered and compressed on the blocking pool.
+async fn render(gathered: Gathered, stamp: Stamp, gzip: bool, private: bool) -> Response {
     let rendered = tokio::task::spawn_blocking(move || {
         let meta = Meta {
             generated: stamp.last_modified,
@@ -126,7 +126,7 @@ async fn build(
         html_response(StatusCode::OK, html, Some(&stamp), gzip, private)
     })
     .await;
-    Ok(rendered.unwrap_or_else(|e| plain(StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n"))))
+    rendered.unwrap_or_else(|e| plain(StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")))
 }
 
 /// What the lock recorded as served for a pin; `None` when it is not locked.

@@ -202,37 +202,41 @@ impl SledStore {
             return outcome;
         }
         let outcome = match self.trees() {
-            Ok(trees) => {
-                let done = tokio::task::spawn_blocking(move || {
-                    write(&trees)?;
-                    trees
-                        .db
-                        .flush()
-                        .map(|_| ())
-                        .map_err(|e| Refused::Failed(e.to_string()))
-                })
-                .await;
-                match done {
-                    Ok(Ok(())) => Ok(()),
-                    Ok(Err(Refused::Conflict)) => {
-                        return Err(StoreError::Conflict {
-                            path: self.path.clone(),
-                        });
-                    }
-                    Ok(Err(Refused::Failed(message))) => {
-                        self.broken.store(true, Ordering::Release);
-                        Err(self.write_error(message))
-                    }
-                    Err(e) => {
-                        self.broken.store(true, Ordering::Release);
-                        Err(self.write_error(e))
-                    }
-                }
-            }
+            Ok(trees) => self.written(trees, write).await,
             Err(e) => Err(e),
         };
-        self.note(&outcome);
+        if !matches!(outcome, Err(StoreError::Conflict { .. })) {
+            self.note(&outcome);
+        }
         outcome
+    }
+
+    /// `write` and the flush on `trees`; any failure of sled's marks the database broken.
+    async fn written<F>(&self, trees: Arc<Trees>, write: F) -> Result<(), StoreError>
+    where
+        F: FnOnce(&Trees) -> Result<(), Refused> + Send + 'static,
+    {
+        let done = tokio::task::spawn_blocking(move || {
+            write(&trees)?;
+            trees
+                .db
+                .flush()
+                .map(|_| ())
+                .map_err(|e| Refused::Failed(e.to_string()))
+        })
+        .await;
+        let failed = match done {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(Refused::Conflict)) => {
+                return Err(StoreError::Conflict {
+                    path: self.path.clone(),
+                });
+            }
+            Ok(Err(Refused::Failed(message))) => self.write_error(message),
+            Err(e) => self.write_error(e),
+        };
+        self.broken.store(true, Ordering::Release);
+        Err(failed)
     }
 
     #[cfg(test)]
