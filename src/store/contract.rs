@@ -123,7 +123,7 @@ async fn history_is_time_ordered_filterable_and_survives_reopening() {
 }
 
 #[tokio::test]
-async fn recent_records_come_newest_first_and_the_latest_key_names_its_start() {
+async fn recent_audits_come_newest_first_and_the_latest_key_names_its_start() {
     for backend in Backend::all() {
         let store = backend.open().await;
         let a = ["a".to_owned()];
