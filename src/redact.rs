@@ -108,7 +108,7 @@ fn secret_vars(kind: &AlertKind) -> Vec<String> {
             ..
         } => username_env.iter().chain(password_env).cloned().collect(),
         AlertKind::Webhook { secret_env, .. } => secret_env.iter().cloned().collect(),
-        AlertKind::Slack { url_env } => vec![url_env.clone()],
+        AlertKind::Slack { url_env, .. } => vec![url_env.clone()],
         AlertKind::Alertmanager { .. } => Vec::new(),
     }
 }

@@ -3,13 +3,14 @@
 //! `cargo run --release --example status_page` takes a made-up fleet (`daemon::page::sample`: a
 //! full strip of audits per pin, a third drifting), and measures over many rounds, median and
 //! 95th percentile: rendering the overview alone; rendering plus gzip; and what the daemon does
-//! for a changed page — read each pin's strip from a sled store holding those audits, order,
-//! render, gzip. A revalidation of an unchanged page is answered 304 without any of it.
+//! for a changed page — read every pin's strip from a sled store holding those audits (one read
+//! on the blocking pool, as the daemon does), order, render, gzip. A revalidation of an unchanged
+//! page is answered 304 without any of it.
 
 use std::time::{Duration, Instant};
 
 use modelpin::daemon::page::cache::compress;
-use modelpin::daemon::page::serve::view_of;
+use modelpin::daemon::page::serve::views_of;
 use modelpin::daemon::page::{Meta, PinView, STRIP_AUDITS, by_urgency, overview, sample};
 use modelpin::store::{AuditRecord, Holder, Store};
 
@@ -45,21 +46,29 @@ fn main() {
             let _ = compress(overview::overview(&pins, &meta).as_bytes());
         })
     );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
     let dir = tempfile::tempdir().expect("temp dir");
-    let store = filled_store(&dir.path().join("store"), &pins);
+    let store = runtime.block_on(filled_store(&dir.path().join("store"), &pins));
     println!(
         "store read + render + gzip:  {}",
         timed(|| {
-            let mut views: Vec<PinView> = pins
+            let blanks: Vec<PinView> = pins
                 .iter()
-                .map(|p| {
-                    let blank = PinView {
-                        latest: None,
-                        marks: Vec::new(),
-                        ..p.clone()
-                    };
-                    view_of(&store, blank, STRIP_AUDITS).expect("store reads").0
+                .map(|p| PinView {
+                    latest: None,
+                    marks: Vec::new(),
+                    ..p.clone()
                 })
+                .collect();
+            let read = runtime.block_on(views_of(&store, blanks, STRIP_AUDITS));
+            let mut views: Vec<PinView> = read
+                .expect("store reads")
+                .into_iter()
+                .map(|(view, _)| view)
                 .collect();
             by_urgency(&mut views);
             let _ = compress(overview::overview(&views, &meta).as_bytes());
@@ -68,30 +77,25 @@ fn main() {
 }
 
 /// A store with every audit of every pin's strip, written as the daemon writes them.
-fn filled_store(path: &std::path::Path, pins: &[PinView]) -> Store {
-    let store = Store::open(path, Holder::Daemon).expect("store opens");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
-        let mut tasks = tokio::task::JoinSet::new();
-        for pin in pins {
-            let (store, pin) = (store.clone(), pin.clone());
-            tasks.spawn(async move {
-                let Some(latest) = &pin.latest else { return };
-                for (i, mark) in pin.marks.iter().enumerate() {
-                    let mut record: AuditRecord = latest.clone();
-                    record.audit_id = format!("{}-{i}", latest.audit_id);
-                    record.started_at = mark.started_at;
-                    record.pin.status = mark.status;
-                    store.append(&record).await.expect("append");
-                }
-            });
-        }
-        while tasks.join_next().await.is_some() {}
-    });
+async fn filled_store(path: &std::path::Path, pins: &[PinView]) -> Store {
+    let store = Store::open(path, Holder::Daemon)
+        .await
+        .expect("store opens");
+    let mut tasks = tokio::task::JoinSet::new();
+    for pin in pins {
+        let (store, pin) = (store.clone(), pin.clone());
+        tasks.spawn(async move {
+            let Some(latest) = &pin.latest else { return };
+            for (i, mark) in pin.marks.iter().enumerate() {
+                let mut record: AuditRecord = latest.clone();
+                record.audit_id = format!("{}-{i}", latest.audit_id);
+                record.started_at = mark.started_at;
+                record.pin.status = mark.status;
+                store.append(&record).await.expect("append");
+            }
+        });
+    }
+    while tasks.join_next().await.is_some() {}
     store
 }
 

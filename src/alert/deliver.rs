@@ -14,11 +14,11 @@ use futures::StreamExt as _;
 use serde_json::{Value, json};
 
 use crate::alert::email::{self, EmailChannel, SmtpOutcome};
-use crate::alert::outbox::{self, DeliveryState};
 use crate::alert::{AlertStatus, Notification, sign};
+use crate::closed::closed_set;
 use crate::config::{AlertChannel, AlertKind};
 use crate::retry::{self, Decision, Operation, RetryPolicy, Signal};
-use crate::store::Store;
+use crate::store::{Delivery, DeliveryState, Entry, Queued, Store};
 use crate::transport::Transport;
 
 /// How long an undeliverable notification keeps being retried.
@@ -67,40 +67,34 @@ impl Deliverer {
             ));
         };
         match &channel.kind {
-            AlertKind::Webhook { url, secret_env } => {
+            AlertKind::Webhook {
+                url,
+                secret_env,
+                signing_key,
+            } => {
                 let body = serde_json::to_vec(&webhook_payload(n)).expect("payload serialises");
                 let mut headers = id_headers(n);
-                if let Some(var) = secret_env {
+                let ts = Utc::now().timestamp();
+                headers.push(("webhook-timestamp".into(), ts.to_string()));
+                match (secret_env, signing_key) {
+                    (_, Some(key)) => {
+                        headers.push((
+                            "webhook-signature".into(),
+                            sign::sign(key, &n.id, ts, &body),
+                        ));
+                    }
                     // Fail closed: a channel configured to sign never sends unsigned.
-                    let Some(secret) = std::env::var(var).ok().filter(|v| !v.is_empty()) else {
+                    (Some(var), None) => {
                         return Attempted::Failed(format!(
                             "environment variable `{var}` (the webhook signing secret) is not set"
                         ));
-                    };
-                    let key = match sign::decode_secret(&secret) {
-                        Ok(key) => key,
-                        Err(why) => {
-                            return Attempted::Failed(format!(
-                                "the webhook secret in `{var}` cannot sign: {why}"
-                            ));
-                        }
-                    };
-                    let ts = Utc::now().timestamp();
-                    headers.push(("webhook-timestamp".into(), ts.to_string()));
-                    headers.push((
-                        "webhook-signature".into(),
-                        sign::sign(&key, &n.id, ts, &body),
-                    ));
-                } else {
-                    headers.push((
-                        "webhook-timestamp".into(),
-                        Utc::now().timestamp().to_string(),
-                    ));
+                    }
+                    (None, None) => {}
                 }
                 self.post(url, headers, body, &n.id).await
             }
-            AlertKind::Slack { url_env } => {
-                let Ok(url) = std::env::var(url_env) else {
+            AlertKind::Slack { url_env, url } => {
+                let Some(url) = url else {
                     return Attempted::Failed(format!(
                         "environment variable `{url_env}` (the Slack webhook URL) is not set"
                     ));
@@ -109,7 +103,7 @@ impl Deliverer {
                     &json!({ "text": format!("*{}*\n{}", slack_escape(&n.headline()), slack_escape(&n.text())) }),
                 )
                 .expect("payload serialises");
-                self.post(&url, id_headers(n), body, &n.id).await
+                self.post(url.expose(), id_headers(n), body, &n.id).await
             }
             AlertKind::Alertmanager { url } => {
                 let body =
@@ -121,15 +115,16 @@ impl Deliverer {
                 smtp,
                 from,
                 to,
-                username_env,
-                password_env,
+                username,
+                password,
+                ..
             } => {
                 let channel = EmailChannel {
                     smtp,
                     from,
                     to,
-                    username: username_env.as_deref().and_then(|v| std::env::var(v).ok()),
-                    password: password_env.as_deref().and_then(|v| std::env::var(v).ok()),
+                    username: username.as_ref().map(|s| s.expose().to_owned()),
+                    password: password.as_ref().map(|s| s.expose().to_owned()),
                 };
                 match email::send(&channel, n, self.timeout).await {
                     SmtpOutcome::Sent => Attempted::Delivered,
@@ -288,34 +283,16 @@ pub struct Outcome {
     pub result: DeliveryResult,
 }
 
-/// How one attempt left a notification.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum DeliveryResult {
-    Delivered,
-    /// Refused for good (a permanent error): not tried again.
-    Failed,
-    /// Not delivered yet; will be tried again later.
-    Retried,
-    /// Given up after `MAX_AGE`.
-    Expired,
-}
-
-impl DeliveryResult {
-    pub const ALL: [DeliveryResult; 4] = [
-        DeliveryResult::Delivered,
-        DeliveryResult::Failed,
-        DeliveryResult::Retried,
-        DeliveryResult::Expired,
-    ];
-
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DeliveryResult::Delivered => "delivered",
-            DeliveryResult::Failed => "failed",
-            DeliveryResult::Retried => "retried",
-            DeliveryResult::Expired => "expired",
-        }
+closed_set! {
+    /// How one attempt left a notification.
+    pub enum DeliveryResult {
+        Delivered => "delivered",
+        /// Refused for good (a permanent error): not tried again.
+        Failed => "failed",
+        /// Not delivered yet; will be tried again later.
+        Retried => "retried",
+        /// Given up after `MAX_AGE`.
+        Expired => "expired",
     }
 }
 
@@ -325,7 +302,7 @@ pub const PER_CHANNEL: usize = 4;
 
 /// Tries every due notification of every channel once; returns each attempt's outcome.
 pub async fn run_due(store: &Store, deliverer: &Deliverer) -> Vec<Outcome> {
-    let Ok(channels) = outbox::channels_waiting(store) else {
+    let Ok(channels) = store.channels_waiting().await else {
         return Vec::new();
     };
     let runs = channels
@@ -341,7 +318,7 @@ pub async fn run_due(store: &Store, deliverer: &Deliverer) -> Vec<Outcome> {
 /// Tries one channel's due notifications: pins in parallel (up to `PER_CHANNEL`), each pin's in
 /// order, stopping at the first that is not due or not delivered so none overtakes an older one.
 pub async fn run_channel(store: &Store, deliverer: &Deliverer, channel: &str) -> Vec<Outcome> {
-    let Ok(pins) = outbox::queued(store, channel) else {
+    let Ok(pins) = store.queued(channel).await else {
         return Vec::new();
     };
     futures::stream::iter(pins)
@@ -351,7 +328,7 @@ pub async fn run_channel(store: &Store, deliverer: &Deliverer, channel: &str) ->
         .await
 }
 
-async fn run_pin(store: &Store, deliverer: &Deliverer, queue: Vec<outbox::Queued>) -> Vec<Outcome> {
+async fn run_pin(store: &Store, deliverer: &Deliverer, queue: Vec<Queued>) -> Vec<Outcome> {
     let mut outcomes = Vec::new();
     for queued in queue {
         if queued.entry.delivery.next_attempt_at > Utc::now() {
@@ -369,7 +346,7 @@ async fn run_pin(store: &Store, deliverer: &Deliverer, queue: Vec<outbox::Queued
             channel: entry.notification.channel.clone(),
             result,
         });
-        if let Err(e) = outbox::update(store, &queued, &entry).await {
+        if let Err(e) = store.update_delivery(&queued, &entry).await {
             tracing::error!(error = %e, notification = %entry.notification.id, "outbox update failed");
             break;
         }
@@ -381,7 +358,7 @@ async fn run_pin(store: &Store, deliverer: &Deliverer, queue: Vec<outbox::Queued
 }
 
 /// Applies an attempt's outcome to the delivery record.
-fn record(d: &mut outbox::Delivery, outcome: &Attempted, created: DateTime<Utc>) -> DeliveryResult {
+fn record(d: &mut Delivery, outcome: &Attempted, created: DateTime<Utc>) -> DeliveryResult {
     let now = Utc::now();
     d.attempts += 1;
     match outcome {
@@ -416,7 +393,7 @@ fn record(d: &mut outbox::Delivery, outcome: &Attempted, created: DateTime<Utc>)
     }
 }
 
-fn log(entry: &outbox::Entry, outcome: &Attempted) {
+fn log(entry: &Entry, outcome: &Attempted) {
     let n = &entry.notification;
     match outcome {
         Attempted::Delivered => {

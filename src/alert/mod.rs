@@ -229,15 +229,15 @@ pub async fn process(
 ) -> Result<Vec<String>, crate::store::StoreError> {
     let channels = channels_for(config, &record.pin.id);
     let subject = record.alert_subject();
-    let before = outbox::load(store, &subject)?;
+    let before = store.alert_state(&subject).await?;
     let step = state::step(&before, record, &channels, chrono::Utc::now());
     let changed = step.state != before;
     if !changed && step.notifications.is_empty() && keep == Keep::AlertsOnly {
         return Ok(Vec::new());
     }
-    let commit = outbox::Commit {
+    let commit = crate::store::Commit {
         audit: (keep == Keep::Audit).then_some(record),
-        pin: &subject,
+        subject: &subject,
         state: changed.then_some(&step.state),
         notifications: &step.notifications,
     };

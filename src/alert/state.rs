@@ -239,6 +239,7 @@ mod tests {
         AlertKind::Webhook {
             url: "https://example.com/h".into(),
             secret_env: None,
+            signing_key: None,
         }
     }
 

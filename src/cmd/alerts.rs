@@ -7,7 +7,6 @@ use chrono::Utc;
 use serde_json::json;
 
 use crate::alert::deliver::{Attempted, Deliverer, run_due};
-use crate::alert::outbox::{self, DeliveryState};
 use crate::alert::{AlertItem, AlertStatus, Keep, Notification};
 use crate::cmd::AppError;
 use crate::cmd::{Output, transport_for};
@@ -16,7 +15,7 @@ use crate::exit::Exit;
 use crate::finding::Severity;
 use crate::report::Report;
 use crate::retry::RetryPolicy;
-use crate::store::{AuditRecord, Holder, Store, StoreError};
+use crate::store::{AuditRecord, DeliveryState, Holder, Store, StoreError};
 
 /// Sends a clearly marked test notification through each channel (or one); exit 1 if any failed.
 pub async fn test(
@@ -137,7 +136,7 @@ async fn deliver_now(deliverer: &Deliverer, n: &Notification) -> Result<u32, Str
 /// delivery for up to `WAIT`. Undelivered notifications stay in the outbox for the next run.
 pub async fn notify(config: &Config, report: &Report, out: Output) -> Result<(), AppError> {
     const WAIT: Duration = Duration::from_secs(30);
-    let store = match Store::open(&config.settings.store, Holder::CheckNotify) {
+    let store = match Store::open(&config.settings.store, Holder::CheckNotify).await {
         Ok(store) => store,
         Err(StoreError::InUse { .. }) => {
             out.progress("notify: a daemon holds the store and sends its own notifications; nothing sent from this check");
@@ -163,7 +162,9 @@ pub async fn notify(config: &Config, report: &Report, out: Output) -> Result<(),
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         run_due(&store, &deliverer).await;
-        let pending: Vec<_> = outbox::all(&store)?
+        let pending: Vec<_> = store
+            .outbox_all()
+            .await?
             .into_iter()
             .filter(|e| e.delivery.state == DeliveryState::Pending)
             .collect();
@@ -175,20 +176,20 @@ pub async fn notify(config: &Config, report: &Report, out: Output) -> Result<(),
             .all(|e| e.delivery.attempts >= 2);
         let pending = pending.len();
         if pending == 0 || hopeless || tokio::time::Instant::now() >= deadline {
-            summarize(&store, &queued, pending, out)?;
+            summarize(&store, &queued, pending, out).await?;
             return Ok(());
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
 
-fn summarize(
+async fn summarize(
     store: &Store,
     queued: &[String],
     pending: usize,
     out: Output,
 ) -> Result<(), AppError> {
-    let entries = outbox::all(store)?;
+    let entries = store.outbox_all().await?;
     let mine = entries
         .iter()
         .filter(|e| queued.contains(&e.notification.id));

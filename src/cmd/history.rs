@@ -36,8 +36,8 @@ pub async fn run(
         Ok(records) => records,
         // No store yet: nothing was audited; opening it would create one.
         Err(_) if !config.settings.store.exists() => Vec::new(),
-        Err(daemon_error) => match Store::open(&config.settings.store, Holder::History) {
-            Ok(store) => store.history(pin, Some(since))?,
+        Err(daemon_error) => match Store::open(&config.settings.store, Holder::History).await {
+            Ok(store) => store.history(pin, Some(since)).await?,
             Err(StoreError::InUse { .. }) => return Err(daemon_error),
             Err(e) => return Err(e.into()),
         },

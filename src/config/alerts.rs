@@ -1,10 +1,12 @@
-//! `[alerts.NAME]`: notification channels. Only the names of secret-holding variables are
-//! stored; their values are read when a notification is sent. Commands that send (the daemon,
-//! `alerts test`, `check --notify`) require every named variable to be set, so a channel fails
-//! closed at load — exit 2, naming the variable — instead of sending unsigned or not at all;
-//! commands that only audit check them only when set, so `check` in CI needs no SMTP password.
-//! Set values are checked for their shape (a webhook secret that can sign, a Slack URL the client
-//! accepts), because a wrong secret fails silently at the receiver. Values are never echoed.
+//! `[alerts.NAME]`: notification channels. pins.toml holds only the names of secret-holding
+//! variables; their values are read here, once, and kept in the validated channel (a webhook
+//! secret already decoded into its key), so delivery never reads the environment. Commands that
+//! send (the daemon, `alerts test`, `check --notify`) require every named variable to be set, so
+//! a channel fails closed at load — exit 2, naming the variable — instead of sending unsigned or
+//! not at all; commands that only audit check them only when set, so `check` in CI needs no SMTP
+//! password. Set values are checked for their shape (a webhook secret that can sign, a Slack URL
+//! the client accepts), because a wrong secret fails silently at the receiver. Values are never
+//! echoed.
 
 use std::ops::Range;
 use std::time::Duration;
@@ -13,7 +15,8 @@ use super::check::{Check, Reported};
 use super::diagnostic::backticked;
 use super::raw::{Named, RawAlert, Str};
 use super::url::{UrlProblem, parse};
-use super::{AlertChannel, AlertKind, Severity};
+use super::{AlertChannel, AlertKind, Severity, webhook_key};
+use crate::provider::Secret;
 
 pub(crate) const DEFAULT_REPEAT: Duration = Duration::from_secs(4 * 3600);
 pub(crate) const DEFAULT_MIN_SEVERITY: Severity = Severity::Warning;
@@ -201,25 +204,44 @@ impl Table<'_> {
         let to = self.recipients(check);
         let username_env = Self::optional_env(check, self.raw.username_env.as_ref());
         let password_env = Self::optional_env(check, self.raw.password_env.as_ref());
-        let mut secrets_ok = true;
-        for (name, raw, what) in [
-            (&username_env, &self.raw.username_env, "SMTP user name"),
-            (&password_env, &self.raw.password_env, "SMTP password"),
-        ] {
-            if let (Ok(Some(var)), Some(raw)) = (name, raw) {
-                secrets_ok &= self.secret(check, env, (var, raw.span()), what).is_ok();
-            }
-        }
-        if !secrets_ok {
-            return None;
-        }
+        let username = self.named_secret(
+            check,
+            env,
+            (&username_env, self.raw.username_env.as_ref()),
+            "SMTP user name",
+        );
+        let password = self.named_secret(
+            check,
+            env,
+            (&password_env, self.raw.password_env.as_ref()),
+            "SMTP password",
+        );
         Some(AlertKind::Email {
             smtp: smtp?,
             from: from?,
             to: to?,
             username_env: username_env.ok()?,
             password_env: password_env.ok()?,
+            username: username.ok()?,
+            password: password.ok()?,
         })
+    }
+
+    /// The value of an optional credential variable (`name` as checked, written at `raw`), when
+    /// one is named and set.
+    fn named_secret(
+        &self,
+        check: &mut Check,
+        env: &Secrets<'_>,
+        (name, raw): (&Result<Option<String>, Reported>, Option<&Str>),
+        what: &str,
+    ) -> Result<Option<Secret>, Reported> {
+        match (name, raw) {
+            (Ok(Some(var)), Some(raw)) => self
+                .secret(check, env, (var, raw.span()), what)
+                .map(|value| value.map(Secret::new)),
+            _ => Ok(None),
+        }
     }
 
     fn recipients(&self, check: &mut Check) -> Option<Vec<String>> {
@@ -250,23 +272,29 @@ impl Table<'_> {
             .required(check, "url", self.raw.url.as_ref())
             .and_then(|u| check.http_url(u, "url"));
         let secret_env = Self::optional_env(check, self.raw.secret_env.as_ref()).ok()?;
+        let mut signing_key = None;
         if let (Some(name), Some(var)) = (&secret_env, &self.raw.secret_env) {
             let secret = self
                 .secret(check, env, (name, var.span()), "webhook signing secret")
                 .ok()?;
-            if let Some(Err(why)) = secret.map(|s| crate::alert::sign::decode_secret(&s)) {
-                check
-                    .error(
-                        var.span(),
-                        format!("environment variable `{name}` does not hold a webhook signing secret: {why}"),
-                    )
-                    .help("Standard Webhooks secrets are `whsec_` followed by base64");
-                return None;
+            match secret.map(|s| webhook_key::decode(&s)) {
+                Some(Err(why)) => {
+                    check
+                        .error(
+                            var.span(),
+                            format!("environment variable `{name}` does not hold a webhook signing secret: {why}"),
+                        )
+                        .help("Standard Webhooks secrets are `whsec_` followed by base64");
+                    return None;
+                }
+                Some(Ok(key)) => signing_key = Some(key),
+                None => {}
             }
         }
         Some(AlertKind::Webhook {
             url: url?,
             secret_env,
+            signing_key,
         })
     }
 
@@ -277,7 +305,10 @@ impl Table<'_> {
             .secret(check, env, (&url_env, raw.span()), "Slack webhook URL")
             .ok()?;
         // The URL is a secret: say what is wrong with it, never what it is.
-        if let Some(problem) = url.and_then(|u| super::url::check_http_url(&u).err()) {
+        if let Some(problem) = url
+            .as_ref()
+            .and_then(|u| super::url::check_http_url(u).err())
+        {
             check
                 .error(
                     raw.span(),
@@ -288,7 +319,10 @@ impl Table<'_> {
                 .note(super::url::describe(&problem));
             return None;
         }
-        Some(AlertKind::Slack { url_env })
+        Some(AlertKind::Slack {
+            url_env,
+            url: url.map(Secret::new),
+        })
     }
 
     fn alertmanager(&self, check: &mut Check) -> Option<AlertKind> {

@@ -27,6 +27,8 @@ pub(crate) use settings::DEFAULT_WARN_BEFORE_DAYS;
 mod source;
 mod traffic;
 mod url;
+pub mod webhook_key;
+pub use webhook_key::WebhookKey;
 
 #[cfg(test)]
 pub(crate) mod tests;
@@ -422,6 +424,9 @@ pub struct AlertChannel {
     pub min_severity: Severity,
 }
 
+/// A channel's kind and where it sends. Secrets are read from the variables named by the `*_env`
+/// fields when the config loads (never echoed); a value is `None` only where the variable may be
+/// unset, in commands that send nothing (`ChannelSecrets::WhenSet`).
 #[derive(Debug, Clone)]
 pub enum AlertKind {
     Email {
@@ -430,13 +435,19 @@ pub enum AlertKind {
         to: Vec<String>,
         username_env: Option<String>,
         password_env: Option<String>,
+        username: Option<crate::provider::Secret>,
+        password: Option<crate::provider::Secret>,
     },
     Webhook {
         url: String,
         secret_env: Option<String>,
+        /// The decoded `whsec_` secret of `secret_env`.
+        signing_key: Option<WebhookKey>,
     },
     Slack {
         url_env: String,
+        /// The incoming-webhook URL in `url_env`.
+        url: Option<crate::provider::Secret>,
     },
     Alertmanager {
         url: String,

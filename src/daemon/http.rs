@@ -4,9 +4,9 @@
 //!
 //! Bounded so no client can starve the audits: connections are capped and time out when idle
 //! (`listener`), history comes a page at a time (`limit`, `cursor`; the next page's URL in a
-//! `Link` header, RFC 8288) and is read on the blocking pool, off the async workers that run
-//! the audits. `/api/*` and the status pages require `Authorization: Bearer` when
-//! `settings.api_token_env` is set. `POST /v1/traces` is the OTLP/HTTP traces receiver
+//! `Link` header, RFC 8288), read by the store off the async workers that run the audits (sled:
+//! on the blocking pool). `/api/*` and the status pages require `Authorization: Bearer` when
+//! `settings.api_token_env` is set (`auth`). `POST /v1/traces` is the OTLP/HTTP traces receiver
 //! (`traffic`), with its own token (`traffic.token_env`).
 
 use std::sync::Arc;
@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::daemon::listener::{Bounded, IDLE_TIMEOUT, MAX_CONNECTIONS};
 use crate::daemon::metrics::CONTENT_TYPE;
-use crate::daemon::{Daemon, page};
+use crate::daemon::{Daemon, auth, page};
 use crate::store::Cursor;
 
 /// Records per `/api/history` page unless `limit` says otherwise.
@@ -86,8 +86,8 @@ async fn history(
     headers: HeaderMap,
     Query(q): Query<HistoryQuery>,
 ) -> Response {
-    if !authorized(&daemon, &headers) {
-        return unauthorized();
+    if !auth::authorized(daemon.api_token.as_ref(), &headers) {
+        return auth::unauthorized();
     }
     let cursor = match q.cursor.as_deref().map(Cursor::from_hex) {
         Some(None) => return (StatusCode::BAD_REQUEST, "invalid cursor\n").into_response(),
@@ -95,16 +95,12 @@ async fn history(
         None => None,
     };
     let limit = q.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
-    let pin = q.pin.clone();
-    let reader = daemon.clone();
-    let read = tokio::task::spawn_blocking(move || {
-        reader
-            .store
-            .history_page(pin.as_deref(), q.since, cursor.as_ref(), limit)
-    })
-    .await;
+    let read = daemon
+        .store
+        .history_page(q.pin.as_deref(), q.since, cursor.as_ref(), limit)
+        .await;
     match read {
-        Ok(Ok(page)) => {
+        Ok(page) => {
             let mut response = axum::Json(page.records).into_response();
             if let Some(next) = page.next
                 && let Ok(link) = next_link(q.pin.as_deref(), q.since, &next, limit).parse()
@@ -113,7 +109,6 @@ async fn history(
             }
             response
         }
-        Ok(Err(e)) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     }
 }
@@ -141,45 +136,9 @@ fn next_link(
     format!("<{path}>; rel=\"next\"")
 }
 
-/// 401 with the scheme to use.
-pub(crate) fn unauthorized() -> Response {
-    (
-        StatusCode::UNAUTHORIZED,
-        [(header::WWW_AUTHENTICATE, "Bearer")],
-        "a bearer token is required\n",
-    )
-        .into_response()
-}
-
-/// Whether the request may read `/api/*` and the status pages: always without a configured
-/// token, else only with `Authorization: Bearer <token>`, compared in constant time.
-pub(crate) fn authorized(daemon: &Daemon, headers: &HeaderMap) -> bool {
-    daemon
-        .api_token
-        .as_ref()
-        .is_none_or(|token| bearer_matches(headers, token))
-}
-
-/// Whether `Authorization: Bearer <token>` carries `token`, compared in constant time.
-pub(crate) fn bearer_matches(headers: &HeaderMap, token: &crate::provider::Secret) -> bool {
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
-    constant_time_eq(given.as_bytes(), token.expose().as_bytes())
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{Cursor, constant_time_eq, next_link};
+    use super::{Cursor, next_link};
 
     #[test]
     fn next_link_keeps_the_filters_and_encodes_them() {
@@ -189,12 +148,5 @@ mod tests {
             link,
             "</api/history?pin=a+b%26c&limit=50&cursor=0001020304050607aa>; rel=\"next\""
         );
-    }
-
-    #[test]
-    fn tokens_compare_whole() {
-        assert!(constant_time_eq(b"secret", b"secret"));
-        assert!(!constant_time_eq(b"secret", b"secreT"));
-        assert!(!constant_time_eq(b"secret", b"secret-longer"));
     }
 }

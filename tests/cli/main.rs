@@ -31,4 +31,5 @@ mod status_page;
 mod traffic;
 mod traffic_daemon;
 mod traffic_otel;
+mod upkeep;
 mod workflow;

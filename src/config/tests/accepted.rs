@@ -220,7 +220,7 @@ fn every_alert_key() {
     );
     assert!(matches!(
         &hook.kind,
-        AlertKind::Webhook { url, secret_env: Some(secret) }
+        AlertKind::Webhook { url, secret_env: Some(secret), .. }
             if url == "https://hooks.example.com/x" && secret == "HOOK_SECRET"
     ));
     let chat = &config.alerts[1];
@@ -230,7 +230,7 @@ fn every_alert_key() {
         (Duration::from_secs(4 * 3600), Severity::Warning),
         "defaults"
     );
-    assert!(matches!(&chat.kind, AlertKind::Slack { url_env } if url_env == "SLACK_URL"));
+    assert!(matches!(&chat.kind, AlertKind::Slack { url_env, .. } if url_env == "SLACK_URL"));
 }
 
 #[test]
@@ -391,6 +391,7 @@ fn email_channel() {
         to,
         username_env,
         password_env,
+        ..
     } = &config.alerts[0].kind
     else {
         panic!("{:?}", config.alerts[0]);

@@ -108,6 +108,44 @@ fn webhook_secret_must_be_standard_webhooks_when_set() {
         .config();
 }
 
+/// Delivery never reads the environment: the values are in the loaded channel, the webhook
+/// secret already decoded into the key it signs with.
+#[test]
+fn channel_secrets_are_read_once_at_load() {
+    use crate::config::AlertKind;
+    let hook = with_alert(
+        "kind = \"webhook\"\nurl = \"https://hooks.example.com\"\nsecret_env = \"HOOK_SECRET\"",
+    );
+    let config = Dir::new()
+        .env("HOOK_SECRET", "whsec_bWFya2VyLXdlYmhvb2stc2VjcmU=")
+        .pins(&hook)
+        .config();
+    let AlertKind::Webhook { signing_key, .. } = &config.alerts[0].kind else {
+        panic!("{:?}", config.alerts[0]);
+    };
+    assert_eq!(
+        signing_key.as_ref().map(crate::config::WebhookKey::bytes),
+        Some(b"marker-webhook-secre".as_slice())
+    );
+    let unset = Dir::new().pins(&hook).config();
+    assert!(matches!(
+        &unset.alerts[0].kind,
+        AlertKind::Webhook {
+            signing_key: None,
+            ..
+        }
+    ));
+    let slack = with_alert("kind = \"slack\"\nurl_env = \"SLACK_URL\"");
+    let config = Dir::new()
+        .env("SLACK_URL", "https://hooks.slack.com/services/T/B/x")
+        .pins(&slack)
+        .config();
+    let AlertKind::Slack { url: Some(url), .. } = &config.alerts[0].kind else {
+        panic!("{:?}", config.alerts[0]);
+    };
+    assert_eq!(url.expose(), "https://hooks.slack.com/services/T/B/x");
+}
+
 #[test]
 fn repeat_and_min_severity() {
     assert_eq!(

@@ -13,7 +13,7 @@ use sha2::Digest as _;
 
 use crate::config::{Config, Pin};
 use crate::lock::LoadedLock;
-use crate::store::{Store, StoreError, key_millis};
+use crate::store::{LatestKey, Store, StoreError};
 
 /// What a page shows, reduced to a validator and a time.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,8 +24,8 @@ pub struct Stamp {
 }
 
 /// The validator of a page over `pins`: changes when the config, the lock or any of the pins'
-/// latest audit changes.
-pub fn stamp(
+/// latest record changes. One read of the store for all of them.
+pub async fn stamp(
     store: &Store,
     config: &Config,
     lock: Option<&LoadedLock>,
@@ -33,6 +33,19 @@ pub fn stamp(
     kind: &str,
     started: DateTime<Utc>,
 ) -> Result<Stamp, StoreError> {
+    let ids: Vec<String> = pins.iter().map(|p| p.id.clone()).collect();
+    let latest = store.latest_keys(&ids).await?;
+    Ok(stamp_of(config, lock, &ids, &latest, kind, started))
+}
+
+fn stamp_of(
+    config: &Config,
+    lock: Option<&LoadedLock>,
+    pins: &[String],
+    latest: &[Option<LatestKey>],
+    kind: &str,
+    started: DateTime<Utc>,
+) -> Stamp {
     let mut hash = sha2::Sha256::new();
     for part in [
         kind,
@@ -44,12 +57,13 @@ pub fn stamp(
         hash.update([0]);
     }
     let mut newest = started.timestamp_millis().max(0) as u64;
-    for pin in pins {
-        hash.update(pin.id.as_bytes());
+    for (pin, latest) in pins.iter().zip(latest) {
+        hash.update(pin.as_bytes());
         hash.update([0]);
-        if let Some(key) = store.latest_key(&pin.id)? {
-            hash.update(&key);
-            newest = newest.max(key_millis(&pin.id, &key).unwrap_or(0));
+        if let Some(key) = latest {
+            hash.update(key.started_millis.to_be_bytes());
+            hash.update(key.audit_id.as_bytes());
+            newest = newest.max(key.started_millis);
         }
         hash.update([0xff]);
     }
@@ -61,10 +75,10 @@ pub fn stamp(
     etag.push('"');
     let last_modified =
         DateTime::from_timestamp_millis(i64::try_from(newest).unwrap_or(0)).unwrap_or(started);
-    Ok(Stamp {
+    Stamp {
         etag,
         last_modified,
-    })
+    }
 }
 
 /// Whether the client's copy is current: `If-None-Match` decides when present (a weak match,

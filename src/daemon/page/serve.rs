@@ -2,8 +2,8 @@
 //! gzip, and a strict Content-Security-Policy.
 //!
 //! An idle browser should cost the daemon close to nothing: only a change renders the page again.
-//! Reading, rendering and compression run on the blocking pool, off the workers that run the
-//! audits.
+//! The store reads a page's records in one call per page (off the async workers), and rendering
+//! and compression run on the blocking pool, off the workers that run the audits.
 
 use std::sync::Arc;
 
@@ -13,15 +13,15 @@ use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 
 use crate::config::Pin;
-use crate::daemon::Daemon;
 use crate::daemon::page::cache::{Stamp, accepts_gzip, compress, not_modified, stamp, validators};
 use crate::daemon::page::html::{content_security_policy, document};
 use crate::daemon::page::overview::overview;
 use crate::daemon::page::{
     Mark, Meta, PIN_AUDITS, PinHistory, PinView, STRIP_AUDITS, by_urgency, pin, standing_record,
 };
+use crate::daemon::{Daemon, auth};
 use crate::lock::LoadedLock;
-use crate::store::{AuditRecord, Store, StoreError};
+use crate::store::{AuditRecord, RawRecord, Store, StoreError};
 
 /// The page to render once the stamp says the client's copy is stale.
 enum Which {
@@ -42,27 +42,32 @@ pub async fn pin_page(
 }
 
 async fn respond(daemon: Arc<Daemon>, headers: HeaderMap, which: Which) -> Response {
-    if !crate::daemon::http::authorized(&daemon, &headers) {
-        return crate::daemon::http::unauthorized();
+    if !auth::authorized(daemon.api_token.as_ref(), &headers) {
+        return auth::unauthorized();
     }
-    let work = tokio::task::spawn_blocking(move || build(&daemon, &headers, &which)).await;
-    match work {
-        Ok(Ok(response)) => response,
-        Ok(Err(e)) => plain(
+    match build(daemon, headers, which).await {
+        Ok(response) => response,
+        Err(e) => plain(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("the store cannot be read: {e}\n"),
         ),
-        Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")),
     }
 }
 
-fn build(daemon: &Daemon, headers: &HeaderMap, which: &Which) -> Result<Response, StoreError> {
+/// What a page shows, gathered; rendered on the blocking pool.
+enum Gathered {
+    Overview(Vec<PinView>),
+    Pin(Box<PinHistory>),
+}
+
+async fn build(
+    daemon: Arc<Daemon>,
+    headers: HeaderMap,
+    which: Which,
+) -> Result<Response, StoreError> {
     let config = daemon.snapshot().config.clone();
-    let lock = daemon
-        .lock_file(&config.settings.lockfile)
-        .ok()
-        .and_then(|l| l.as_ref().clone());
-    let pins: Vec<&Pin> = match which {
+    let lock = lock_of(&daemon, &config).await;
+    let pins: Vec<&Pin> = match &which {
         Which::Overview => config.pins.iter().collect(),
         Which::Pin(id) => match config.pins.iter().find(|p| &p.id == id) {
             Some(pin) => vec![pin],
@@ -73,44 +78,55 @@ fn build(daemon: &Daemon, headers: &HeaderMap, which: &Which) -> Result<Response
         Which::Overview => "overview",
         Which::Pin(_) => "pin",
     };
-    let stamp = stamp(
-        &daemon.store,
-        &config,
-        lock.as_ref(),
-        &pins,
-        kind,
-        daemon.started,
-    )?;
+    let store = &daemon.store;
+    let stamp = stamp(store, &config, lock.as_ref(), &pins, kind, daemon.started).await?;
     let private = daemon.api_token.is_some();
-    if not_modified(headers, &stamp) {
+    if not_modified(&headers, &stamp) {
         let mut response = StatusCode::NOT_MODIFIED.into_response();
         validators(response.headers_mut(), &stamp, private);
         return Ok(response);
     }
-    let meta = Meta {
-        generated: stamp.last_modified,
-        etag: stamp.etag.clone(),
-    };
-    let html = match which {
-        Which::Overview => overview(&overview_views(&daemon.store, &pins, lock.as_ref())?, &meta),
+    let gathered = match which {
+        Which::Overview => Gathered::Overview(overview_views(store, &pins, lock.as_ref()).await?),
         Which::Pin(_) => {
             let blank = PinView::blank(pins[0], locked_of(lock.as_ref(), &pins[0].id));
-            let (view, records) = view_of(&daemon.store, blank, PIN_AUDITS)?;
-            let history = PinHistory {
+            let (view, records) = view_of(store, blank, PIN_AUDITS).await?;
+            Gathered::Pin(Box::new(PinHistory {
                 view,
                 records,
                 alpha: config.settings.alpha,
-            };
-            pin::page(&history, &meta)
+            }))
         }
     };
-    Ok(html_response(
-        StatusCode::OK,
-        html,
-        Some(&stamp),
-        accepts_gzip(headers),
-        private,
-    ))
+    Ok(render(gathered, stamp, accepts_gzip(&headers), private).await)
+}
+
+/// modelpin.lock, read on the blocking pool when it changed; `None` when absent or unreadable.
+async fn lock_of(daemon: &Arc<Daemon>, config: &crate::config::Config) -> Option<LoadedLock> {
+    let reader = daemon.clone();
+    let path = config.settings.lockfile.clone();
+    tokio::task::spawn_blocking(move || reader.lock_file(&path))
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .and_then(|l| l.as_ref().clone())
+}
+
+/// The page rendered and compressed on the blocking pool.
+async fn render(gathered: Gathered, stamp: Stamp, gzip: bool, private: bool) -> Response {
+    let rendered = tokio::task::spawn_blocking(move || {
+        let meta = Meta {
+            generated: stamp.last_modified,
+            etag: stamp.etag.clone(),
+        };
+        let html = match &gathered {
+            Gathered::Overview(views) => overview(views, &meta),
+            Gathered::Pin(history) => pin::page(history, &meta),
+        };
+        html_response(StatusCode::OK, html, Some(&stamp), gzip, private)
+    })
+    .await;
+    rendered.unwrap_or_else(|e| plain(StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")))
 }
 
 /// What the lock recorded as served for a pin; `None` when it is not locked.
@@ -120,45 +136,78 @@ fn locked_of(lock: Option<&LoadedLock>, pin: &str) -> Option<Vec<String>> {
 }
 
 /// The overview's views of `pins`, worst first, read from the store.
-pub fn overview_views(
+pub async fn overview_views(
     store: &Store,
     pins: &[&Pin],
     lock: Option<&LoadedLock>,
 ) -> Result<Vec<PinView>, StoreError> {
-    let mut views = pins
+    let blanks = pins
         .iter()
-        .map(|p| {
-            let blank = PinView::blank(p, locked_of(lock, &p.id));
-            view_of(store, blank, STRIP_AUDITS).map(|(v, _)| v)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|p| PinView::blank(p, locked_of(lock, &p.id)))
+        .collect();
+    let mut views: Vec<PinView> = views_of(store, blanks, STRIP_AUDITS)
+        .await?
+        .into_iter()
+        .map(|(view, _)| view)
+        .collect();
     by_urgency(&mut views);
     Ok(views)
 }
 
-/// `view` filled from the pin's latest `limit` audits, and those records (oldest first) when
-/// `limit` is more than a strip: the overview decodes whole only each pin's latest record.
-pub fn view_of(
+/// `view` filled from the pin's latest `limit` records, and those records (oldest first) when
+/// `limit` is more than a strip.
+pub async fn view_of(
     store: &Store,
-    mut view: PinView,
+    view: PinView,
     limit: usize,
 ) -> Result<(PinView, Vec<AuditRecord>), StoreError> {
-    let raw = store.recent_raw(&view.id, limit)?;
+    let raw = store
+        .recent(std::slice::from_ref(&view.id), limit)
+        .await?
+        .into_iter()
+        .next()
+        .unwrap_or_default();
+    fill(store, view, &raw, limit).await
+}
+
+/// Each of `views` filled from its pin's latest `limit` records, read from the store at once.
+pub async fn views_of(
+    store: &Store,
+    views: Vec<PinView>,
+    limit: usize,
+) -> Result<Vec<(PinView, Vec<AuditRecord>)>, StoreError> {
+    let ids: Vec<String> = views.iter().map(|v| v.id.clone()).collect();
+    let recent = store.recent(&ids, limit).await?;
+    let mut out = Vec::with_capacity(views.len());
+    for (view, raw) in views.into_iter().zip(recent) {
+        out.push(fill(store, view, &raw, limit).await?);
+    }
+    Ok(out)
+}
+
+/// `view` filled from `raw` (its pin's newest records, newest first): a strip decodes whole only
+/// the newest probe audit and traffic verdict, a pin's page every record.
+async fn fill(
+    store: &Store,
+    mut view: PinView,
+    raw: &[RawRecord],
+    limit: usize,
+) -> Result<(PinView, Vec<AuditRecord>), StoreError> {
     let mut records = Vec::new();
     let (probe, traffic) = if limit <= STRIP_AUDITS {
-        view.marks = raw.iter().rev().filter_map(|b| Mark::decode(b)).collect();
+        view.marks = raw
+            .iter()
+            .rev()
+            .filter_map(|r| Mark::decode(r.bytes()))
+            .collect();
         let newest = |traffic: bool| {
             raw.iter()
-                .find(|b| Mark::decode(b).is_some_and(|m| m.traffic == traffic))
-                .and_then(|b| serde_json::from_slice::<AuditRecord>(b).ok())
+                .find(|r| Mark::decode(r.bytes()).is_some_and(|m| m.traffic == traffic))
+                .and_then(RawRecord::decode)
         };
         (newest(false), newest(true))
     } else {
-        records = raw
-            .iter()
-            .rev()
-            .filter_map(|b| serde_json::from_slice::<AuditRecord>(b).ok())
-            .collect();
+        records = raw.iter().rev().filter_map(RawRecord::decode).collect();
         view.marks = records.iter().map(Mark::of).collect();
         let newest = |traffic: bool| {
             records
@@ -171,7 +220,7 @@ pub fn view_of(
     };
     // A probe audit pushed out of the window by traffic verdicts still counts.
     let probe = match probe {
-        None if traffic.is_some() => store.last_audit(&view.id)?,
+        None if traffic.is_some() => store.last_audit(&view.id).await?,
         probe => probe,
     };
     view.latest = standing_record(probe, traffic);

@@ -6,9 +6,10 @@
 //! with `Retry-After` (the OTLP/HTTP back-pressure signal; exporters retry) instead of queueing;
 //! a body is at most `otlp::MAX_BODY` bytes, read within `BODY_DEADLINE`; each pin keeps only its
 //! newest `[traffic] window` spans. Every `[traffic] interval` the pins that received spans are
-//! judged; the verdict goes through the alert state machine and outbox like an audit's (with its
-//! own alert state, so traffic and probes never resolve each other's alerts), and into history
-//! when it changed or `KEEP_EVERY` passed, marked as traffic.
+//! judged; the verdict is committed like an audit's (`commit`: alert state machine, outbox,
+//! failures counted and retried), with its own alert state, so traffic and probes never resolve
+//! each other's alerts, and into history when it changed or `KEEP_EVERY` passed, marked as
+//! traffic. A verdict not stored within the pass's deadline is judged again at the next pass.
 
 mod receive;
 
@@ -19,13 +20,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::http::HeaderMap;
 use chrono::Utc;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
+use crate::daemon::commit::{self, Patience, audit_id};
 use crate::daemon::{Daemon, DaemonError};
 use crate::provider::Secret;
 use crate::store::{AuditRecord, RecordSource};
@@ -35,8 +36,8 @@ use crate::traffic::spans::GenAiSpan;
 /// with ever-new IDs cannot grow the metrics without bound.
 const SERVED_LABELS: usize = 16;
 
-/// A traffic verdict not committed by then is given up (the pin's next spans bring another);
-/// judging never waits on a stuck store.
+/// A pass of judging whose verdicts are not committed by then gives them up (each pin is judged
+/// again at the next interval); judging never waits long on a stuck store.
 const COMMIT_DEADLINE: Duration = Duration::from_secs(10);
 
 /// An unchanged traffic verdict is written to history at most this often.
@@ -184,12 +185,6 @@ impl Traffic {
     fn closed(&self) -> bool {
         self.closed.load(Ordering::Relaxed)
     }
-
-    fn authorized(&self, headers: &HeaderMap) -> bool {
-        self.token
-            .as_ref()
-            .is_none_or(|token| super::http::bearer_matches(headers, token))
-    }
 }
 
 /// Judges the pins that received spans, every `[traffic] interval`, until `stop`; then closes
@@ -203,21 +198,30 @@ pub async fn judge_loop(daemon: Arc<Daemon>, stop: CancellationToken) {
         };
         if stopping {
             daemon.traffic.closed.store(true, Ordering::Relaxed);
+        } else {
+            // The first verdicts, like the first audits, wait for the feeds a little.
+            daemon.facts_ready().await;
         }
-        for pin in daemon.traffic.take_fresh() {
-            let spans = daemon.traffic.spans_of(&pin);
-            if !judge_pin(&daemon, &pin, &spans).await {
-                daemon.traffic.retry(&pin);
-            }
-        }
+        judge_fresh(&daemon, Instant::now() + COMMIT_DEADLINE).await;
         if stopping {
             return;
         }
     }
 }
 
+/// Judges every pin that received spans since the last pass; a pin whose verdict is not stored
+/// by `deadline` (one for the whole pass) is judged again at the next.
+pub(crate) async fn judge_fresh(daemon: &Daemon, deadline: Instant) {
+    for pin in daemon.traffic.take_fresh() {
+        let spans = daemon.traffic.spans_of(&pin);
+        if !judge_pin(daemon, &pin, &spans, deadline).await {
+            daemon.traffic.retry(&pin);
+        }
+    }
+}
+
 /// Judges one pin's window and commits the verdict; false when the commit failed.
-async fn judge_pin(daemon: &Daemon, pin: &str, spans: &[GenAiSpan]) -> bool {
+async fn judge_pin(daemon: &Daemon, pin: &str, spans: &[GenAiSpan], deadline: Instant) -> bool {
     let snapshot = daemon.snapshot();
     let config = &snapshot.config;
     let Some(pinned) = config.pins.iter().find(|p| p.id == pin) else {
@@ -239,7 +243,7 @@ async fn judge_pin(daemon: &Daemon, pin: &str, spans: &[GenAiSpan]) -> bool {
     }
     let report = crate::traffic::pin_report(config, lock, pinned, &refs, &snapshot.facts);
     let record = AuditRecord {
-        audit_id: super::audit_id(started),
+        audit_id: audit_id(started),
         started_at: started,
         finished_at: Utc::now(),
         config_digest: config.digest.clone(),
@@ -248,7 +252,26 @@ async fn judge_pin(daemon: &Daemon, pin: &str, spans: &[GenAiSpan]) -> bool {
         source: Some(RecordSource::Traffic),
     };
     daemon.metrics.traffic_verdict(&record.pin);
-    let verdict = (
+    let keep = if daemon.traffic.keep(pin, verdict_of(&record)) {
+        crate::alert::Keep::Audit
+    } else {
+        crate::alert::Keep::AlertsOnly
+    };
+    let patience = Patience::Until(deadline);
+    match commit::commit(daemon, config, &record, keep, patience).await {
+        Ok(queued) => {
+            if !queued.is_empty() {
+                tracing::info!(pin, queued = queued.len(), "traffic: notifications queued");
+            }
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// What makes the verdict the same as an earlier one for history.
+fn verdict_of(record: &AuditRecord) -> Verdict {
+    (
         record.pin.status.as_str().to_owned(),
         record
             .pin
@@ -264,32 +287,7 @@ async fn judge_pin(daemon: &Daemon, pin: &str, spans: &[GenAiSpan]) -> bool {
             .take(SERVED_LABELS)
             .cloned()
             .collect(),
-    );
-    let keep = if daemon.traffic.keep(pin, verdict) {
-        crate::alert::Keep::Audit
-    } else {
-        crate::alert::Keep::AlertsOnly
-    };
-    let processed = tokio::time::timeout(
-        COMMIT_DEADLINE,
-        crate::alert::process(&daemon.store, config, &record, keep),
     )
-    .await
-    .unwrap_or_else(|_| Err(daemon.store.write_error("no answer from the store in time")));
-    match processed {
-        Ok(queued) => {
-            if !queued.is_empty() {
-                tracing::info!(pin, queued = queued.len(), "traffic: notifications queued");
-                daemon.outbox_wake.send_modify(|n| *n += 1);
-            }
-            true
-        }
-        Err(e) => {
-            daemon.metrics.store_write_failed();
-            tracing::error!(pin, error = %e, "traffic verdict NOT stored; judged again next interval");
-            false
-        }
-    }
 }
 
 #[cfg(test)]
@@ -347,6 +345,38 @@ mod tests {
         config.pins.clear();
         traffic.forget_unconfigured(&config);
         assert!(traffic.spans_of("support-bot").is_empty());
+    }
+
+    /// Through the commit path: a verdict the store refuses until the pass's deadline is not
+    /// stored, each refused attempt is counted, and the pin is judged again at the next pass.
+    #[tokio::test(start_paused = true)]
+    async fn a_verdict_not_stored_by_the_deadline_is_judged_again_at_the_next_pass() {
+        use crate::daemon::test_support::{daemon_with, metric};
+        let t = daemon_with(minimal_config()).await;
+        let daemon = &t.daemon;
+        daemon
+            .traffic
+            .admit(&daemon.config(), vec![span("gpt-4o-2024-08-06")]);
+        daemon.store.refuse_writes(u32::MAX);
+        let deadline = tokio::time::Instant::now() + super::COMMIT_DEADLINE;
+        super::judge_fresh(daemon, deadline).await;
+        assert_eq!(
+            tokio::time::Instant::now(),
+            deadline,
+            "given up at the deadline"
+        );
+        assert!(daemon.store.history(None, None).await.unwrap().is_empty());
+        // Attempts at 0, 0.5, 1.5, 3.5 and 7.5 s; the next would come after the deadline.
+        let failures = "modelpin_store_write_failures_total";
+        assert_eq!(metric(daemon, failures), Some(5.0));
+        daemon.store.refuse_writes(0);
+        let deadline = tokio::time::Instant::now() + super::COMMIT_DEADLINE;
+        super::judge_fresh(daemon, deadline).await;
+        let stored = daemon.store.history(None, None).await.unwrap();
+        assert_eq!(stored.len(), 1, "judged again and stored");
+        assert_eq!(stored[0].source, Some(crate::store::RecordSource::Traffic));
+        assert!(daemon.traffic.take_fresh().is_empty());
+        assert_eq!(metric(daemon, failures), Some(5.0));
     }
 
     #[test]

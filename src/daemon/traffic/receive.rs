@@ -11,7 +11,8 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt as _;
 
-use crate::daemon::Daemon;
+use crate::daemon::metrics::labels::SpanResult;
+use crate::daemon::{Daemon, auth};
 use crate::traffic::otlp::{self, Encoding, MAX_BODY, Rejected};
 
 /// A body that has not fully arrived by then is refused.
@@ -46,8 +47,8 @@ async fn receive_inner(daemon: &Daemon, headers: &HeaderMap, body: Body) -> Resp
             .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
         return response;
     }
-    if !daemon.traffic.authorized(headers) {
-        return crate::daemon::http::unauthorized();
+    if !auth::authorized(daemon.traffic.token.as_ref(), headers) {
+        return auth::unauthorized();
     }
     let header_text = |name| headers.get(name).and_then(|v| v.to_str().ok());
     let content_type = header_text(header::CONTENT_TYPE).unwrap_or_default();
@@ -86,10 +87,10 @@ async fn receive_inner(daemon: &Daemon, headers: &HeaderMap, body: Body) -> Resp
     daemon.metrics.traffic_spans(
         &admitted.served,
         [
-            ("matched", admitted.matched),
-            ("unmatched", admitted.unmatched),
-            ("not_genai", other),
-            ("rejected", extracted.malformed),
+            (SpanResult::Matched, admitted.matched),
+            (SpanResult::Unmatched, admitted.unmatched),
+            (SpanResult::NotGenai, other),
+            (SpanResult::Rejected, extracted.malformed),
         ],
     );
     let message = if extracted.malformed > 0 {

@@ -1,69 +1,13 @@
-//! Opening the store, and saying why it cannot be opened in terms of what to do next.
-//!
-//! A full disk, a read-only mount, another process holding the lock and a corrupt database need
-//! different remedies; moving the store aside (`--reset-store`) helps only the last one and would
-//! throw a healthy history away in the others.
+//! Opening the sled database, and mapping sled's errors to the store's advice (`StoreError`):
+//! locked, full, read-only, corrupt, or another I/O failure. sled allows one process per store;
+//! whoever holds it leaves its name in `holder`, so a refusal says who.
 
 use std::path::{Path, PathBuf};
 
 use chrono::Utc;
 
-use crate::store::{SCHEMA_VERSION, Trees};
-
-/// Who opened the store: written next to its files, so a refusal can name the holder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Holder {
-    Daemon,
-    CheckNotify,
-    History,
-}
-
-impl Holder {
-    fn as_str(self) -> &'static str {
-        match self {
-            Holder::Daemon => "a modelpin daemon",
-            Holder::CheckNotify => "`modelpin check --notify`",
-            Holder::History => "`modelpin history`",
-        }
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error(
-        "error: the store at {path} is in use by {holder}\n  = help: {}",
-        in_use_help(holder)
-    )]
-    InUse { path: PathBuf, holder: String },
-    #[error(
-        "error: the store at {path} cannot be written: the disk is full ({message})\n  = help: free space on that filesystem; the store itself is intact"
-    )]
-    Full { path: PathBuf, message: String },
-    #[error(
-        "error: the store at {path} cannot be written: read-only or not permitted ({message})\n  = help: give this user write access, or point `store` in [settings] at a writable directory"
-    )]
-    ReadOnly { path: PathBuf, message: String },
-    #[error(
-        "error: the store at {path} was written by a newer modelpin (schema version {found:?}, this one reads {SCHEMA_VERSION})\n  = help: run the modelpin version that wrote it"
-    )]
-    Newer { path: PathBuf, found: Vec<u8> },
-    #[error(
-        "error: the store at {path} cannot be opened: {message}\n  = help: run `modelpin daemon --reset-store` to move it aside (kept as {path}.broken-<time>) and start a new one"
-    )]
-    Corrupt { path: PathBuf, message: String },
-    #[error("error: the store at {path} cannot be opened: {message}")]
-    Io { path: PathBuf, message: String },
-    #[error("error: store write failed at {path}: {message}")]
-    Write { path: PathBuf, message: String },
-}
-
-fn in_use_help(holder: &str) -> &'static str {
-    if holder.contains("check --notify") {
-        "it releases the store when its deliveries finish (at most 30 s); start the daemon after it, or give CI its own `store`"
-    } else {
-        "stop the other process, or give this one its own `store` in [settings]"
-    }
-}
+use crate::store::sled::Trees;
+use crate::store::{Holder, SCHEMA_VERSION, StoreError};
 
 const HOLDER_FILE: &str = "holder";
 
@@ -159,7 +103,7 @@ pub fn reset(path: &Path) -> std::io::Result<Option<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Store;
+    use crate::store::sled::SledStore;
 
     #[test]
     /// A second process on the same store is refused; that needs two processes and is tested at
@@ -170,7 +114,7 @@ mod tests {
         std::fs::create_dir(&garbage).unwrap();
         std::fs::write(garbage.join("conf"), b"\x00\x01 not a sled config").unwrap();
         std::fs::write(garbage.join("db"), b"\xff\xfe not a sled database").unwrap();
-        let err = Store::open(&garbage, Holder::Daemon)
+        let err = SledStore::open(&garbage, Holder::Daemon)
             .unwrap_err()
             .to_string();
         assert!(
@@ -207,7 +151,7 @@ mod tests {
     fn a_store_held_by_check_notify_is_named() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("store");
-        let _held = Store::open(&path, Holder::CheckNotify).unwrap();
+        let _held = SledStore::open(&path, Holder::CheckNotify).unwrap();
         let lock = std::io::Error::new(std::io::ErrorKind::WouldBlock, "x");
         let text = classify(&path, &sled::Error::Io(lock)).to_string();
         assert!(

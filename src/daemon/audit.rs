@@ -1,0 +1,89 @@
+//! One scheduled audit of one pin: run it with the snapshot current when it starts, record it in
+//! the metrics, and commit it (`commit`, until stored). The scheduler decides when; this says
+//! what an audit is.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+
+use crate::audit::run::{Context, Request, audit};
+use crate::daemon::Daemon;
+use crate::daemon::commit::{self, Patience, audit_id};
+use crate::store::AuditRecord;
+
+/// Runs one pin's audit, stores it, and updates the metrics.
+pub async fn audit_pin(daemon: &Daemon, pin: &str) {
+    // Feeds loading at start would otherwise give the first audits the built-in table only.
+    tokio::select! {
+        () = daemon.facts_ready() => {}
+        () = daemon.cancel_audits.cancelled() => {}
+    }
+    let snapshot = daemon.snapshot();
+    let config = &snapshot.config;
+    let lock = match daemon.lock_file(&config.settings.lockfile) {
+        Ok(lock) => lock,
+        Err(e) => {
+            tracing::error!(pin, error = %e, "cannot read the lock: auditing without a baseline");
+            Arc::new(None)
+        }
+    };
+    let Some(pinned) = config.pins.iter().find(|p| p.id == pin) else {
+        return;
+    };
+    let started = Utc::now();
+    let request = Request {
+        pins: vec![pinned],
+        samples: None,
+        max_cost: None,
+        strict: false,
+    };
+    let ctx = Context {
+        transport: &snapshot.transport,
+        facts: Some(snapshot.facts.clone()),
+        cancel: daemon.cancel_audits.clone(),
+        progress: Arc::default(),
+    };
+    let report = audit(config, lock.as_ref().as_ref(), &request, &ctx)
+        .await
+        .report;
+    let finished = Utc::now();
+    let Some(pin_report) = report.pins.into_iter().next() else {
+        return;
+    };
+    let record = AuditRecord {
+        audit_id: audit_id(started),
+        started_at: started,
+        finished_at: finished,
+        config_digest: report.config_digest,
+        lock_digest: report.lock_digest,
+        source: None,
+        pin: pin_report,
+    };
+    store(daemon, config, &record).await;
+}
+
+/// The audit in the metrics and the store; logged as stored only once it is on disk.
+async fn store(daemon: &Daemon, config: &crate::config::Config, record: &AuditRecord) {
+    let pin = record.pin.id.as_str();
+    daemon
+        .last_audit
+        .lock()
+        .expect("last audit lock")
+        .insert(pin.to_owned(), record.finished_at);
+    crate::daemon::metrics::record(&daemon.metrics, record);
+    let keep = crate::alert::Keep::Audit;
+    let Ok(queued) = commit::commit(daemon, config, record, keep, Patience::UntilStored).await
+    else {
+        return;
+    };
+    tracing::info!(
+        pin,
+        audit_id = %record.audit_id,
+        status = record.pin.status.as_str(),
+        findings = record.pin.findings.len(),
+        "stored audit"
+    );
+    if !queued.is_empty() {
+        tracing::info!(pin, audit_id = %record.audit_id, queued = queued.len(), "notifications queued");
+    }
+}

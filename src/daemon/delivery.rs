@@ -1,0 +1,60 @@
+//! The daemon's delivery workers: one per channel (those configured now, and any with
+//! notifications waiting), so a slow or dead receiver delays only its own queue. Woken by every
+//! commit that queued notifications, and every second for retries; the channel is read from the
+//! current config on every pass, so a reload applies.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::daemon::Daemon;
+
+/// Starts a worker for each channel as it appears; stops them all on `stop`. Undelivered
+/// notifications stay in the outbox and are sent after a restart.
+pub async fn run(daemon: Arc<Daemon>, stop: CancellationToken) {
+    let mut workers = JoinSet::new();
+    let mut started: HashSet<String> = HashSet::new();
+    loop {
+        let mut names: HashSet<String> = daemon
+            .config()
+            .alerts
+            .iter()
+            .map(|c| c.name.clone())
+            .collect();
+        names.extend(daemon.store.channels_waiting().await.unwrap_or_default());
+        for name in names {
+            if started.insert(name.clone()) {
+                workers.spawn(channel_worker(daemon.clone(), name, stop.clone()));
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            () = stop.cancelled() => break,
+        }
+    }
+    while workers.join_next().await.is_some() {}
+}
+
+/// Drains one channel's queue until `stop`.
+async fn channel_worker(daemon: Arc<Daemon>, channel: String, stop: CancellationToken) {
+    let mut wake = daemon.outbox_wake.subscribe();
+    loop {
+        let deliverer = daemon.deliverer();
+        tokio::select! {
+            outcomes = crate::alert::deliver::run_channel(&daemon.store, &deliverer, &channel) => {
+                for outcome in outcomes {
+                    daemon.metrics.notification(&outcome.channel, outcome.result);
+                }
+            }
+            () = stop.cancelled() => return,
+        }
+        tokio::select! {
+            _ = wake.changed() => {}
+            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            () = stop.cancelled() => return,
+        }
+    }
+}

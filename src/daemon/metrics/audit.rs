@@ -1,0 +1,168 @@
+//! What one stored audit sets: status and identity, findings, spend and calls, statistics and
+//! lifecycle, each a few families.
+
+use std::collections::BTreeMap;
+
+use crate::daemon::metrics::Metrics;
+use crate::daemon::metrics::labels::{
+    AuditLabels, CallLabels, CallOutcome, Direction, FindingLabels, PinLabel, PinStatusLabels,
+    ProbeLabels, ProviderLabel, RetirementLabels, ServedLabels, TokenLabels,
+};
+use crate::finding::{Code, PinStatus, Severity};
+use crate::report::PinReport;
+use crate::store::AuditRecord;
+
+/// Updates every series one stored audit touches.
+pub fn record(m: &Metrics, record: &AuditRecord) {
+    let p = &record.pin;
+    status_and_identity(m, p);
+    findings(m, p);
+    spend_and_calls(m, p);
+    statistics_and_lifecycle(m, p);
+    m.last_audit_timestamp_seconds
+        .set(PinLabel::of(&p.id), record.finished_at.timestamp() as f64);
+    let took = (record.finished_at - record.started_at).num_milliseconds() as f64 / 1000.0;
+    m.audit_duration_seconds.set(PinLabel::of(&p.id), took);
+}
+
+fn status_and_identity(m: &Metrics, p: &PinReport) {
+    for status in PinStatus::ALL {
+        let labels = PinStatusLabels {
+            pin: p.id.clone(),
+            provider: p.provider.clone(),
+            model: p.model.clone(),
+            status,
+        };
+        m.pin_status
+            .set(labels, if status == p.status { 1.0 } else { 0.0 });
+    }
+    m.served_model_info.retain(|l| l.pin != p.id);
+    for served in p.served_models.keys() {
+        let labels = ServedLabels {
+            pin: p.id.clone(),
+            provider: p.provider.clone(),
+            model: p.model.clone(),
+            served: served.clone(),
+        };
+        m.served_model_info.set(labels, 1.0);
+    }
+    m.served_model_mismatch
+        .set(PinLabel::of(&p.id), mismatch(p));
+}
+
+/// 1 when the pin was served a model it does not accept, else 0.
+pub(super) fn mismatch(p: &PinReport) -> f64 {
+    if p.findings
+        .iter()
+        .any(|f| f.code == Code::ServedModelMismatch)
+    {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+fn findings(m: &Metrics, p: &PinReport) {
+    m.findings.retain(|l| l.pin != p.id);
+    let mut counts: BTreeMap<(Code, Option<Severity>), f64> = BTreeMap::new();
+    for f in &p.findings {
+        *counts.entry((f.code, f.severity)).or_insert(0.0) += 1.0;
+    }
+    for ((code, severity), n) in counts {
+        let labels = FindingLabels {
+            pin: p.id.clone(),
+            code,
+            severity,
+        };
+        m.findings.set(labels, n);
+    }
+}
+
+fn spend_and_calls(m: &Metrics, p: &PinReport) {
+    let pin = || p.id.clone();
+    if let (Some(cost), true) = (p.cost_usd, p.calls.ok > 0) {
+        m.cost_per_request_usd
+            .set(PinLabel::of(&p.id), cost / p.calls.ok as f64);
+        m.cost_usd_total.inc_by(PinLabel::of(&p.id), cost);
+    }
+    for (direction, tokens) in [
+        (Direction::Input, p.tokens.input),
+        (Direction::Output, p.tokens.output),
+    ] {
+        let labels = TokenLabels {
+            pin: pin(),
+            direction,
+        };
+        m.tokens_spent_total.inc_by(labels, tokens as f64);
+    }
+    m.audits_total.inc(AuditLabels {
+        pin: pin(),
+        result: p.status,
+    });
+    for (outcome, calls) in [
+        (CallOutcome::Ok, p.calls.ok),
+        (CallOutcome::Failed, p.calls.failed),
+    ] {
+        let labels = CallLabels {
+            provider: p.provider.clone(),
+            outcome,
+        };
+        m.calls_total.inc_by(labels, calls as f64);
+    }
+    let provider = ProviderLabel {
+        provider: p.provider.clone(),
+    };
+    m.retries_total.inc_by(provider, p.calls.retried as f64);
+}
+
+fn statistics_and_lifecycle(m: &Metrics, p: &PinReport) {
+    m.probe_p_value.retain(|l| l.pin != p.id);
+    for t in &p.behaviour {
+        let labels = ProbeLabels {
+            pin: p.id.clone(),
+            probes: t.probes.join(","),
+            test: t.test.clone(),
+        };
+        m.probe_p_value
+            .set(labels, t.adjusted_p.unwrap_or(t.p_value));
+    }
+    let retires = p.lifecycle.as_ref().and_then(|l| l.retires.as_deref());
+    match retires.and_then(retirement_seconds) {
+        Some(seconds) => {
+            let labels = RetirementLabels {
+                pin: p.id.clone(),
+                model: p.model.clone(),
+            };
+            m.retirement_timestamp_seconds.set(labels, seconds as f64);
+        }
+        None => m.retirement_timestamp_seconds.retain(|l| l.pin != p.id),
+    }
+}
+
+/// A retirement as Unix seconds: an RFC 3339 instant, or a date taken as its start in UTC.
+fn retirement_seconds(text: &str) -> Option<i64> {
+    if let Ok(instant) = chrono::DateTime::parse_from_rfc3339(text) {
+        return Some(instant.timestamp());
+    }
+    let day = chrono::NaiveDate::parse_from_str(text.get(..10)?, "%Y-%m-%d").ok()?;
+    Some(day.and_hms_opt(0, 0, 0)?.and_utc().timestamp())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::retirement_seconds;
+
+    #[test]
+    fn retirement_dates_and_instants_become_unix_seconds() {
+        let cases = [
+            ("2026-10-20", Some(1_792_454_400)),
+            ("2026-10-20T12:00:00Z", Some(1_792_497_600)),
+            ("2026-10-20T12:00:00+02:00", Some(1_792_490_400)),
+            ("soon", None),
+            ("", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(retirement_seconds(text), want, "{text}");
+        }
+    }
+}

@@ -1,0 +1,322 @@
+//! What the daemon's tasks share: the snapshot every audit runs with (swapped whole on reload),
+//! the store and metrics, which pins are running and when each was last audited, and the health
+//! `/healthz` reports from them.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::audit::lifecycle::Facts;
+use crate::config::Config;
+use crate::config::schedule::{self, Schedule};
+use crate::daemon::metrics::Metrics;
+use crate::daemon::selection::Selection;
+use crate::daemon::traffic::Traffic;
+use crate::lock::LoadedLock;
+use crate::provider::Secret;
+use crate::store::Store;
+use crate::transport::Transport;
+
+/// How long audits started before the first lifecycle load finishes wait for it (counted from
+/// the daemon's start); later ones go with the built-in table.
+pub const FIRST_FACTS_WAIT: Duration = Duration::from_secs(10);
+
+/// A loop that has not turned for longer makes `/healthz` fail.
+const LOOP_STALLED: Duration = Duration::from_secs(5);
+
+/// What every audit runs with, swapped whole on reload: an audit that started before a SIGHUP
+/// finishes with the config, client and facts it started with, never a mix.
+pub struct Snapshot {
+    pub config: Arc<Config>,
+    /// One HTTP client and its connection pools for every audit.
+    pub transport: Transport,
+    /// Lifecycle facts (table and feeds): the built-in table at start, then loaded by upkeep.
+    pub facts: Arc<Facts>,
+}
+
+impl Snapshot {
+    /// `config` with a new client and the built-in lifecycle table.
+    pub fn of(config: Config) -> Result<Snapshot, String> {
+        let transport = Transport::for_config(&config).map_err(|f| f.message)?;
+        Ok(Snapshot {
+            config: Arc::new(config),
+            transport,
+            facts: Arc::new(Facts::builtin_only()),
+        })
+    }
+}
+
+/// What `Daemon::new` is built from: read once at start.
+pub struct Parts {
+    pub config_path: PathBuf,
+    pub selection: Selection,
+    pub snapshot: Snapshot,
+    pub store: Store,
+    pub api_token: Option<Secret>,
+    pub traffic: Traffic,
+}
+
+/// State shared by the scheduler, the audit tasks, upkeep and the HTTP endpoint.
+pub struct Daemon {
+    snapshot: RwLock<Arc<Snapshot>>,
+    pub(crate) config_path: PathBuf,
+    /// The pins this daemon audits (`--pins`), applied on every load.
+    pub(crate) selection: Selection,
+    pub store: Store,
+    pub metrics: Metrics,
+    pub(crate) started: DateTime<Utc>,
+    /// When the daemon started, on the monotonic clock the loop beats on.
+    clock_start: Instant,
+    /// The loop's last turn: a stuck loop makes `/healthz` fail.
+    heartbeat: Mutex<Instant>,
+    /// Pins whose audit is running now.
+    pub(crate) running: Mutex<HashSet<String>>,
+    /// Finish time of each pin's last audit.
+    pub(crate) last_audit: Mutex<BTreeMap<String, DateTime<Utc>>>,
+    /// Cancels audits in flight (after the grace period).
+    pub(crate) cancel_audits: CancellationToken,
+    /// modelpin.lock as last read, with the file's modification time and size: every audit
+    /// needs it, and parsing it once per due pin made the start-up burst of 100 audits hold
+    /// 100 copies at once.
+    lock_cache: Mutex<Option<(LockStamp, Arc<Option<LoadedLock>>)>>,
+    /// Counts commits that queued notifications; wakes every channel's delivery worker.
+    pub(crate) outbox_wake: tokio::sync::watch::Sender<u64>,
+    /// Whether lifecycle facts were loaded since start (the snapshot holds the built-in table
+    /// until then).
+    facts_loaded: tokio::sync::watch::Sender<bool>,
+    /// The bearer token `/api/*` requires (`settings.api_token_env`), read once at start.
+    pub api_token: Option<Secret>,
+    /// The traces receiver's windows, request slots and token (`[traffic]`, read at start).
+    pub traffic: Traffic,
+}
+
+type LockStamp = (Option<std::time::SystemTime>, u64);
+
+impl Daemon {
+    #[must_use]
+    pub fn new(parts: Parts) -> Daemon {
+        let now = Instant::now();
+        Daemon {
+            snapshot: RwLock::new(Arc::new(parts.snapshot)),
+            config_path: parts.config_path,
+            selection: parts.selection,
+            store: parts.store,
+            metrics: Metrics::new(),
+            started: Utc::now(),
+            clock_start: now,
+            heartbeat: Mutex::new(now),
+            running: Mutex::new(HashSet::new()),
+            last_audit: Mutex::new(BTreeMap::new()),
+            cancel_audits: CancellationToken::new(),
+            lock_cache: Mutex::new(None),
+            outbox_wake: tokio::sync::watch::Sender::new(0),
+            facts_loaded: tokio::sync::watch::Sender::new(false),
+            api_token: parts.api_token,
+            traffic: parts.traffic,
+        }
+    }
+
+    /// The current snapshot; audits hold it for their whole run.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshot.read().expect("snapshot lock").clone()
+    }
+
+    pub(crate) fn config(&self) -> Arc<Config> {
+        self.snapshot().config.clone()
+    }
+
+    pub(crate) fn swap(&self, snapshot: Snapshot) {
+        *self.snapshot.write().expect("snapshot lock") = Arc::new(snapshot);
+    }
+
+    /// Puts `facts`, loaded for `config`, into the snapshot, unless a reload replaced `config`
+    /// meanwhile (its own load follows). Returns whether they were applied.
+    pub(crate) fn swap_facts(&self, config: &Arc<Config>, facts: Arc<Facts>) -> bool {
+        let mut current = self.snapshot.write().expect("snapshot lock");
+        if !Arc::ptr_eq(&current.config, config) {
+            return false;
+        }
+        *current = Arc::new(Snapshot {
+            config: current.config.clone(),
+            transport: current.transport.clone(),
+            facts,
+        });
+        drop(current);
+        self.facts_loaded.send_replace(true);
+        true
+    }
+
+    /// Returns once lifecycle facts were loaded, or `FIRST_FACTS_WAIT` after start, whichever
+    /// comes first: the first audits see the feeds unless a feed is slow, and a slow feed
+    /// delays them by at most that.
+    pub(crate) async fn facts_ready(&self) {
+        let mut loaded = self.facts_loaded.subscribe();
+        let until = self.clock_start + FIRST_FACTS_WAIT;
+        let _ = tokio::time::timeout_at(until, loaded.wait_for(|l| *l)).await;
+    }
+
+    /// The scheduler loop turned.
+    pub(crate) fn beat(&self) {
+        *self.heartbeat.lock().expect("heartbeat lock") = Instant::now();
+    }
+
+    pub(crate) fn deliverer(&self) -> crate::alert::deliver::Deliverer {
+        let now = self.snapshot();
+        crate::alert::deliver::Deliverer {
+            transport: now.transport.clone(),
+            channels: now.config.alerts.clone(),
+            timeout: now.config.settings.timeout.min(Duration::from_secs(10)),
+        }
+    }
+
+    /// The lock file, re-read only when it changed on disk.
+    pub(crate) fn lock_file(
+        &self,
+        path: &Path,
+    ) -> Result<Arc<Option<LoadedLock>>, crate::lock::LockError> {
+        let stamp: LockStamp =
+            std::fs::metadata(path).map_or((None, 0), |m| (m.modified().ok(), m.len()));
+        let mut cache = self.lock_cache.lock().expect("lock cache");
+        if let Some((cached, lock)) = cache.as_ref()
+            && *cached == stamp
+            && stamp.0.is_some()
+        {
+            return Ok(lock.clone());
+        }
+        let lock = Arc::new(crate::lock::read(path)?);
+        *cache = Some((stamp, lock.clone()));
+        Ok(lock)
+    }
+
+    /// Healthy when the store takes writes, the loop turns and every pin was audited within two
+    /// of its intervals.
+    pub fn health(&self, now: DateTime<Utc>) -> Result<(), String> {
+        if let Some(failing) = self.store.failing() {
+            return Err(format!(
+                "store writes failing since {}: {}",
+                failing.since.to_rfc3339(),
+                failing.reason.lines().next().unwrap_or_default()
+            ));
+        }
+        let idle = self.heartbeat.lock().expect("heartbeat lock").elapsed();
+        if idle > LOOP_STALLED {
+            return Err(format!(
+                "the scheduler loop has not run for {}s",
+                idle.as_secs()
+            ));
+        }
+        self.overdue(now)
+    }
+
+    /// The first pin not audited within two of its intervals.
+    fn overdue(&self, now: DateTime<Utc>) -> Result<(), String> {
+        let config = self.config();
+        let last = self.last_audit.lock().expect("last audit lock");
+        for pin in &config.pins {
+            let Some(interval) =
+                schedule_of(&config, &pin.id).and_then(|s| schedule::interval(&s, now))
+            else {
+                continue;
+            };
+            let since = last.get(&pin.id).copied().unwrap_or(self.started);
+            let allowed = chrono::Duration::from_std(interval * 2).unwrap_or(chrono::Duration::MAX);
+            if now - since > allowed {
+                let when = last
+                    .get(&pin.id)
+                    .map_or("never since start".to_owned(), DateTime::to_rfc3339);
+                return Err(format!(
+                    "pin `{}` was last audited {when}, more than two intervals ({}) ago",
+                    pin.id,
+                    crate::transport::human_duration(interval * 2)
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The pin's effective schedule (its own, else the settings').
+pub(crate) fn schedule_of(config: &Config, pin: &str) -> Option<Schedule> {
+    let pin = config.pins.iter().find(|p| p.id == pin)?;
+    Some(
+        pin.schedule
+            .as_ref()
+            .unwrap_or(&config.settings.schedule)
+            .clone(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use chrono::Utc;
+    use tokio::time::{Instant, sleep};
+
+    use super::FIRST_FACTS_WAIT;
+    use crate::audit::lifecycle::Facts;
+    use crate::config::tests_support::minimal_config;
+    use crate::daemon::test_support::daemon_with;
+
+    #[tokio::test(start_paused = true)]
+    async fn audits_wait_for_the_first_facts_but_not_longer_than_the_bound() {
+        let t = daemon_with(minimal_config()).await;
+        let start = Instant::now();
+        t.daemon.facts_ready().await;
+        let waited = start.elapsed();
+        assert!(
+            waited >= FIRST_FACTS_WAIT && waited < FIRST_FACTS_WAIT + Duration::from_secs(1),
+            "{waited:?}"
+        );
+
+        let t = daemon_with(minimal_config()).await;
+        let start = Instant::now();
+        let config = t.daemon.config();
+        let load = async {
+            sleep(Duration::from_secs(3)).await;
+            assert!(t.daemon.swap_facts(&config, Arc::new(Facts::default())));
+        };
+        tokio::join!(t.daemon.facts_ready(), load);
+        assert_eq!(
+            start.elapsed(),
+            Duration::from_secs(3),
+            "no longer than the load"
+        );
+        t.daemon.facts_ready().await;
+        assert_eq!(
+            start.elapsed(),
+            Duration::from_secs(3),
+            "at once once loaded"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn facts_loaded_for_a_config_a_reload_replaced_are_dropped() {
+        let t = daemon_with(minimal_config()).await;
+        let old = t.daemon.config();
+        let snapshot = super::Snapshot::of(minimal_config()).unwrap();
+        t.daemon.swap(snapshot);
+        assert!(!t.daemon.swap_facts(&old, Arc::new(Facts::default())));
+        let builtin = t.daemon.snapshot().facts.facts.len();
+        assert_eq!(builtin, Facts::builtin_only().facts.len());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_loop_that_stops_beating_makes_the_daemon_unhealthy() {
+        let t = daemon_with(minimal_config()).await;
+        assert_eq!(t.daemon.health(Utc::now()), Ok(()));
+        sleep(Duration::from_secs(6)).await;
+        assert_eq!(
+            t.daemon.health(Utc::now()),
+            Err("the scheduler loop has not run for 6s".to_owned())
+        );
+        t.daemon.beat();
+        assert_eq!(t.daemon.health(Utc::now()), Ok(()));
+    }
+}

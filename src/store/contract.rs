@@ -1,0 +1,379 @@
+//! What every backend of `Store` must do, written against the interface only, so a second
+//! backend runs the same cases unchanged: add it to `Backend::all`.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use chrono::DateTime;
+
+use crate::alert::state::PinAlerts;
+use crate::alert::{AlertItem, AlertStatus, Notification};
+use crate::store::tests::record;
+use crate::store::{
+    AuditRecord, Commit, Cursor, DeliveryState, Entry, Holder, RecordSource, Replace, Store,
+    StoreError,
+};
+
+/// One backend under test: where its store lives, so it can be opened again as after a restart.
+enum Backend {
+    Sled(tempfile::TempDir),
+}
+
+impl Backend {
+    fn all() -> Vec<Backend> {
+        vec![Backend::Sled(tempfile::tempdir().unwrap())]
+    }
+
+    async fn open(&self) -> Store {
+        match self {
+            Backend::Sled(dir) => {
+                // sled releases its file lock from a background thread shortly after the last
+                // handle drops: an open right after a close can find it still held.
+                let deadline = std::time::Instant::now() + Duration::from_secs(5);
+                loop {
+                    match Store::open(&dir.path().join("store"), Holder::Daemon).await {
+                        Err(StoreError::InUse { .. }) if std::time::Instant::now() < deadline => {
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                        }
+                        other => return other.unwrap(),
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn ids(records: Vec<AuditRecord>) -> Vec<String> {
+    records.into_iter().map(|r| r.audit_id).collect()
+}
+
+fn notification(id: &str, pin: &str, at: i64, fingerprint: &str) -> Notification {
+    let t = DateTime::from_timestamp(at, 0).unwrap();
+    Notification {
+        id: id.into(),
+        channel: "hook".into(),
+        pin: pin.into(),
+        provider: "p".into(),
+        model: "m".into(),
+        status: AlertStatus::Firing,
+        alerts: vec![AlertItem {
+            fingerprint: fingerprint.into(),
+            code: fingerprint.into(),
+            severity: None,
+            status: AlertStatus::Firing,
+            message: String::new(),
+            evidence: serde_json::Value::Null,
+            starts_at: t,
+            ends_at: None,
+        }],
+        created_at: t,
+        test: false,
+        audit_id: None,
+        source: None,
+    }
+}
+
+async fn queue(store: &Store, notifications: &[Notification]) {
+    let commit = Commit {
+        audit: None,
+        subject: "bot",
+        state: None,
+        notifications,
+    };
+    store.commit(&commit, &[]).await.unwrap();
+}
+
+/// The ids waiting in channel `hook`, grouped by pin.
+async fn waiting_ids(store: &Store) -> Vec<Vec<String>> {
+    store
+        .queued("hook")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|pin| pin.into_iter().map(|q| q.entry.notification.id).collect())
+        .collect()
+}
+
+#[tokio::test]
+async fn history_is_time_ordered_filterable_and_survives_reopening() {
+    for backend in Backend::all() {
+        {
+            let store = backend.open().await;
+            store.append(&record("b", 200, "2")).await.unwrap();
+            store.append(&record("a", 100, "1")).await.unwrap();
+            store.append(&record("a", 300, "3")).await.unwrap();
+            // A pin whose id is a prefix of another must not see the other's history.
+            store.append(&record("a-long", 150, "4")).await.unwrap();
+        }
+        let store = backend.open().await;
+        let history = |pin, since| {
+            let store = store.clone();
+            async move { ids(store.history(pin, since).await.unwrap()) }
+        };
+        assert_eq!(history(None, None).await, ["1", "4", "2", "3"]);
+        assert_eq!(history(Some("a"), None).await, ["1", "3"]);
+        let since = DateTime::from_timestamp(150, 0);
+        assert_eq!(history(None, since).await, ["4", "2", "3"]);
+        assert_eq!(store.last_audit("a").await.unwrap().unwrap().audit_id, "3");
+        assert!(store.last_audit("zzz").await.unwrap().is_none());
+        let cutoff = DateTime::from_timestamp(250, 0).unwrap();
+        assert_eq!(store.prune(cutoff).await.unwrap(), 3);
+        assert_eq!(history(None, None).await, ["3"]);
+    }
+}
+
+#[tokio::test]
+async fn recent_audits_come_newest_first_and_the_latest_key_names_its_start() {
+    for backend in Backend::all() {
+        let store = backend.open().await;
+        let a = ["a".to_owned()];
+        assert_eq!(store.latest_keys(&a).await.unwrap(), [None]);
+        assert!(store.recent(&a, 5).await.unwrap()[0].is_empty());
+        for (pin, at, id) in [
+            ("a", 100, "1"),
+            ("a", 300, "3"),
+            ("a", 200, "2"),
+            ("ab", 400, "4"),
+        ] {
+            store.append(&record(pin, at, id)).await.unwrap();
+        }
+        let recent = store.recent(&a, 2).await.unwrap().remove(0);
+        let recent: Vec<String> = recent
+            .iter()
+            .map(|raw| raw.decode().unwrap().audit_id)
+            .collect();
+        assert_eq!(
+            recent,
+            ["3", "2"],
+            "newest first, another pin's prefix excluded"
+        );
+        let latest = store.latest_keys(&a).await.unwrap().remove(0).unwrap();
+        assert_eq!(latest.started_millis, 300_000);
+        assert_eq!(latest.audit_id, "3");
+    }
+}
+
+#[tokio::test]
+async fn pages_follow_their_cursor_to_the_last_one() {
+    for backend in Backend::all() {
+        let store = backend.open().await;
+        for i in 1..=5 {
+            store
+                .append(&record("a", 100 * i, &i.to_string()))
+                .await
+                .unwrap();
+        }
+        store.append(&record("b", 250, "b")).await.unwrap();
+        let mut cursor: Option<Cursor> = None;
+        let mut pages = Vec::new();
+        loop {
+            let page = store
+                .history_page(Some("a"), None, cursor.as_ref(), 2)
+                .await
+                .unwrap();
+            pages.push(ids(page.records));
+            // The cursor travels in a URL.
+            match page.next {
+                Some(next) => cursor = Cursor::from_hex(&next.to_hex()),
+                None => break,
+            }
+        }
+        assert_eq!(pages, [vec!["1", "2"], vec!["3", "4"], vec!["5"]]);
+        let since = DateTime::from_timestamp(250, 0);
+        let page = store.history_page(None, since, None, 10).await.unwrap();
+        assert_eq!(ids(page.records), ["b", "3", "4", "5"]);
+        assert!(page.next.is_none());
+    }
+}
+
+#[tokio::test]
+async fn the_last_audit_looks_past_traffic_verdicts_the_latest_key_does_not() {
+    for backend in Backend::all() {
+        let store = backend.open().await;
+        store.append(&record("a", 100, "probe")).await.unwrap();
+        let mut verdict = record("a", 200, "traffic");
+        verdict.source = Some(RecordSource::Traffic);
+        store.append(&verdict).await.unwrap();
+        assert_eq!(
+            store.last_audit("a").await.unwrap().unwrap().audit_id,
+            "probe"
+        );
+        let latest = store.latest_keys(&["a".to_owned()]).await.unwrap();
+        assert_eq!(latest[0].as_ref().unwrap().audit_id, "traffic");
+    }
+}
+
+#[tokio::test]
+async fn one_commit_holds_the_record_the_state_and_the_notifications() {
+    for backend in Backend::all() {
+        let store = backend.open().await;
+        let audit = record("bot", 100, "a1");
+        let state = PinAlerts {
+            inconclusive_streak: 2,
+            ..PinAlerts::default()
+        };
+        let n = notification("n1", "bot", 1, "x");
+        let commit = Commit {
+            audit: Some(&audit),
+            subject: "bot",
+            state: Some(&state),
+            notifications: std::slice::from_ref(&n),
+        };
+        store.commit(&commit, &[]).await.unwrap();
+        assert_eq!(store.history(Some("bot"), None).await.unwrap(), [audit]);
+        assert_eq!(store.alert_state("bot").await.unwrap(), state);
+        assert_eq!(
+            store.alert_state("bot\0traffic").await.unwrap(),
+            PinAlerts::default()
+        );
+        assert_eq!(waiting_ids(&store).await, [["n1"]]);
+        assert_eq!(
+            store.channels_waiting().await.unwrap(),
+            BTreeSet::from(["hook".to_owned()])
+        );
+    }
+}
+
+#[tokio::test]
+async fn each_channel_queue_keeps_creation_order_per_pin() {
+    for backend in Backend::all() {
+        let store = backend.open().await;
+        queue(&store, &[notification("b1", "b", 1, "x")]).await;
+        queue(&store, &[notification("a2", "a", 3, "x")]).await;
+        queue(&store, &[notification("a1", "a", 2, "y")]).await;
+        assert_eq!(waiting_ids(&store).await, [vec!["a1", "a2"], vec!["b1"]]);
+        let a: Vec<String> = store
+            .waiting("hook", "a")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|q| q.entry.notification.id)
+            .collect();
+        assert_eq!(a, ["a1", "a2"]);
+        assert!(store.waiting("other", "a").await.unwrap().is_empty());
+    }
+}
+
+#[tokio::test]
+async fn a_rewrite_of_an_entry_that_changed_since_it_was_read_writes_nothing() {
+    for backend in Backend::all() {
+        let store = backend.open().await;
+        queue(&store, &[notification("n1", "bot", 1, "x")]).await;
+        let read = store.waiting("hook", "bot").await.unwrap().remove(0);
+        let mut delivered = read.entry.clone();
+        delivered.delivery.state = DeliveryState::Delivered;
+        store.update_delivery(&read, &delivered).await.unwrap();
+        let mut superseded = read.entry.clone();
+        superseded.delivery.state = DeliveryState::Superseded;
+        let audit = record("bot", 100, "a1");
+        let n2 = notification("n2", "bot", 2, "x");
+        let commit = Commit {
+            audit: Some(&audit),
+            subject: "bot",
+            state: None,
+            notifications: std::slice::from_ref(&n2),
+        };
+        let stale = Replace {
+            queued: read,
+            entry: superseded,
+        };
+        let refused = store.commit(&commit, &[stale]).await;
+        assert!(
+            matches!(refused, Err(StoreError::Conflict { .. })),
+            "{refused:?}"
+        );
+        assert!(store.history(None, None).await.unwrap().is_empty());
+        assert!(waiting_ids(&store).await.is_empty());
+        assert!(
+            store.failing().is_none(),
+            "a conflict is not a failing store"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_entry_with_nothing_left_to_send_leaves_the_queue_and_a_stale_update_is_ignored() {
+    for backend in Backend::all() {
+        let store = backend.open().await;
+        queue(&store, &[notification("n1", "bot", 1, "x")]).await;
+        let read = store.waiting("hook", "bot").await.unwrap().remove(0);
+        let mut superseded: Entry = read.entry.clone();
+        superseded.delivery.state = DeliveryState::Superseded;
+        let n2 = notification("n2", "bot", 2, "x");
+        let commit = Commit {
+            audit: None,
+            subject: "bot",
+            state: None,
+            notifications: std::slice::from_ref(&n2),
+        };
+        let replace = Replace {
+            queued: read.clone(),
+            entry: superseded,
+        };
+        store.commit(&commit, &[replace]).await.unwrap();
+        assert_eq!(waiting_ids(&store).await, [["n2"]]);
+        // The attempt that read n1 before it was superseded finishes late.
+        let mut retried = read.entry.clone();
+        retried.delivery.attempts = 1;
+        retried.delivery.last_error = Some("timeout".into());
+        store.update_delivery(&read, &retried).await.unwrap();
+        let states: Vec<(String, DeliveryState)> = store
+            .outbox_all()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.notification.id, e.delivery.state))
+            .collect();
+        assert_eq!(
+            states,
+            [
+                ("n1".to_owned(), DeliveryState::Superseded),
+                ("n2".to_owned(), DeliveryState::Pending)
+            ]
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_delivered_or_failed_entry_leaves_the_queue_with_its_last_error() {
+    for backend in Backend::all() {
+        let store = backend.open().await;
+        queue(
+            &store,
+            &[
+                notification("n1", "a", 1, "x"),
+                notification("n2", "b", 2, "x"),
+            ],
+        )
+        .await;
+        let mut queue = store.queued("hook").await.unwrap().into_iter().flatten();
+        let (first, second) = (queue.next().unwrap(), queue.next().unwrap());
+        let mut delivered = first.entry.clone();
+        delivered.delivery.state = DeliveryState::Delivered;
+        delivered.delivery.attempts = 1;
+        store.update_delivery(&first, &delivered).await.unwrap();
+        let mut failed = second.entry.clone();
+        failed.delivery.state = DeliveryState::Failed;
+        failed.delivery.last_error = Some("HTTP 410".into());
+        store.update_delivery(&second, &failed).await.unwrap();
+        assert!(waiting_ids(&store).await.is_empty());
+        assert!(store.channels_waiting().await.unwrap().is_empty());
+        assert_eq!(store.outbox_all().await.unwrap(), [delivered, failed]);
+    }
+}
+
+#[tokio::test]
+async fn a_refused_write_shows_as_failing_until_a_write_succeeds() {
+    for backend in Backend::all() {
+        let store = backend.open().await;
+        let generation = store.generation();
+        store.refuse_writes(1);
+        assert!(store.append(&record("a", 100, "1")).await.is_err());
+        let failing = store.failing().expect("failing after a refused write");
+        assert!(failing.reason.contains("store write failed"), "{failing:?}");
+        store.recover(generation).await.unwrap();
+        store.append(&record("a", 100, "1")).await.unwrap();
+        assert!(store.failing().is_none());
+        assert_eq!(ids(store.history(None, None).await.unwrap()), ["1"]);
+    }
+}

@@ -1,0 +1,69 @@
+//! Why the store cannot be used, in terms of what to do next, and who holds it.
+//!
+//! A full disk, a read-only mount, another process holding the store and a corrupt database need
+//! different remedies; moving the store aside (`--reset-store`) helps only the last one and would
+//! throw a healthy history away in the others.
+
+use std::path::PathBuf;
+
+use crate::store::SCHEMA_VERSION;
+
+/// Who opened the store: left with it, so a refusal can name the holder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holder {
+    Daemon,
+    CheckNotify,
+    History,
+}
+
+impl Holder {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Holder::Daemon => "a modelpin daemon",
+            Holder::CheckNotify => "`modelpin check --notify`",
+            Holder::History => "`modelpin history`",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(
+        "error: the store at {path} is in use by {holder}\n  = help: {}",
+        in_use_help(holder)
+    )]
+    InUse { path: PathBuf, holder: String },
+    #[error(
+        "error: the store at {path} cannot be written: the disk is full ({message})\n  = help: free space on that filesystem; the store itself is intact"
+    )]
+    Full { path: PathBuf, message: String },
+    #[error(
+        "error: the store at {path} cannot be written: read-only or not permitted ({message})\n  = help: give this user write access, or point `store` in [settings] at a writable directory"
+    )]
+    ReadOnly { path: PathBuf, message: String },
+    #[error(
+        "error: the store at {path} was written by a newer modelpin (schema version {found:?}, this one reads {SCHEMA_VERSION})\n  = help: run the modelpin version that wrote it"
+    )]
+    Newer { path: PathBuf, found: Vec<u8> },
+    #[error(
+        "error: the store at {path} cannot be opened: {message}\n  = help: run `modelpin daemon --reset-store` to move it aside (kept as {path}.broken-<time>) and start a new one"
+    )]
+    Corrupt { path: PathBuf, message: String },
+    #[error("error: the store at {path} cannot be opened: {message}")]
+    Io { path: PathBuf, message: String },
+    #[error("error: store write failed at {path}: {message}")]
+    Write { path: PathBuf, message: String },
+    /// An outbox entry changed between being read and being rewritten (a delivery finished, or
+    /// another verdict of the same pin superseded it): the commit wrote nothing and is prepared
+    /// again from what is stored now.
+    #[error("error: the outbox at {path} changed while a commit was prepared")]
+    Conflict { path: PathBuf },
+}
+
+fn in_use_help(holder: &str) -> &'static str {
+    if holder.contains("check --notify") {
+        "it releases the store when its deliveries finish (at most 30 s); start the daemon after it, or give CI its own `store`"
+    } else {
+        "stop the other process, or give this one its own `store` in [settings]"
+    }
+}

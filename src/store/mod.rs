@@ -1,0 +1,239 @@
+//! The daemon's durable memory: audit history, alert state and the alert outbox, behind one
+//! interface (`Store`) whatever keeps them.
+//!
+//! A monitor that runs for months must survive restarts, crashes and full disks without losing
+//! what it reported: an audit, the alert state it steps and the notifications it creates are one
+//! transaction (`commit`), on disk before it is acknowledged, so "stored" in the log means a
+//! crash at any point leaves all of it or none of it. Every operation that a networked backend
+//! would wait on is `async`; the embedded backend (sled, `sled`) does its blocking work on the
+//! blocking pool. The set of backends is closed, so `Store` is an enum and each operation one
+//! `match` (`each!`): a second backend is one file and one arm there. Which notification
+//! replaces which is alerting's rule (`alert::outbox`); the store keeps what it is given and
+//! refuses to rewrite an entry that changed since it was read.
+
+mod error;
+mod outbox;
+mod record;
+mod sled;
+
+#[cfg(test)]
+mod contract;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+
+use crate::alert::state::PinAlerts;
+
+pub use error::{Holder, StoreError};
+pub(crate) use outbox::Token;
+pub use outbox::{Commit, Delivery, DeliveryState, Entry, Queued, Replace};
+pub use record::{AuditRecord, Cursor, LatestKey, Page, RawRecord, RecordSource};
+pub use sled::{SledStore, reset};
+
+/// The layout version of the store: a store written by a newer layout is refused, not misread.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Why writes fail now, and since when: the daemon's health.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failing {
+    pub since: DateTime<Utc>,
+    pub reason: String,
+}
+
+/// The store, whichever backend holds it; clones share it.
+#[derive(Debug, Clone)]
+pub enum Store {
+    Sled(SledStore),
+}
+
+/// The one place each operation meets each backend.
+macro_rules! each {
+    ($store:expr, $backend:ident => $call:expr) => {
+        match $store {
+            Store::Sled($backend) => $call,
+        }
+    };
+}
+
+impl Store {
+    /// Opens (or creates) the store at `path` for `holder`.
+    pub async fn open(path: &Path, holder: Holder) -> Result<Store, StoreError> {
+        let at = path.to_owned();
+        tokio::task::spawn_blocking(move || SledStore::open(&at, holder))
+            .await
+            .map_err(|e| StoreError::Io {
+                path: path.to_owned(),
+                message: e.to_string(),
+            })?
+            .map(Store::Sled)
+    }
+
+    /// Why writes fail now (`None` while they succeed).
+    #[must_use]
+    pub fn failing(&self) -> Option<Failing> {
+        each!(self, s => s.failing())
+    }
+
+    /// The current generation, to pass to `recover` after a write on it failed.
+    #[must_use]
+    pub fn generation(&self) -> u64 {
+        each!(self, s => s.generation())
+    }
+
+    /// Gets the store writable again after a write on generation `failed` failed (sled: reopens
+    /// it, when sled itself failed); does nothing when another writer already did.
+    pub async fn recover(&self, failed: u64) -> Result<(), StoreError> {
+        each!(self, s => s.recover(failed).await)
+    }
+
+    /// Everything written so far on disk.
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        each!(self, s => s.flush().await)
+    }
+
+    /// Writes `commit`, with the older waiting entries `superseded` rewrites, in one transaction;
+    /// once this returns `Ok`, all of it survives a crash, and a crash before leaves none of it.
+    /// `StoreError::Conflict` when one of those entries changed since it was read.
+    pub async fn commit(
+        &self,
+        commit: &Commit<'_>,
+        superseded: &[Replace],
+    ) -> Result<(), StoreError> {
+        each!(self, s => s.commit(commit, superseded).await)
+    }
+
+    /// Appends one record to history, alone.
+    pub async fn append(&self, record: &AuditRecord) -> Result<(), StoreError> {
+        let commit = Commit {
+            audit: Some(record),
+            subject: "",
+            state: None,
+            notifications: &[],
+        };
+        self.commit(&commit, &[]).await
+    }
+
+    /// The alert state of `subject` (`AuditRecord::alert_subject`); empty when it never alerted.
+    pub async fn alert_state(&self, subject: &str) -> Result<PinAlerts, StoreError> {
+        each!(self, s => s.alert_state(subject).await)
+    }
+
+    /// The pending entries of one channel for one pin, oldest first.
+    pub async fn waiting(&self, channel: &str, pin: &str) -> Result<Vec<Queued>, StoreError> {
+        each!(self, s => s.waiting(channel, pin).await)
+    }
+
+    /// A channel's queue: pending entries grouped by pin, each pin's oldest first.
+    pub async fn queued(&self, channel: &str) -> Result<Vec<Vec<Queued>>, StoreError> {
+        each!(self, s => s.queued(channel).await)
+    }
+
+    /// Channels with notifications waiting.
+    pub async fn channels_waiting(&self) -> Result<BTreeSet<String>, StoreError> {
+        each!(self, s => s.channels_waiting().await)
+    }
+
+    /// Every outbox entry, oldest first (`check --notify`'s summary, tests).
+    pub async fn outbox_all(&self) -> Result<Vec<Entry>, StoreError> {
+        each!(self, s => s.outbox_all().await)
+    }
+
+    /// Records a delivery attempt's outcome (delivered, failed with its last error, a retry),
+    /// unless the entry changed since `queued` was read: then the newer state stands.
+    pub async fn update_delivery(&self, queued: &Queued, entry: &Entry) -> Result<(), StoreError> {
+        each!(self, s => s.update_delivery(queued, entry).await)
+    }
+
+    /// Brings entries written by an older modelpin into the channel queues, once.
+    pub async fn index_older_entries(&self) -> Result<(), StoreError> {
+        each!(self, s => s.index_older_entries().await)
+    }
+
+    /// Records since `since` (all when `None`), for one pin or all, oldest first.
+    pub async fn history(
+        &self,
+        pin: Option<&str>,
+        since: Option<DateTime<Utc>>,
+    ) -> Result<Vec<AuditRecord>, StoreError> {
+        each!(self, s => s.history(pin, since).await)
+    }
+
+    /// At most `limit` records from `since` (or after `cursor`, an earlier page's `next`),
+    /// oldest first, with the next page's cursor when there is one.
+    pub async fn history_page(
+        &self,
+        pin: Option<&str>,
+        since: Option<DateTime<Utc>>,
+        cursor: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<Page, StoreError> {
+        each!(self, s => s.history_page(pin, since, cursor, limit).await)
+    }
+
+    /// A pin's latest probe audit, looking past its traffic verdicts.
+    pub async fn last_audit(&self, pin: &str) -> Result<Option<AuditRecord>, StoreError> {
+        each!(self, s => s.last_audit(pin).await)
+    }
+
+    /// The key of each pin's latest record (probe audit or traffic verdict), in `pins` order.
+    pub async fn latest_keys(&self, pins: &[String]) -> Result<Vec<Option<LatestKey>>, StoreError> {
+        each!(self, s => s.latest_keys(pins).await)
+    }
+
+    /// Each pin's latest `limit` records as stored, newest first, in `pins` order.
+    pub async fn recent(
+        &self,
+        pins: &[String],
+        limit: usize,
+    ) -> Result<Vec<Vec<RawRecord>>, StoreError> {
+        each!(self, s => s.recent(pins, limit).await)
+    }
+
+    /// Removes records that started before `cutoff`; returns how many.
+    pub async fn prune(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
+        each!(self, s => s.prune(cutoff).await)
+    }
+
+    /// Makes the next `writes` writes fail, as a full disk would.
+    #[cfg(test)]
+    pub(crate) fn refuse_writes(&self, writes: u32) {
+        each!(self, s => s.refuse_writes(writes));
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use chrono::DateTime;
+
+    use crate::finding::PinStatus;
+    use crate::report::{Calls, PinReport, Tokens};
+    use crate::store::AuditRecord;
+
+    pub(crate) fn record(pin: &str, at: i64, id: &str) -> AuditRecord {
+        let t = DateTime::from_timestamp(at, 0).unwrap();
+        AuditRecord {
+            audit_id: id.into(),
+            started_at: t,
+            finished_at: t,
+            config_digest: "sha256:c".into(),
+            lock_digest: None,
+            source: None,
+            pin: PinReport {
+                id: pin.into(),
+                provider: "p".into(),
+                model: "m".into(),
+                status: PinStatus::Ok,
+                served_models: std::collections::BTreeMap::new(),
+                upstreams: std::collections::BTreeMap::new(),
+                calls: Calls::default(),
+                tokens: Tokens::default(),
+                cost_usd: None,
+                lifecycle: None,
+                behaviour: Vec::new(),
+                findings: Vec::new(),
+            },
+        }
+    }
+}

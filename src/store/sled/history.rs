@@ -1,0 +1,176 @@
+//! History on sled: records by pin and time, read a page or a pin's newest at a time.
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+
+use crate::store::sled::{Refused, SledStore, Trees, keys};
+use crate::store::{AuditRecord, Cursor, LatestKey, Page, RawRecord, RecordSource, StoreError};
+
+/// Only a record's `source`, read on the way past traffic verdicts: a pin with much traffic has
+/// many.
+#[derive(Deserialize)]
+struct Source {
+    #[serde(default)]
+    source: Option<RecordSource>,
+}
+
+impl SledStore {
+    /// Audits since `since` (all when `None`), for one pin or all, oldest first.
+    pub async fn history(
+        &self,
+        pin: Option<&str>,
+        since: Option<DateTime<Utc>>,
+    ) -> Result<Vec<AuditRecord>, StoreError> {
+        let pin = pin.map(keys::pin_prefix);
+        self.read(move |t| {
+            let from = since.map_or(0, keys::millis).to_be_bytes();
+            let mut records = Vec::new();
+            for entry in t.by_time.range(from.as_slice()..) {
+                let (_, key) = entry?;
+                if let Some(record) = record_at(t, pin.as_deref(), &key)? {
+                    records.push(record);
+                }
+            }
+            Ok(records)
+        })
+        .await
+    }
+
+    /// At most `limit` audits from `since` (or after `cursor`, the `next` of an earlier page),
+    /// oldest first, with the cursor of the next page when there is one. Reads one page of
+    /// records, never the whole history.
+    pub async fn history_page(
+        &self,
+        pin: Option<&str>,
+        since: Option<DateTime<Utc>>,
+        cursor: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<Page, StoreError> {
+        let from = since.map_or(0, keys::millis).to_be_bytes().to_vec();
+        let range = match cursor {
+            Some(after) if after.0 >= from => (
+                std::ops::Bound::Excluded(after.0.clone()),
+                std::ops::Bound::Unbounded,
+            ),
+            _ => (std::ops::Bound::Included(from), std::ops::Bound::Unbounded),
+        };
+        let pin = pin.map(keys::pin_prefix);
+        self.read(move |t| {
+            let mut page = Page::default();
+            let mut last = None;
+            for entry in t.by_time.range::<Vec<u8>, _>(range) {
+                let (index, key) = entry?;
+                if pin.as_ref().is_some_and(|p| !key.starts_with(p)) {
+                    continue;
+                }
+                if page.records.len() == limit {
+                    page.next = last.take();
+                    break;
+                }
+                if let Some(record) = record_at(t, None, &key)? {
+                    page.records.push(record);
+                }
+                last = Some(Cursor(index.to_vec()));
+            }
+            Ok(page)
+        })
+        .await
+    }
+
+    /// The latest probe audit of a pin: traffic verdicts are history too, but not audits, and
+    /// the schedule looks past them.
+    pub async fn last_audit(&self, pin: &str) -> Result<Option<AuditRecord>, StoreError> {
+        let prefix = keys::pin_prefix(pin);
+        self.read(move |t| {
+            for entry in t.audits.scan_prefix(prefix).rev() {
+                let (_, bytes) = entry?;
+                if serde_json::from_slice::<Source>(&bytes).is_ok_and(|s| s.source.is_some()) {
+                    continue;
+                }
+                return Ok(serde_json::from_slice::<AuditRecord>(&bytes).ok());
+            }
+            Ok(None)
+        })
+        .await
+    }
+
+    /// The key of each pin's latest record, read without decoding it.
+    pub async fn latest_keys(&self, pins: &[String]) -> Result<Vec<Option<LatestKey>>, StoreError> {
+        let pins = pins.to_vec();
+        self.read(move |t| {
+            pins.iter()
+                .map(|pin| {
+                    let key = t
+                        .audits
+                        .scan_prefix(keys::pin_prefix(pin))
+                        .keys()
+                        .next_back();
+                    Ok(key.transpose()?.map(|key| LatestKey {
+                        started_millis: keys::key_millis(pin, &key).unwrap_or(0),
+                        audit_id: keys::key_audit_id(pin, &key),
+                    }))
+                })
+                .collect()
+        })
+        .await
+    }
+
+    /// Each pin's latest `limit` records as stored, newest first.
+    pub async fn recent(
+        &self,
+        pins: &[String],
+        limit: usize,
+    ) -> Result<Vec<Vec<RawRecord>>, StoreError> {
+        let pins = pins.to_vec();
+        self.read(move |t| {
+            pins.iter()
+                .map(|pin| {
+                    t.audits
+                        .scan_prefix(keys::pin_prefix(pin))
+                        .values()
+                        .rev()
+                        .take(limit)
+                        .map(|v| v.map(|bytes| RawRecord(bytes.to_vec())))
+                        .collect()
+                })
+                .collect()
+        })
+        .await
+    }
+
+    /// Removes audits that started before `cutoff`; returns how many.
+    pub async fn prune(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
+        let end = keys::millis(cutoff).to_be_bytes();
+        let removed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = removed.clone();
+        self.write(move |t| {
+            for entry in t.by_time.range(..end.as_slice()) {
+                let (index, key) = entry.map_err(|e| Refused::Failed(e.to_string()))?;
+                t.audits
+                    .remove(&key)
+                    .map_err(|e| Refused::Failed(e.to_string()))?;
+                t.by_time
+                    .remove(&index)
+                    .map_err(|e| Refused::Failed(e.to_string()))?;
+                count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            Ok(())
+        })
+        .await?;
+        Ok(removed.load(std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+/// The record at `key`, when it is `pin`'s (any pin's when `None`) and decodes.
+fn record_at(
+    t: &Trees,
+    pin: Option<&[u8]>,
+    key: &[u8],
+) -> Result<Option<AuditRecord>, sled::Error> {
+    if pin.is_some_and(|p| !key.starts_with(p)) {
+        return Ok(None);
+    }
+    Ok(t.audits
+        .get(key)?
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok()))
+}
