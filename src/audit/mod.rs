@@ -497,7 +497,10 @@ impl PinRun<'_> {
         {
             Ok(delivered) => {
                 let status = delivered.response.status;
-                let result = match provider::parse_reply(self.pin.kind, &delivered.response) {
+                let redactor = self.transport.redactor();
+                let parsed =
+                    provider::parse_reply_masked(self.pin.kind, &delivered.response, redactor);
+                let result = match parsed {
                     Parsed::Reply(reply) => CallResult::Reply(reply),
                     Parsed::Rejected(rejected) => CallResult::Rejected(rejected),
                     Parsed::Unparseable { status, reason } => {
