@@ -152,6 +152,7 @@ fn evidence(case: &Case<'_>) -> (Vec<Evidence>, Option<DriftVerdict>) {
     }
     found.extend(unmeasured_probes(case));
     found.extend(tokens_missing(case).map(Evidence::Inconclusive));
+    found.extend(tokens_implausible(case.observation).map(Evidence::Inconclusive));
     found.extend(calls_missing(case.observation).map(Evidence::Inconclusive));
     retirement::after_answers(case, &mut found);
     found.extend(served_not_reported(case).map(Evidence::Inconclusive));
@@ -274,6 +275,21 @@ fn tokens_missing(case: &Case<'_>) -> Option<Unmeasured> {
         probes,
         answers,
         without_prompt_tokens: without,
+    })
+}
+
+/// Answers whose usage held a count no call can have: their tokens and cost are unknown, and
+/// the pin cannot be ok on them (the count is absent from `usage`, never 0).
+fn tokens_implausible(obs: &Observation) -> Option<Unmeasured> {
+    let of = obs.replies().count() as u64;
+    let mut counts = obs.replies().filter_map(|(_, r)| r.usage.implausible);
+    let first = counts.next()?;
+    Some(Unmeasured::TokensImplausible {
+        answers: 1 + counts.count() as u64,
+        of,
+        field: first.field.to_owned(),
+        value: first.value,
+        bound: crate::provider::MAX_TOKEN_COUNT,
     })
 }
 

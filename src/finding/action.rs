@@ -54,6 +54,7 @@ impl Unmeasured {
             | Unmeasured::Probe { reasons, .. }
             | Unmeasured::CallsMissing { reasons, .. } => reasons.remedy(),
             Unmeasured::TokensMissing { .. } => Some(Remedy::Usage),
+            Unmeasured::TokensImplausible { .. } => Some(Remedy::ImplausibleUsage),
             Unmeasured::ServedNotReported { .. } => Some(Remedy::Instrumentation),
             Unmeasured::Streak { latest_action, .. } => {
                 if let Some(action) = latest_action {

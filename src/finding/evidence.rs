@@ -505,6 +505,15 @@ pub enum Unmeasured {
         answers: u64,
         without_prompt_tokens: u64,
     },
+    /// Answers whose usage held a token count past `provider::MAX_TOKEN_COUNT`: their tokens
+    /// and cost are unmeasured, never read as 0.
+    TokensImplausible {
+        answers: u64,
+        of: u64,
+        field: String,
+        value: f64,
+        bound: u64,
+    },
     /// Traffic whose spans did not say which model answered: the served identity is unmeasured.
     ServedNotReported { spans: u64 },
     /// Several audits in a row measured nothing (what the alert says).
@@ -574,6 +583,15 @@ impl Unmeasured {
                     .map(|p| format!("`{p}`"))
                     .collect::<Vec<_>>()
                     .join(", ")
+            ),
+            Unmeasured::TokensImplausible {
+                answers,
+                of,
+                field,
+                value,
+                bound,
+            } => format!(
+                "{answers} of {of} answers reported a token count no call can have (`{field}` = {value}, above {bound}, ten times the largest context window offered): their tokens and cost are unmeasured, and the spend cap could not count them"
             ),
             Unmeasured::ServedNotReported { spans } => format!(
                 "none of {spans} span{} named the model that answered (`gen_ai.response.model` or `llm.model_name`): the served model was not measured",

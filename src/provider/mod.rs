@@ -185,12 +185,30 @@ impl RawResponse {
 }
 
 /// Token counts as the provider reported them; `None` where the provider said nothing.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Usage {
     pub input: Option<u64>,
     pub output: Option<u64>,
     pub cached_input: Option<u64>,
     pub reasoning: Option<u64>,
+    /// A count past `MAX_TOKEN_COUNT`: the field is `None` above, and the call's tokens and cost
+    /// are unmeasured (inconclusive), never 0.
+    pub implausible: Option<ImplausibleCount>,
+}
+
+/// The largest token count a call can plausibly report: 10^8, ten times the largest context
+/// window offered for general use (10 million tokens, Meta's Llama 4 Scout, April 2025) and as
+/// large as the largest ever announced (100 million, Magic's LTM-2-mini, August 2024). A call's
+/// input and output together fit in its context window, so a larger count is a broken or
+/// hostile usage block; summing it would also overflow the totals.
+pub const MAX_TOKEN_COUNT: u64 = 100_000_000;
+
+/// A usage field holding a number past `MAX_TOKEN_COUNT`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ImplausibleCount {
+    /// The field as the provider named it (`completion_tokens`, `candidatesTokenCount`, ...).
+    pub field: &'static str,
+    pub value: f64,
 }
 
 /// A lifecycle hint seen on an ordinary response.
