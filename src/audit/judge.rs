@@ -16,7 +16,7 @@ use crate::finding::evidence::{
     MaxTokensExceeded, NoBaseline, NotFound, OverLimit, PricePerMtok, ProbeChanged, Retries,
     ServedMismatch, TokenCounts, TokenizerChanged, Unmeasured, UpstreamMismatch,
 };
-use crate::finding::reason::{Reason, Reasons, Stop};
+use crate::finding::reason::{Halt, Reason, Reasons, Stop};
 use crate::finding::{Evidence, Finding};
 use crate::lifecycle::{Lifecycle, Signal};
 use crate::lock::{LockedPin, LockedPrice, LockedProbe};
@@ -131,6 +131,11 @@ fn evidence(case: &Case<'_>) -> (Vec<Evidence>, Option<DriftVerdict>) {
     let mut found = Vec::new();
     found.extend(model_not_found(case.observation).map(Evidence::ModelNotFound));
     if case.observation.replies().next().is_none() {
+        if let Some(notice) = skipped_for_baseline(case) {
+            found.push(Evidence::NoBaseline(notice));
+            retirement::without_calls(case, &mut found);
+            return (found, None);
+        }
         if found.is_empty() {
             found.push(Evidence::Inconclusive(nothing_measured(case.observation)));
         }
@@ -353,12 +358,27 @@ fn retry_evidence<'a>(calls: impl Iterator<Item = &'a CallRecord>) -> Retries {
     }
 }
 
+/// A pin whose calls were not made because it has no baseline: the notice, with the count.
+fn skipped_for_baseline(case: &Case<'_>) -> Option<NoBaseline> {
+    let skipped = case
+        .observation
+        .not_started
+        .iter()
+        .filter(|(r, _)| matches!(r, Reason::Skipped(Halt::NoBaseline)))
+        .map(|(_, n)| n)
+        .sum::<u64>();
+    let mut notice = baseline_notice(case).filter(|_| skipped > 0)?;
+    notice.calls_not_made = Some(skipped);
+    Some(notice)
+}
+
 fn baseline_notice(case: &Case<'_>) -> Option<NoBaseline> {
     if case.baseline.is_some() {
         return None;
     }
     Some(NoBaseline {
         locked_model: case.locked.map(|l| l.model.clone()),
+        calls_not_made: None,
         pin: case.pin.id.clone(),
         model: case.pin.model.clone(),
     })

@@ -86,6 +86,19 @@ impl Observation {
         }
     }
 
+    /// A pin none of whose `planned` calls is made: the lock has no baseline to compare with.
+    #[must_use]
+    pub fn without_baseline(pin: &str, planned: u64) -> Observation {
+        let mut not_started = Reasons::default();
+        not_started.add(Reason::Skipped(Halt::NoBaseline), planned);
+        Observation {
+            pin: pin.to_owned(),
+            calls: Vec::new(),
+            planned,
+            not_started,
+        }
+    }
+
     /// Planned calls that produced no answer.
     #[must_use]
     pub fn unanswered(&self) -> u64 {

@@ -222,6 +222,7 @@ mod tests {
             (
                 Evidence::NoBaseline(NoBaseline {
                     locked_model: None,
+                    calls_not_made: None,
                     pin: "bot".into(),
                     model: "m".into(),
                 }),

@@ -430,6 +430,9 @@ impl MaxTokensExceeded {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NoBaseline {
     pub locked_model: Option<String>,
+    /// Planned calls not made for want of a baseline (`check` spends nothing it cannot compare).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calls_not_made: Option<u64>,
     #[serde(skip)]
     pub pin: String,
     #[serde(skip)]
@@ -438,13 +441,19 @@ pub struct NoBaseline {
 
 impl NoBaseline {
     fn message(&self) -> String {
+        let skipped = match self.calls_not_made {
+            Some(n) => {
+                format!("nothing to compare with, so none of its {n} planned calls were made")
+            }
+            None => "tokenizer, price and behaviour checks skipped".to_owned(),
+        };
         match &self.locked_model {
             Some(old) => format!(
-                "modelpin.lock was recorded for model `{old}`, the pin now asks for `{}`: run `modelpin lock --pin {}`",
+                "modelpin.lock was recorded for model `{old}`, the pin now asks for `{}` ({skipped}): run `modelpin lock --pin {}`",
                 self.model, self.pin
             ),
             None => format!(
-                "no baseline in modelpin.lock for this pin: tokenizer, price and behaviour checks skipped; run `modelpin lock --pin {}`",
+                "no baseline in modelpin.lock for this pin: {skipped}; run `modelpin lock --pin {}`",
                 self.pin
             ),
         }
