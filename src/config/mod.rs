@@ -22,6 +22,7 @@ mod raw;
 pub mod schedule;
 mod secrets;
 mod settings;
+pub(crate) use pins::MAX_SAMPLES;
 pub use settings::DEFAULT_MAX_COST_USD;
 pub(crate) use settings::DEFAULT_WARN_BEFORE_DAYS;
 mod source;
