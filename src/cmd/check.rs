@@ -56,6 +56,7 @@ pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<E
             channel_secrets,
         },
     )?;
+    crate::cmd::warn_config(&config, out);
     let lock = crate::lock::read(&config.settings.lockfile)?;
     let transport = transport_for(&config)?;
     let pins = select_pins(&config, &options.pins)?;

@@ -15,6 +15,7 @@ use crate::lock::{LOCK_VERSION, LoadedLock, Lock, LockError};
 /// pin could not be measured (its previous baseline, if any, is kept).
 pub async fn run(config_path: &Path, options: &LockOptions, out: Output) -> Result<Exit, AppError> {
     let config = crate::config::load_from_env(config_path)?;
+    crate::cmd::warn_config(&config, out);
     lock_pins(&config, options, out).await
 }
 

@@ -25,6 +25,7 @@ pub fn run(
     out: Output,
 ) -> Result<Exit, AppError> {
     let config = crate::config::load_without_keys(config_path)?;
+    crate::cmd::warn_config(&config, out);
     let lock = crate::lock::read(&config.settings.lockfile)?;
     let extracted = read_spans(file)?;
     let judged = crate::traffic::judge(

@@ -11,9 +11,11 @@
 
 mod alerts;
 mod check;
+mod confusables;
 mod decode;
 mod diagnostic;
 mod duration;
+mod ident;
 mod pins;
 mod probe;
 mod probes;
@@ -198,6 +200,7 @@ fn validate(
     };
     let pins = pins::pins(&mut check, raw.pin, &refs, &mut probes);
     let traffic = traffic::traffic(&mut check, raw.traffic);
+    let warnings = ident::look_alikes(src, &check.names);
     let errors = check.finish();
     if !errors.is_empty() {
         return Err(ConfigError::new(errors));
@@ -214,6 +217,7 @@ fn validate(
         probes,
         alerts,
         traffic,
+        warnings,
     })
 }
 
@@ -258,6 +262,9 @@ pub struct Config {
     /// In file order.
     pub alerts: Vec<AlertChannel>,
     pub traffic: Traffic,
+    /// What the file allows but a reader should know (ids that differ only in look-alike
+    /// characters), one line each, with the places; the commands print them as warnings.
+    pub warnings: Vec<String>,
 }
 
 /// `[traffic]`: the daemon's OTLP traces receiver and how spans match pins.
