@@ -136,7 +136,11 @@ fn recover_previous(
         return Err(AppError::Usage(format!(
             "{error}\n  = note: the baselines of {} cannot be read back (damaged, or the two sides of a conflict disagree); re-locking only the pins asked for would drop them\n  = help: resolve the file, or re-lock those pins too: `modelpin lock {} {}`",
             ids.join(", "),
-            selected.iter().map(|id| format!("--pin {id}")).collect::<Vec<_>>().join(" "),
+            selected
+                .iter()
+                .map(|id| format!("--pin {id}"))
+                .collect::<Vec<_>>()
+                .join(" "),
             flags.join(" ")
         )));
     }

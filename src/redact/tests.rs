@@ -1,3 +1,5 @@
+use std::fmt::Write as _;
+
 use proptest::prelude::*;
 
 use super::{MASK, Redactor};
@@ -181,8 +183,14 @@ pub(crate) fn spelled(c: char, how: u8) -> String {
                 })
                 .collect()
         }
-        3 => bytes.iter().map(|b| format!("%{b:02X}")).collect(),
-        _ => bytes.iter().map(|b| format!("%{b:02x}")).collect(),
+        3 => bytes.iter().fold(String::new(), |mut s, b| {
+            let _ = write!(s, "%{b:02X}");
+            s
+        }),
+        _ => bytes.iter().fold(String::new(), |mut s, b| {
+            let _ = write!(s, "%{b:02x}");
+            s
+        }),
     }
 }
 

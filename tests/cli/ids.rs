@@ -42,7 +42,10 @@ fn a_bidi_override_in_a_probe_id_is_refused_like_in_a_pin_id() {
         "{}",
         run.stderr
     );
-    assert!(!run.stderr.contains('\u{202e}'), "the error shows it escaped");
+    assert!(
+        !run.stderr.contains('\u{202e}'),
+        "the error shows it escaped"
+    );
 }
 
 #[test]
@@ -70,11 +73,12 @@ fn pin_ids_that_differ_only_by_look_alike_characters_are_warned_about_with_both_
     let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
     let (pins, test) = project(&sim);
     let first = pins.replace("id = \"pin\"", "id = \"p1\"");
-    let second = first[first.find("[[pin]]").unwrap()..].replace("id = \"p1\"", "id = \"\u{440}1\"");
+    let second =
+        first[first.find("[[pin]]").unwrap()..].replace("id = \"p1\"", "id = \"\u{440}1\"");
     let test = test.pins(&format!("{first}\n{second}"));
-    let text = test.read("pins.toml");
+    let written = test.read("pins.toml");
     let line_of = |id: &str| {
-        1 + text
+        1 + written
             .lines()
             .position(|l| l == format!("id = \"{id}\""))
             .unwrap()
@@ -88,7 +92,10 @@ fn pin_ids_that_differ_only_by_look_alike_characters_are_warned_about_with_both_
         b = line_of("\u{440}1"),
     );
     assert!(
-        run.stderr.contains(&want) || run.stderr.contains(&want.replace(&format!("{}/", test.dir.path().display()), "")),
+        run.stderr.contains(&want)
+            || run
+                .stderr
+                .contains(&want.replace(&format!("{}/", test.dir.path().display()), "")),
         "{want}\n{}",
         run.stderr
     );
@@ -124,7 +131,10 @@ fn a_served_model_with_a_bidi_override_is_escaped_in_metric_labels() {
         "the served model reached the metrics: {}",
         daemon.log()
     );
-    assert!(!scrape.contains('\u{202e}'), "a raw U+202E in a label: {scrape}");
+    assert!(
+        !scrape.contains('\u{202e}'),
+        "a raw U+202E in a label: {scrape}"
+    );
     assert!(
         scrape.contains("served=\"y\\\\u{202e}gnp.exe\""),
         "the label shows the override as an escape: {scrape}"

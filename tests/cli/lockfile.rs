@@ -49,11 +49,14 @@ fn a_lock_holding_200k_outputs_is_refused_with_exit_2_not_an_abort() {
     let run = test.run(&["check"]);
     run.code(2);
     assert!(
-        run.stderr.contains("modelpin.lock is not a valid modelpin.lock")
+        run.stderr
+            .contains("modelpin.lock is not a valid modelpin.lock")
             && run
                 .stderr
                 .contains("probe `arith` holds 200000 outputs, more than the 10000 samples")
-            && run.stderr.contains("`modelpin lock` records a fresh baseline"),
+            && run
+                .stderr
+                .contains("`modelpin lock` records a fresh baseline"),
         "{}",
         run.stderr
     );
@@ -96,8 +99,8 @@ fn a_lock_file_larger_than_any_lock_is_refused_before_it_is_read() {
 
 /// The lock with `pin`'s served model count in conflict: ours 2, theirs 3.
 fn conflicted(test: &Test, pin: &str) -> (String, usize) {
-    let text = test.read("modelpin.lock");
-    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let written = test.read("modelpin.lock");
+    let mut lines: Vec<String> = written.lines().map(str::to_owned).collect();
     let start = lines
         .iter()
         .position(|l| l.trim_start().starts_with(&format!("\"{pin}\": {{")))
@@ -126,8 +129,8 @@ fn conflicted(test: &Test, pin: &str) -> (String, usize) {
 fn merge_conflict_markers_are_named_with_their_line_and_relocking_one_pin_keeps_the_other() {
     let (_sim, test) = two_locked_pins();
     let pin2_before = lock_json(&test)["pins"]["pin2"].clone();
-    let (text, line) = conflicted(&test, "pin");
-    std::fs::write(test.path("modelpin.lock"), text).unwrap();
+    let (conflict, line) = conflicted(&test, "pin");
+    std::fs::write(test.path("modelpin.lock"), conflict).unwrap();
     let check = test.run(&["check"]);
     check.code(2);
     assert!(
@@ -140,7 +143,10 @@ fn merge_conflict_markers_are_named_with_their_line_and_relocking_one_pin_keeps_
     let relock = test.run(&["lock", "--pin", "pin"]);
     relock.code(0);
     let lock = lock_json(&test);
-    assert_eq!(lock["pins"]["pin2"], pin2_before, "pin2's baseline was kept");
+    assert_eq!(
+        lock["pins"]["pin2"], pin2_before,
+        "pin2's baseline was kept"
+    );
     assert!(lock["pins"]["pin"].is_object());
     assert!(
         relock.stderr.contains("pin, pin2") || relock.stderr.contains("pin2"),
@@ -152,19 +158,18 @@ fn merge_conflict_markers_are_named_with_their_line_and_relocking_one_pin_keeps_
 #[test]
 fn relocking_one_pin_refuses_to_drop_a_baseline_the_conflict_sides_disagree_on() {
     let (_sim, test) = two_locked_pins();
-    let (text, _) = conflicted(&test, "pin2");
-    std::fs::write(test.path("modelpin.lock"), &text).unwrap();
+    let (conflict, _) = conflicted(&test, "pin2");
+    std::fs::write(test.path("modelpin.lock"), &conflict).unwrap();
     let run = test.run(&["lock", "--pin", "pin"]);
     run.code(2);
     assert!(
-        run.stderr.contains("the baselines of pin2 cannot be read back")
-            && run
-                .stderr
-                .contains("`modelpin lock --pin pin --pin pin2`"),
+        run.stderr
+            .contains("the baselines of pin2 cannot be read back")
+            && run.stderr.contains("`modelpin lock --pin pin --pin pin2`"),
         "{}",
         run.stderr
     );
-    assert_eq!(test.read("modelpin.lock"), text, "nothing was written");
+    assert_eq!(test.read("modelpin.lock"), conflict, "nothing was written");
     test.run(&["lock", "--pin", "pin", "--pin", "pin2"]).code(0);
     assert!(lock_json(&test)["pins"]["pin2"].is_object());
 }
@@ -203,7 +208,11 @@ fn a_guard_symlink_planted_beside_the_lock_is_never_followed() {
             .unwrap()
             .is_symlink()
     );
-    assert_eq!(names(&test), before, "lock leaves no new file beside the lock");
+    assert_eq!(
+        names(&test),
+        before,
+        "lock leaves no new file beside the lock"
+    );
 }
 
 fn names(test: &Test) -> Vec<String> {

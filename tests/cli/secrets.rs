@@ -158,10 +158,8 @@ fn files(dir: &Path) -> Vec<(String, String)> {
 fn a_key_echoed_json_escaped_reaches_no_report_format_lock_or_progress() {
     let sim = Sim::start(echoing(200, echoing_body()));
     let summary = tempfile::NamedTempFile::new().unwrap();
-    let test = project(&sim, SETTINGS, "").env(
-        "GITHUB_STEP_SUMMARY",
-        summary.path().to_str().unwrap(),
-    );
+    let test =
+        project(&sim, SETTINGS, "").env("GITHUB_STEP_SUMMARY", summary.path().to_str().unwrap());
     let lock = test.run(&["lock"]);
     lock.code(0);
     assert_clean("lock progress", &lock.stderr);
@@ -243,7 +241,11 @@ fn a_slack_receiver_echoing_its_secret_path_leaves_no_trace_in_alerts_test() {
     let run = test.run(&["alerts", "test"]);
     run.code(1);
     assert!(run.stdout.contains("team: FAILED"), "{}", run.stdout);
-    assert!(run.stdout.contains("500"), "the failure is shown: {}", run.stdout);
+    assert!(
+        run.stdout.contains("500"),
+        "the failure is shown: {}",
+        run.stdout
+    );
     assert_clean("alerts test stdout", &run.stdout);
     assert_clean("alerts test stderr", &run.stderr);
 }
@@ -297,7 +299,10 @@ fn a_key_echoed_json_escaped_reaches_no_daemon_page_metric_history_store_log_or_
         assert_clean(path, &head);
         assert_clean(path, &body);
     }
-    assert_clean("history", &test.run(&["history", "--format", "json"]).stdout);
+    assert_clean(
+        "history",
+        &test.run(&["history", "--format", "json"]).stdout,
+    );
     assert_clean("daemon log", &daemon.log());
     drop(daemon);
     for (path, text) in files(test.dir.path()) {

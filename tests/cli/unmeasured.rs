@@ -65,7 +65,8 @@ fn an_absurd_completion_token_count_is_unmeasured_never_zero() {
         sim.requests()
     );
     assert!(
-        run.stdout.contains("the audit's spend cap ($1.00) can no longer be kept"),
+        run.stdout
+            .contains("the audit's spend cap ($1.00) can no longer be kept"),
         "{}",
         run.stdout
     );
@@ -144,9 +145,7 @@ fn a_pin_missing_from_the_lock_spends_nothing_while_locked_pins_are_checked() {
         ID,
         "samples = 2",
     );
-    let test = Test::new()
-        .pins(&one)
-        .file("probes/arith.toml", ARITH);
+    let test = Test::new().pins(&one).file("probes/arith.toml", ARITH);
     test.run(&["lock"]).code(0);
     let second = one[one.find("[[pin]]").unwrap()..].replace("id = \"pin\"", "id = \"new\"");
     let test = test.pins(&format!("{one}\n{second}"));
