@@ -24,6 +24,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
 
 use crate::config::{AlertKind, Config};
+use crate::provider::RawResponse;
 
 /// What a secret is replaced with. Plain ASCII with no JSON, XML or shell meaning, so a masked
 /// JSON body still parses.
@@ -127,6 +128,21 @@ impl Redactor {
             return bytes;
         }
         replace(&bytes, &spans)
+    }
+
+    /// A response with every secret masked in its header values and body: what the transport
+    /// hands on, so no caller ever holds the unmasked bytes.
+    #[must_use]
+    pub fn scrub_response(&self, response: RawResponse) -> RawResponse {
+        RawResponse {
+            status: response.status,
+            headers: response
+                .headers
+                .into_iter()
+                .map(|(k, v)| (k, self.scrub_owned(v)))
+                .collect(),
+            body: self.scrub_bytes(response.body),
+        }
     }
 
     /// Whether any secret is configured at all (nothing to search for otherwise).
@@ -471,5 +487,7 @@ fn replace(source: &[u8], spans: &[(usize, usize)]) -> Vec<u8> {
     out
 }
 
+#[cfg(test)]
+mod sinks;
 #[cfg(test)]
 mod tests;
