@@ -152,7 +152,7 @@ fn recover_previous(
     })?;
     let kept: Vec<&str> = recovered.pins.keys().map(String::as_str).collect();
     out.progress(&format!(
-        "warning: {} could not be read ({}); kept as {}; recording with the baselines it still holds ({})",
+        "warning: {} was unreadable ({}); kept as {}; recording a new baseline, with the baselines it still holds ({})",
         path.display(),
         first_line(&error.to_string()),
         aside.display(),

@@ -56,6 +56,10 @@ fn interrupted(test: &Test, sim: &Sim, args: &[&str], after: usize) -> std::proc
 fn an_interrupted_check_with_some_answers_is_inconclusive_not_ok() {
     let sim = Sim::start(slow(200));
     let test = project(&sim, "concurrency = 4", "samples = 30");
+    let test = test.file(
+        "modelpin.lock",
+        &crate::baseline::bare_lock(&[("pin", MODEL)]),
+    );
     let output = interrupted(&test, &sim, &["check", "--format", "json"], 8);
     assert_eq!(output.status.code(), Some(3), "exit 3, not 0");
     let report: crate::schema::Report = serde_json::from_slice(&output.stdout).expect("report");
@@ -286,6 +290,10 @@ fn answers_past_max_tokens_are_said_and_the_plan_is_an_estimate() {
         answer_with_usage(r#","usage":{"prompt_tokens":20,"completion_tokens":50}"#),
     ));
     let test = project(&sim, "", "samples = 3");
+    let test = test.file(
+        "modelpin.lock",
+        &crate::baseline::bare_lock(&[("pin", MODEL)]),
+    );
     let run = test.run(&["check", "--format", "json"]);
     assert!(
         run.stderr.contains("estimated") && !run.stderr.contains("at most"),
@@ -316,6 +324,10 @@ fn an_unanswered_call_among_answers_is_no_all_clear() {
         },
     ));
     let test = project(&sim, "", "samples = 3");
+    let test = test.file(
+        "modelpin.lock",
+        &crate::baseline::bare_lock(&[("pin", MODEL)]),
+    );
     let run = test.run(&["check", "--format", "json"]);
     run.code(3);
     let report = run.json();

@@ -79,7 +79,8 @@ fn echoing_project(sim: &Sim, settings: &str, extra: &str) -> Test {
 fn a_key_echoed_by_the_provider_appears_in_no_output_or_file() {
     let sim = echoing_sim();
     let summary_name = "step-summary.md";
-    let test = echoing_project(&sim, crate::harness::SETTINGS, "samples = 2");
+    let test = echoing_project(&sim, crate::harness::SETTINGS, "samples = 2")
+        .file("modelpin.lock", &crate::baseline::bare_lock(&[("pin", ID)]));
     let summary = test.path(summary_name);
     let test = test.env("GITHUB_STEP_SUMMARY", summary.to_str().unwrap());
     let mut outputs = vec![("lock", test.run(&["lock"]))];
@@ -199,6 +200,10 @@ pub fn plain_project(sim: &Sim, pin_id: &str) -> Test {
     Test::new()
         .pins(&pins)
         .file("probes/arith.toml", crate::harness::ARITH)
+        .file(
+            "modelpin.lock",
+            &crate::baseline::bare_lock(&[(pin_id, ID)]),
+        )
 }
 
 /// Every output a user or a CI runner reads from `check` in each format, plus `lock`.

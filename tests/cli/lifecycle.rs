@@ -287,7 +287,8 @@ fn not_found_says_retired_per_source_or_unknown() {
             ID,
             "",
         ))
-        .probes();
+        .probes()
+        .file("modelpin.lock", &crate::baseline::bare_lock(&[("pin", ID)]));
     let run = test.run(&["check", "--format", "json"]);
     run.code(1);
     let message = run

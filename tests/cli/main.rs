@@ -1,5 +1,6 @@
 //! The integration suite: the real `modelpin` binary against real HTTP servers on loopback.
 
+mod baseline;
 mod harness;
 mod schema;
 mod world;
