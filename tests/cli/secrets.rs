@@ -309,3 +309,36 @@ fn a_key_echoed_json_escaped_reaches_no_daemon_page_metric_history_store_log_or_
         assert_clean(&path, &text);
     }
 }
+
+#[test]
+fn a_key_in_exported_spans_reaches_no_traffic_report() {
+    // The instrumented client recorded the model field the provider answered with: the key,
+    // escaped in the JSON export.
+    let served = format!("gpt-4o-{}", json_escaped());
+    let span = format!(
+        r#"{{"traceId":"{t:032x}","spanId":"{t:016x}","name":"chat","attributes":[{{"key":"gen_ai.provider.name","value":{{"stringValue":"openai"}}}},{{"key":"gen_ai.request.model","value":{{"stringValue":"{ID}"}}}},{{"key":"gen_ai.response.model","value":{{"stringValue":"{served}"}}}}]}}"#,
+        t = 7
+    );
+    let export = format!(
+        r#"{{"resourceSpans":[{{"resource":{{"attributes":[]}},"scopeSpans":[{{"spans":[{span}]}}]}}]}}"#
+    );
+    let test = Test::new()
+        .pins(&one_pin_with(
+            "",
+            ProviderKind::OpenAi,
+            "https://api.example.com/v1",
+            ID,
+            "",
+        ))
+        .file("probes/arith.toml", ARITH)
+        .env(KEY_VAR, KEY)
+        .file("spans.json", &export);
+    for format in ["human", "json", "junit", "github"] {
+        let run = test.run(&["traffic", "spans.json", "--format", format]);
+        run.code(1);
+        assert_clean(&format!("traffic --format {format}"), &run.stdout);
+        assert_clean(&format!("traffic --format {format} (stderr)"), &run.stderr);
+    }
+    let json = test.run(&["traffic", "spans.json", "--format", "json"]);
+    assert!(json.stdout.contains("gpt-4o-[redacted]"), "{}", json.stdout);
+}
