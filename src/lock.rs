@@ -11,6 +11,9 @@ use sha2::{Digest, Sha256};
 
 pub const LOCK_VERSION: u32 = 1;
 
+mod recover;
+pub use recover::{Recovered, conflict_marker, recover};
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Lock {
@@ -133,7 +136,7 @@ pub fn read(path: &Path) -> Result<Option<LoadedLock>, LockError> {
 }
 
 /// The file's bytes, refusing one larger than `MAX_LOCK_BYTES` before reading it.
-fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>, LockError> {
+pub(crate) fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>, LockError> {
     use std::io::Read as _;
     let fail = |source| LockError::Read {
         path: path.to_owned(),
@@ -179,7 +182,7 @@ fn check_version(lock: &Lock) -> Result<(), String> {
 /// What no lock of ours holds: more answers or token counts per probe than `samples` can ask
 /// for, an answer longer than the answer bound, a count past any context window, more distinct
 /// served models, upstreams or fingerprints than calls.
-fn within_bounds(pin: &LockedPin) -> Result<(), String> {
+pub(crate) fn within_bounds(pin: &LockedPin) -> Result<(), String> {
     let most = crate::config::MAX_SAMPLES as usize;
     let calls = most.saturating_mul(pin.probes.len().max(1));
     for (name, n) in [
@@ -224,153 +227,6 @@ fn within_bounds(pin: &LockedPin) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// The 1-based line of the first Git merge-conflict marker (`<<<<<<<`, `=======`, `>>>>>>>` or
-/// diff3's `|||||||` at the start of a line), if any. JSON never starts a line with these.
-#[must_use]
-pub fn conflict_marker(bytes: &[u8]) -> Option<usize> {
-    bytes
-        .split(|b| *b == b'\n')
-        .position(|line| marker_of(line).is_some())
-        .map(|i| i + 1)
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Marker {
-    Ours,
-    Base,
-    Split,
-    Theirs,
-}
-
-fn marker_of(line: &[u8]) -> Option<Marker> {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let is = |prefix: &[u8]| {
-        line.starts_with(prefix) && line.get(7).is_none_or(|b| *b == b' ' || *b == b'\t')
-    };
-    if is(b"<<<<<<<") {
-        Some(Marker::Ours)
-    } else if is(b"|||||||") {
-        Some(Marker::Base)
-    } else if line == b"=======" {
-        Some(Marker::Split)
-    } else if is(b">>>>>>>") {
-        Some(Marker::Theirs)
-    } else {
-        None
-    }
-}
-
-/// What could be read back from a lock that does not read as a whole.
-#[derive(Debug, Clone, Default)]
-pub struct Recovered {
-    /// Pins whose entries read (on both sides of a conflict, equal), with their baselines.
-    pub pins: BTreeMap<String, LockedPin>,
-    /// Pins named in the file whose entries did not read.
-    pub unreadable: Vec<String>,
-    /// Pins the two sides of a merge conflict record differently.
-    pub disagree: Vec<String>,
-    /// Nothing of the file's structure could be read: which pins it held is unknown.
-    pub unknown: bool,
-}
-
-/// Reads back every pin entry of an unreadable lock that still reads on its own; for a file with
-/// merge-conflict markers, each side is read and a pin is kept when the sides agree on it (or
-/// only one side has it).
-#[must_use]
-pub fn recover(path: &Path) -> Recovered {
-    let Ok(Some(bytes)) = read_bounded(path) else {
-        return Recovered {
-            unknown: true,
-            ..Recovered::default()
-        };
-    };
-    if conflict_marker(&bytes).is_none() {
-        return recover_document(&bytes);
-    }
-    let (ours, theirs) = sides(&bytes);
-    let (ours, theirs) = (recover_document(&ours), recover_document(&theirs));
-    let mut out = Recovered {
-        unknown: ours.unknown && theirs.unknown,
-        ..Recovered::default()
-    };
-    let ids: std::collections::BTreeSet<&String> =
-        ours.pins.keys().chain(theirs.pins.keys()).collect();
-    for id in ids {
-        match (ours.pins.get(id), theirs.pins.get(id)) {
-            (Some(a), Some(b)) if a != b => out.disagree.push(id.clone()),
-            (Some(pin), _) | (None, Some(pin)) => {
-                out.pins.insert(id.clone(), pin.clone());
-            }
-            (None, None) => {}
-        }
-    }
-    let mut unreadable: Vec<String> = ours
-        .unreadable
-        .into_iter()
-        .chain(theirs.unreadable)
-        .collect();
-    unreadable.sort();
-    unreadable.dedup();
-    unreadable.retain(|id| !out.pins.contains_key(id) && !out.disagree.contains(id));
-    out.unreadable = unreadable;
-    out
-}
-
-/// The two versions a conflicted file stands for: the lines outside conflicts plus, inside
-/// each, the first (ours) or the last (theirs) side.
-fn sides(bytes: &[u8]) -> (Vec<u8>, Vec<u8>) {
-    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
-    let mut state: Option<Marker> = None;
-    for line in bytes.split(|b| *b == b'\n') {
-        match marker_of(line) {
-            Some(Marker::Ours) => state = Some(Marker::Ours),
-            Some(Marker::Base) if state.is_some() => state = Some(Marker::Base),
-            Some(Marker::Split) if state.is_some() => state = Some(Marker::Theirs),
-            Some(Marker::Theirs) => state = None,
-            _ => {
-                let (to_ours, to_theirs) = match state {
-                    None => (true, true),
-                    Some(Marker::Ours) => (true, false),
-                    Some(Marker::Theirs) => (false, true),
-                    Some(_) => (false, false),
-                };
-                for (keep, out) in [(to_ours, &mut ours), (to_theirs, &mut theirs)] {
-                    if keep {
-                        out.extend_from_slice(line);
-                        out.push(b'\n');
-                    }
-                }
-            }
-        }
-    }
-    (ours, theirs)
-}
-
-/// Each pin entry of one JSON document that reads as a `LockedPin` within the bounds.
-fn recover_document(bytes: &[u8]) -> Recovered {
-    let value: Option<serde_json::Value> = serde_json::from_slice(bytes).ok();
-    let Some(pins) = value
-        .as_ref()
-        .and_then(|v| v.get("pins"))
-        .and_then(serde_json::Value::as_object)
-    else {
-        return Recovered {
-            unknown: true,
-            ..Recovered::default()
-        };
-    };
-    let mut out = Recovered::default();
-    for (id, entry) in pins {
-        match serde_json::from_value::<LockedPin>(entry.clone()) {
-            Ok(pin) if within_bounds(&pin).is_ok() => {
-                out.pins.insert(id.clone(), pin);
-            }
-            _ => out.unreadable.push(id.clone()),
-        }
-    }
-    out
 }
 
 /// Moves an unreadable lock aside (`<path>.unreadable-<unix time>`) so a new one can be

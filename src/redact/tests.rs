@@ -207,7 +207,7 @@ pub(crate) fn encoded(secret: &str, hows: &[u8]) -> String {
 pub(crate) fn holds(text: &str, secret: &str) -> bool {
     let found = |bytes: &[u8]| bytes.windows(secret.len()).any(|w| w == secret.as_bytes());
     found(text.as_bytes())
-        || super::decoded_streams(text.as_bytes())
+        || super::decode::decoded_streams(text.as_bytes())
             .iter()
             .any(|s| found(&s.bytes))
 }
