@@ -25,7 +25,7 @@ use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
 
 use crate::config::{AlertKind, Config};
 use crate::provider::RawResponse;
-use decode::{Stream, decoded_streams, percent_decode};
+use decode::{Source, each_decoding, percent_decode};
 
 /// What a secret is replaced with. Plain ASCII with no JSON, XML or shell meaning, so a masked
 /// JSON body still parses.
@@ -158,13 +158,13 @@ impl Redactor {
         }
         let mut spans = Vec::new();
         self.find(source, |s, e| (s, e), &mut spans);
-        for stream in decoded_streams(source) {
+        each_decoding(source, &mut |stream| {
             self.find(
                 &stream.bytes,
                 |s, e| (stream.start[s] as usize, stream.end[e - 1] as usize),
                 &mut spans,
             );
-        }
+        });
         merge(spans)
     }
 
@@ -301,7 +301,7 @@ fn percent_decoded(text: &str) -> Option<String> {
     if !text.contains('%') {
         return None;
     }
-    let stream = percent_decode(&Stream::identity(text.as_bytes()));
+    let stream = percent_decode(&Source(text.as_bytes()));
     String::from_utf8(stream.bytes).ok().filter(|d| d != text)
 }
 

@@ -12,16 +12,37 @@ pub(super) struct Stream {
     pub(super) end: Vec<u32>,
 }
 
-impl Stream {
-    pub(super) fn identity(source: &[u8]) -> Stream {
-        let n = source.len() as u32;
-        Stream {
-            bytes: source.to_vec(),
-            start: (0..n).collect(),
-            end: (1..=n).collect(),
-        }
+/// Text a decoding reads: the source itself, or an earlier decoding of it.
+pub(super) trait Origin {
+    fn bytes(&self) -> &[u8];
+    /// The source range of positions `from..to` of this text.
+    fn span(&self, from: usize, to: usize) -> (u32, u32);
+}
+
+/// The source as it came: each byte is its own range, nothing copied.
+pub(super) struct Source<'a>(pub(super) &'a [u8]);
+
+impl Origin for Source<'_> {
+    fn bytes(&self) -> &[u8] {
+        self.0
     }
 
+    fn span(&self, from: usize, to: usize) -> (u32, u32) {
+        (from as u32, to as u32)
+    }
+}
+
+impl Origin for Stream {
+    fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    fn span(&self, from: usize, to: usize) -> (u32, u32) {
+        (self.start[from], self.end[to - 1])
+    }
+}
+
+impl Stream {
     fn with_capacity(n: usize) -> Stream {
         Stream {
             bytes: Vec::with_capacity(n),
@@ -31,59 +52,55 @@ impl Stream {
     }
 
     /// Appends `bytes`, all coming from input positions `from..to` of `input`.
-    fn push(&mut self, bytes: &[u8], input: &Stream, from: usize, to: usize) {
+    fn push(&mut self, bytes: &[u8], input: &dyn Origin, from: usize, to: usize) {
+        let (start, end) = input.span(from, to);
         for &b in bytes {
             self.bytes.push(b);
-            self.start.push(input.start[from]);
-            self.end.push(input.end[to - 1]);
+            self.start.push(start);
+            self.end.push(end);
         }
     }
 }
 
-/// The source as it reads with JSON string escapes undone, percent-encoding undone, and both
-/// (in either order): only the decodings the source could need are built.
-pub(super) fn decoded_streams(source: &[u8]) -> Vec<Stream> {
+/// Calls `visit` with the source as it reads with JSON string escapes undone (up to
+/// `ESCAPE_LEVELS` times), percent-encoding undone, and both in either order; only the decodings
+/// the source could need are built, one after another, so at most three are held at once (each
+/// nine bytes per source byte: a 4 MiB body costs at most about 110 MiB while it is searched).
+pub(super) fn each_decoding(source: &[u8], visit: &mut dyn FnMut(&Stream)) {
     // A source longer than u32 offsets is never produced here (bodies are capped at 4 MiB).
     if source.len() >= u32::MAX as usize {
-        return Vec::new();
+        return;
     }
-    let (json, percent) = (source.contains(&b'\\'), source.contains(&b'%'));
-    let mut streams = Vec::new();
-    if !json && !percent {
-        return streams;
-    }
-    let identity = Stream::identity(source);
-    if json {
+    let origin = Source(source);
+    if source.contains(&b'\\') {
         // Escaped twice (JSON quoted inside JSON, a `{:?}` of a body) reads once more; a third
         // level is as deep as text from outside is quoted here.
-        let mut j = json_unescape(&identity);
+        let mut j = json_unescape(&origin);
         for _ in 0..ESCAPE_LEVELS {
             // `\u0025` is a percent sign: the percent-encoding may appear only once decoded.
             if j.bytes.contains(&b'%') {
-                streams.push(percent_decode(&j));
+                visit(&percent_decode(&j));
             }
-            let again = j.bytes.contains(&b'\\').then(|| json_unescape(&j));
-            streams.push(j);
-            match again {
-                Some(next) => j = next,
-                None => break,
+            visit(&j);
+            if !j.bytes.contains(&b'\\') {
+                break;
             }
+            j = json_unescape(&j);
         }
     }
-    if percent {
-        let p = percent_decode(&identity);
+    if source.contains(&b'%') {
+        let p = percent_decode(&origin);
         if p.bytes.contains(&b'\\') {
-            streams.push(json_unescape(&p));
+            visit(&json_unescape(&p));
         }
-        streams.push(p);
+        visit(&p);
     }
-    streams
 }
 
 /// `\uXXXX` (surrogate pairs joined), `\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t` decoded;
 /// anything else kept as it is.
-fn json_unescape(input: &Stream) -> Stream {
-    let s = &input.bytes;
+fn json_unescape(input: &dyn Origin) -> Stream {
+    let s = input.bytes();
     let mut out = Stream::with_capacity(s.len());
     let mut i = 0;
     while i < s.len() {
@@ -138,8 +155,8 @@ fn unicode_escape(s: &[u8]) -> Option<(char, usize)> {
 }
 
 /// `%XX` (either case) decoded to its byte; anything else kept as it is.
-pub(super) fn percent_decode(input: &Stream) -> Stream {
-    let s = &input.bytes;
+pub(super) fn percent_decode(input: &dyn Origin) -> Stream {
+    let s = input.bytes();
     let mut out = Stream::with_capacity(s.len());
     let mut i = 0;
     while i < s.len() {
