@@ -460,8 +460,10 @@ impl PinRun<'_> {
             let cost = reply
                 .reported_cost_usd
                 .or_else(|| judge::expected_cost(reply, price.as_ref()?));
+            // A priced call whose count is no count: what it cost is unknown, so the cap cannot
+            // be kept. (An unpriced pin's calls are never counted; the report says so.)
             match (cost, reply.usage.implausible) {
-                (None, Some(count)) => self.plan.spend.lose_count(count),
+                (None, Some(count)) if price.is_some() => self.plan.spend.lose_count(count),
                 (cost, _) => self.plan.spend.add(cost.unwrap_or(0.0)),
             }
         }

@@ -159,3 +159,45 @@ fn a_pin_missing_from_the_lock_spends_nothing_while_locked_pins_are_checked() {
         run.stderr
     );
 }
+
+#[test]
+fn an_absurd_count_on_an_unpriced_pin_is_unmeasured_and_stops_nothing() {
+    let answering = fault(
+        single(ID, model(ID, 4.0, (1.0, 2.0))),
+        ID,
+        None,
+        FaultKind::Raw {
+            status: 200,
+            body: body("1"),
+            headers: Vec::new(),
+        },
+    );
+    let sim = Sim::start(answering.clone());
+    let test = Test::new()
+        .pins(&one_pin(
+            ProviderKind::OpenAi,
+            &sim.url(ProviderKind::OpenAi),
+            ID,
+            "samples = 5",
+        ))
+        .file("probes/arith.toml", ARITH);
+    test.run(&["lock"]).code(0);
+    let mut absurd = answering;
+    absurd.routes.get_mut(ID).unwrap().faults[0].kind = FaultKind::Raw {
+        status: 200,
+        body: body("1e11"),
+        headers: Vec::new(),
+    };
+    sim.set(absurd);
+    let before = sim.requests();
+    let run = test.run(&["check", "--format", "json"]);
+    run.code(3);
+    // Its calls were never counted against the cap (it has no price), so none is stopped.
+    assert_eq!(sim.requests() - before, 5, "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("5 of 5 answers reported a token count no call can have"),
+        "{}",
+        run.stdout
+    );
+}
