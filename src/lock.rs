@@ -11,6 +11,9 @@ use sha2::{Digest, Sha256};
 
 pub const LOCK_VERSION: u32 = 1;
 
+mod recover;
+pub use recover::{Recovered, conflict_marker, recover};
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Lock {
@@ -79,6 +82,10 @@ pub enum LockError {
         "error: {path} is not a valid modelpin.lock: {message}\n  = help: `modelpin lock` records a fresh baseline; it keeps the unreadable file as {path}.unreadable-<time>"
     )]
     Invalid { path: PathBuf, message: String },
+    #[error(
+        "error: {path} has merge conflict markers at line {line}: resolve them (or run `modelpin lock` to record afresh)\n  = help: keep one side of each conflict (`<<<<<<<` … `=======` … `>>>>>>>`), or run `modelpin lock --pin ID` for the pins the two sides disagree on; other pins' baselines are kept"
+    )]
+    Conflict { path: PathBuf, line: usize },
     #[error("error: cannot write {path}: {source}")]
     Write {
         path: PathBuf,
@@ -93,35 +100,133 @@ pub struct LoadedLock {
     pub digest: String,
 }
 
-/// Reads the lock; `Ok(None)` when the file does not exist yet.
+/// Largest `modelpin.lock` read. A lock holds per probe at most `MAX_SAMPLES` answers of at most
+/// `text::MAX_ANSWER_CHARS` characters; real ones are kilobytes to a few megabytes (short
+/// answers to short probes). A larger file was not written by modelpin, and reading it whole
+/// would cost several times its size in memory.
+pub const MAX_LOCK_BYTES: u64 = 128 * 1024 * 1024;
+
+/// Reads the lock; `Ok(None)` when the file does not exist yet. A file no modelpin could have
+/// written (larger than `MAX_LOCK_BYTES`, more answers per probe than `samples` allows, answers
+/// longer than the answer bound, counts past any context window) is `Invalid`, never read into
+/// memory whole and never an abort.
 pub fn read(path: &Path) -> Result<Option<LoadedLock>, LockError> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(LockError::Read {
-                path: path.to_owned(),
-                source,
-            });
-        }
+    let Some(bytes) = read_bounded(path)? else {
+        return Ok(None);
     };
-    let lock: Lock = serde_json::from_slice(&bytes).map_err(|e| LockError::Invalid {
+    let invalid = |message: String| LockError::Invalid {
         path: path.to_owned(),
-        message: e.to_string(),
-    })?;
-    if lock.lock_version != LOCK_VERSION {
-        return Err(LockError::Invalid {
+        message,
+    };
+    if let Some(line) = conflict_marker(&bytes) {
+        return Err(LockError::Conflict {
             path: path.to_owned(),
-            message: format!(
-                "lock_version {} is not supported (this modelpin writes {LOCK_VERSION})",
-                lock.lock_version
-            ),
+            line,
         });
+    }
+    let lock: Lock = serde_json::from_slice(&bytes).map_err(|e| invalid(e.to_string()))?;
+    check_version(&lock).map_err(invalid)?;
+    for (id, pin) in &lock.pins {
+        within_bounds(pin).map_err(|why| invalid(format!("pin `{id}`: {why}")))?;
     }
     Ok(Some(LoadedLock {
         lock,
         digest: digest(&bytes),
     }))
+}
+
+/// The file's bytes, refusing one larger than `MAX_LOCK_BYTES` before reading it.
+pub(crate) fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>, LockError> {
+    use std::io::Read as _;
+    let fail = |source| LockError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(fail(source)),
+    };
+    let too_large = |size: u64| LockError::Invalid {
+        path: path.to_owned(),
+        message: format!(
+            "it is {size} bytes, more than any lock modelpin writes ({} MiB); it was not written by modelpin or was damaged",
+            MAX_LOCK_BYTES / (1024 * 1024)
+        ),
+    };
+    let size = file.metadata().map_err(fail)?.len();
+    if size > MAX_LOCK_BYTES {
+        return Err(too_large(size));
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    // `take`: a file that grows while it is read is still cut at the bound.
+    file.take(MAX_LOCK_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(fail)?;
+    if bytes.len() as u64 > MAX_LOCK_BYTES {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(Some(bytes))
+}
+
+fn check_version(lock: &Lock) -> Result<(), String> {
+    if lock.lock_version == LOCK_VERSION {
+        return Ok(());
+    }
+    Err(format!(
+        "lock_version {} is not supported (this modelpin writes {LOCK_VERSION})",
+        lock.lock_version
+    ))
+}
+
+/// What no lock of ours holds: more answers or token counts per probe than `samples` can ask
+/// for, an answer longer than the answer bound, a count past any context window, more distinct
+/// served models, upstreams or fingerprints than calls.
+pub(crate) fn within_bounds(pin: &LockedPin) -> Result<(), String> {
+    let most = crate::config::MAX_SAMPLES as usize;
+    let calls = most.saturating_mul(pin.probes.len().max(1));
+    for (name, n) in [
+        ("served_models", pin.served_models.len()),
+        ("upstreams", pin.upstreams.len()),
+        ("system_fingerprints", pin.system_fingerprints.len()),
+    ] {
+        if n > calls {
+            return Err(format!("{n} {name}, more than its calls could have named"));
+        }
+    }
+    for (probe, locked) in &pin.probes {
+        let lists = [
+            ("outputs", locked.outputs.len()),
+            ("completion_tokens", locked.completion_tokens.len()),
+            ("prompt_tokens", locked.prompt_tokens.len()),
+        ];
+        if let Some((name, n)) = lists.iter().find(|(_, n)| *n > most) {
+            return Err(format!(
+                "probe `{probe}` holds {n} {name}, more than the {most} samples a probe may have"
+            ));
+        }
+        if let Some(long) = locked
+            .outputs
+            .iter()
+            .map(|o| o.chars().count())
+            .find(|&n| n > crate::text::MAX_ANSWER_CHARS)
+        {
+            return Err(format!(
+                "probe `{probe}` holds an answer of {long} characters, longer than the {} modelpin keeps",
+                crate::text::MAX_ANSWER_CHARS
+            ));
+        }
+        let counts = locked.prompt_tokens.iter().chain(&locked.completion_tokens);
+        if let Some(n) = counts
+            .copied()
+            .find(|&n| n > crate::provider::MAX_TOKEN_COUNT)
+        {
+            return Err(format!(
+                "probe `{probe}` holds a token count of {n}, more than any model's context window"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Moves an unreadable lock aside (`<path>.unreadable-<unix time>`) so a new one can be
@@ -178,45 +283,46 @@ fn directory_of(path: &Path) -> &Path {
 }
 
 /// Held by one `modelpin lock` from reading the previous lock to writing the new one, so two
-/// runs at once take turns instead of one overwriting the other's baselines. An OS file lock on
-/// `<lock>.guard` (released by the OS if the process dies); the guard file itself stays empty.
+/// runs at once take turns instead of one overwriting the other's baselines: an OS lock
+/// (released by the OS if the process dies) on the directory that holds the lock file. No guard
+/// file is created, so there is nothing to show in `git status` and nothing planted beside the
+/// lock (a symlink named like an old guard file) is ever opened, let alone followed.
 #[derive(Debug)]
 pub struct WriterGuard {
-    _file: std::fs::File,
+    _dir: std::fs::File,
 }
 
 impl WriterGuard {
     /// Takes the guard for `path`, calling `waiting` first when another process holds it.
     pub fn acquire(path: &Path, waiting: impl FnOnce(&Path)) -> Result<WriterGuard, LockError> {
-        let guard = guard_path(path);
+        let dir = directory_of(path);
         let fail = |source| LockError::Write {
-            path: guard.clone(),
+            path: dir.to_owned(),
             source,
         };
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&guard)
-            .map_err(fail)?;
+        let file = open_directory(dir).map_err(fail)?;
         match file.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
-                waiting(&guard);
+                waiting(dir);
                 file.lock().map_err(fail)?;
             }
             Err(std::fs::TryLockError::Error(e)) => return Err(fail(e)),
         }
-        Ok(WriterGuard { _file: file })
+        Ok(WriterGuard { _dir: file })
     }
 }
 
-/// `modelpin.lock` → `modelpin.lock.guard`.
-#[must_use]
-pub fn guard_path(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".guard");
-    path.with_file_name(name)
+/// The directory, opened for locking only. Refused when it is not a directory (a FIFO planted
+/// in its place would block the open).
+fn open_directory(dir: &Path) -> std::io::Result<std::fs::File> {
+    if !std::fs::metadata(dir)?.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a directory",
+        ));
+    }
+    std::fs::File::open(dir)
 }
 
 #[must_use]

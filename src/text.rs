@@ -92,19 +92,55 @@ pub fn terminal(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Whether `c` must not reach an output raw: C0 and C1 controls, DEL, bidirectional overrides
-/// and isolates, zero-width marks, line and paragraph separators.
+/// Whether `c` must not reach an output raw: C0 and C1 controls, DEL, bidirectional marks,
+/// overrides and isolates, line and paragraph separators, interlinear annotation marks, and every
+/// other character Unicode says to render invisibly (Default_Ignorable_Code_Point of Unicode
+/// 16.0's DerivedCoreProperties.txt: zero-width marks, the soft hyphen, fillers, variation
+/// selectors, tags), since any of them makes text read other than it is.
 #[must_use]
 pub fn needs_escape(c: char) -> bool {
     c.is_control()
         || matches!(
             c,
-            '\u{200B}'..='\u{200F}'
+            '\u{00AD}'
+                | '\u{034F}'
+                | '\u{061C}'
+                | '\u{115F}'..='\u{1160}'
+                | '\u{17B4}'..='\u{17B5}'
+                | '\u{180B}'..='\u{180F}'
+                | '\u{200B}'..='\u{200F}'
                 | '\u{2028}'..='\u{202E}'
-                | '\u{2060}'..='\u{2069}'
+                | '\u{2060}'..='\u{206F}'
+                | '\u{3164}'
+                | '\u{FE00}'..='\u{FE0F}'
                 | '\u{FEFF}'
-                | '\u{FFF9}'..='\u{FFFB}'
+                | '\u{FFA0}'
+                | '\u{FFF0}'..='\u{FFFB}'
+                | '\u{1BCA0}'..='\u{1BCA3}'
+                | '\u{1D173}'..='\u{1D17A}'
+                | '\u{E0000}'..='\u{E0FFF}'
         )
+}
+
+/// A Prometheus label value as the text exposition format writes it: backslash, double quote
+/// and newline escaped as the format defines, and every other character `needs_escape` flags
+/// written as a visible `\u{…}` (its backslash escaped, so the value a scraper reads is the
+/// six-character escape, never the raw control or bidirectional character).
+#[must_use]
+pub fn metric_label_value(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c if needs_escape(c) => {
+                let _ = write!(out, "\\\\u{{{:x}}}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// `\n`, `\r`, `\t`, or `\u{1b}`: how a character that must not be written raw is shown.
@@ -194,6 +230,23 @@ mod tests {
             ("naïve 模型", "naïve 模型"),
         ] {
             assert_eq!(terminal(raw), want, "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn metric_label_values_carry_no_raw_control_or_bidi_character() {
+        for (raw, want) in [
+            ("gpt-4o", "gpt-4o"),
+            ("a\"b\\c\nd", "a\\\"b\\\\c\\nd"),
+            ("y\u{202e}gnp.exe", "y\\\\u{202e}gnp.exe"),
+            ("zero\u{200b}w\u{1b}", "zero\\\\u{200b}w\\\\u{1b}"),
+            (
+                "soft\u{ad}hyphen\u{e0041}",
+                "soft\\\\u{ad}hyphen\\\\u{e0041}",
+            ),
+            ("naïve 模型", "naïve 模型"),
+        ] {
+            assert_eq!(super::metric_label_value(raw), want, "{raw:?}");
         }
     }
 

@@ -221,15 +221,7 @@ impl Transport {
 
     /// The one place provider text enters: headers and body with every secret masked.
     fn scrub(&self, response: RawResponse) -> RawResponse {
-        RawResponse {
-            status: response.status,
-            headers: response
-                .headers
-                .into_iter()
-                .map(|(k, v)| (k, self.redactor.scrub_owned(v)))
-                .collect(),
-            body: self.redactor.scrub_bytes(response.body),
-        }
+        self.redactor.scrub_response(response)
     }
 
     fn post(&self, request: &HttpRequest) -> Result<reqwest::RequestBuilder, TransportFailure> {

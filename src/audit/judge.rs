@@ -16,7 +16,7 @@ use crate::finding::evidence::{
     MaxTokensExceeded, NoBaseline, NotFound, OverLimit, PricePerMtok, ProbeChanged, Retries,
     ServedMismatch, TokenCounts, TokenizerChanged, Unmeasured, UpstreamMismatch,
 };
-use crate::finding::reason::{Reason, Reasons, Stop};
+use crate::finding::reason::{Halt, Reason, Reasons, Stop};
 use crate::finding::{Evidence, Finding};
 use crate::lifecycle::{Lifecycle, Signal};
 use crate::lock::{LockedPin, LockedPrice, LockedProbe};
@@ -131,6 +131,11 @@ fn evidence(case: &Case<'_>) -> (Vec<Evidence>, Option<DriftVerdict>) {
     let mut found = Vec::new();
     found.extend(model_not_found(case.observation).map(Evidence::ModelNotFound));
     if case.observation.replies().next().is_none() {
+        if let Some(notice) = skipped_for_baseline(case) {
+            found.push(Evidence::NoBaseline(notice));
+            retirement::without_calls(case, &mut found);
+            return (found, None);
+        }
         if found.is_empty() {
             found.push(Evidence::Inconclusive(nothing_measured(case.observation)));
         }
@@ -152,6 +157,7 @@ fn evidence(case: &Case<'_>) -> (Vec<Evidence>, Option<DriftVerdict>) {
     }
     found.extend(unmeasured_probes(case));
     found.extend(tokens_missing(case).map(Evidence::Inconclusive));
+    found.extend(tokens_implausible(case.observation).map(Evidence::Inconclusive));
     found.extend(calls_missing(case.observation).map(Evidence::Inconclusive));
     retirement::after_answers(case, &mut found);
     found.extend(served_not_reported(case).map(Evidence::Inconclusive));
@@ -277,6 +283,21 @@ fn tokens_missing(case: &Case<'_>) -> Option<Unmeasured> {
     })
 }
 
+/// Answers whose usage held a count no call can have: their tokens and cost are unknown, and
+/// the pin cannot be ok on them (the count is absent from `usage`, never 0).
+fn tokens_implausible(obs: &Observation) -> Option<Unmeasured> {
+    let of = obs.replies().count() as u64;
+    let mut counts = obs.replies().filter_map(|(_, r)| r.usage.implausible);
+    let first = counts.next()?;
+    Some(Unmeasured::TokensImplausible {
+        answers: 1 + counts.count() as u64,
+        of,
+        field: first.field.to_owned(),
+        value: first.value,
+        bound: crate::provider::MAX_TOKEN_COUNT,
+    })
+}
+
 /// Each failed call's final outcome, in the provider's own words, counted.
 fn failure_reasons<'a>(calls: impl Iterator<Item = &'a CallRecord>) -> Reasons {
     let mut reasons = Reasons::default();
@@ -337,12 +358,27 @@ fn retry_evidence<'a>(calls: impl Iterator<Item = &'a CallRecord>) -> Retries {
     }
 }
 
+/// A pin whose calls were not made because it has no baseline: the notice, with the count.
+fn skipped_for_baseline(case: &Case<'_>) -> Option<NoBaseline> {
+    let skipped = case
+        .observation
+        .not_started
+        .iter()
+        .filter(|(r, _)| matches!(r, Reason::Skipped(Halt::NoBaseline)))
+        .map(|(_, n)| n)
+        .sum::<u64>();
+    let mut notice = baseline_notice(case).filter(|_| skipped > 0)?;
+    notice.calls_not_made = Some(skipped);
+    Some(notice)
+}
+
 fn baseline_notice(case: &Case<'_>) -> Option<NoBaseline> {
     if case.baseline.is_some() {
         return None;
     }
     Some(NoBaseline {
         locked_model: case.locked.map(|l| l.model.clone()),
+        calls_not_made: None,
         pin: case.pin.id.clone(),
         model: case.pin.model.clone(),
     })

@@ -86,6 +86,19 @@ impl Observation {
         }
     }
 
+    /// A pin none of whose `planned` calls is made: the lock has no baseline to compare with.
+    #[must_use]
+    pub fn without_baseline(pin: &str, planned: u64) -> Observation {
+        let mut not_started = Reasons::default();
+        not_started.add(Reason::Skipped(Halt::NoBaseline), planned);
+        Observation {
+            pin: pin.to_owned(),
+            calls: Vec::new(),
+            planned,
+            not_started,
+        }
+    }
+
     /// Planned calls that produced no answer.
     #[must_use]
     pub fn unanswered(&self) -> u64 {
@@ -125,6 +138,9 @@ pub struct Plan<'a> {
 pub struct Spend {
     cap: Option<f64>,
     spent: std::sync::Mutex<f64>,
+    /// A priced call reported a token count no call can have: what it cost is unknown, so the
+    /// cap can no longer be kept and counts as reached.
+    unknown: std::sync::Mutex<Option<provider::ImplausibleCount>>,
 }
 
 impl Spend {
@@ -132,12 +148,19 @@ impl Spend {
     pub fn new(cap: Option<f64>) -> Spend {
         Spend {
             cap,
-            spent: std::sync::Mutex::new(0.0),
+            ..Spend::default()
         }
     }
 
     fn add(&self, usd: f64) {
         *self.spent.lock().expect("spend lock") += usd;
+    }
+
+    fn lose_count(&self, count: provider::ImplausibleCount) {
+        self.unknown
+            .lock()
+            .expect("spend lock")
+            .get_or_insert(count);
     }
 
     /// USD spent so far on calls whose cost is known.
@@ -146,8 +169,18 @@ impl Spend {
         *self.spent.lock().expect("spend lock")
     }
 
-    fn reached(&self) -> Option<f64> {
-        self.cap.filter(|cap| self.spent() >= *cap)
+    /// Why no further call may start, once the cap is reached or can no longer be kept.
+    fn reached(&self) -> Option<Halt> {
+        let cap = self.cap?;
+        let spent = self.spent();
+        if let Some(count) = *self.unknown.lock().expect("spend lock") {
+            return Some(Halt::SpendUnknown {
+                cap,
+                field: count.field,
+                value: count.value,
+            });
+        }
+        (spent >= cap).then_some(Halt::SpendCap { cap, spent })
     }
 }
 
@@ -384,11 +417,8 @@ impl PinRun<'_> {
             record.result = CallResult::Cancelled(self.cancel_reason());
             return record;
         }
-        if let Some(cap) = self.plan.spend.reached() {
-            record.result = CallResult::Cancelled(Halt::SpendCap {
-                cap,
-                spent: self.plan.spend.spent(),
-            });
+        if let Some(halt) = self.plan.spend.reached() {
+            record.result = CallResult::Cancelled(halt);
             return record;
         }
         let request = self.request(probe);
@@ -430,7 +460,12 @@ impl PinRun<'_> {
             let cost = reply
                 .reported_cost_usd
                 .or_else(|| judge::expected_cost(reply, price.as_ref()?));
-            self.plan.spend.add(cost.unwrap_or(0.0));
+            // A priced call whose count is no count: what it cost is unknown, so the cap cannot
+            // be kept. (An unpriced pin's calls are never counted; the report says so.)
+            match (cost, reply.usage.implausible) {
+                (None, Some(count)) if price.is_some() => self.plan.spend.lose_count(count),
+                (cost, _) => self.plan.spend.add(cost.unwrap_or(0.0)),
+            }
         }
         record
     }
@@ -443,11 +478,7 @@ impl PinRun<'_> {
         if self.plan.cancel.is_cancelled() || Instant::now() >= self.until {
             return Some(Reason::Cancelled(self.cancel_reason()));
         }
-        let cap = self.plan.spend.reached()?;
-        Some(Reason::Cancelled(Halt::SpendCap {
-            cap,
-            spent: self.plan.spend.spent(),
-        }))
+        self.plan.spend.reached().map(Reason::Cancelled)
     }
 
     /// A first call that used every attempt on timeouts means the provider is not answering:
@@ -497,7 +528,10 @@ impl PinRun<'_> {
         {
             Ok(delivered) => {
                 let status = delivered.response.status;
-                let result = match provider::parse_reply(self.pin.kind, &delivered.response) {
+                let redactor = self.transport.redactor();
+                let parsed =
+                    provider::parse_reply_masked(self.pin.kind, &delivered.response, redactor);
+                let result = match parsed {
                     Parsed::Reply(reply) => CallResult::Reply(reply),
                     Parsed::Rejected(rejected) => CallResult::Rejected(rejected),
                     Parsed::Unparseable { status, reason } => {

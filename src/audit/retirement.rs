@@ -30,6 +30,20 @@ pub fn after_answers(case: &Case<'_>, found: &mut Vec<Evidence>) {
     }
 }
 
+/// Findings for a pin whose calls were not made (no baseline to compare with): what the
+/// lifecycle data and the provider's models endpoint say, which needs no call. Whether a retired
+/// ID still answers is unknown, so a passed date is reported as the retirement it is.
+pub fn without_calls(case: &Case<'_>, found: &mut Vec<Evidence>) {
+    found.extend(sunset(case).map(Evidence::SunsetAnnounced));
+    let Some(life) = &case.lifecycle else { return };
+    match life.stage {
+        Stage::Retired | Stage::Scheduled | Stage::Deprecated => {
+            found.push(Evidence::DeprecationScheduled(Box::new(life.clone())));
+        }
+        Stage::NoRecord => {}
+    }
+}
+
 /// Enriches a refusal: "retired on DATE per SOURCE" versus "unknown model"; a retired model that
 /// only answers quota errors is reported as a possible retirement masked by quota.
 pub fn after_refusals(case: &Case<'_>, found: &mut [Evidence]) {

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::audit::judge::Case;
 use crate::audit::lifecycle::{Facts, load_facts, pin_lifecycle, provider_signals};
-use crate::audit::{Plan, observe, verdict};
+use crate::audit::{Observation, Plan, observe, verdict};
 use crate::config::{Config, Pin};
 use crate::lock::LoadedLock;
 use crate::report::Report;
@@ -48,7 +48,17 @@ pub struct Audited {
     pub warnings: Vec<String>,
 }
 
-/// Runs one audit of `request.pins` and judges it against `lock`.
+/// Whether `lock` holds a baseline recorded for the pin's current model: the only case in which
+/// its probe calls can be compared with anything.
+#[must_use]
+pub fn has_baseline(lock: Option<&LoadedLock>, pin: &Pin) -> bool {
+    lock.and_then(|l| l.lock.pins.get(&pin.id))
+        .is_some_and(|locked| locked.model == pin.model)
+}
+
+/// Runs one audit of `request.pins` and judges it against `lock`. Pins without a baseline make
+/// no calls: they are reported `no_baseline` with what needs no call (lifecycle data, the
+/// providers' models endpoints).
 pub async fn audit(
     config: &Config,
     lock: Option<&LoadedLock>,
@@ -56,7 +66,9 @@ pub async fn audit(
     ctx: &Context<'_>,
 ) -> Audited {
     let started_at = verdict::now();
-    let plan = Plan::for_request(config, request, ctx);
+    let mut plan = Plan::for_request(config, request, ctx);
+    // A pin without a baseline would spend calls on answers nothing can be compared with.
+    plan.pins.retain(|pin| has_baseline(lock, pin));
     // Lookups are advisory and must not hold an interrupted audit: on a signal they give way to
     // the built-in table and no provider signals.
     let facts = async {
@@ -74,8 +86,24 @@ pub async fn audit(
             () = ctx.cancel.cancelled() => std::collections::BTreeMap::new(),
         }
     };
-    let (observations, mut signals, facts) =
+    let (observed, mut signals, facts) =
         tokio::join!(observe(&plan, ctx.transport), signals, facts);
+    let mut observed = observed.into_iter();
+    let samples = |pin: &Pin| u64::from(request.samples.unwrap_or(pin.samples));
+    let observations: Vec<Observation> = request
+        .pins
+        .iter()
+        .map(|pin| {
+            if has_baseline(lock, pin) {
+                observed
+                    .next()
+                    .unwrap_or_else(|| Observation::complete(&pin.id, Vec::new()))
+            } else {
+                let planned = samples(pin) * config.probes_of(pin).len() as u64;
+                Observation::without_baseline(&pin.id, planned)
+            }
+        })
+        .collect();
     let reports = request
         .pins
         .iter()

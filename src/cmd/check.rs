@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use crate::audit::plan::select_pins;
-use crate::audit::run::{Audited, Context, Request, audit};
+use crate::audit::run::{Audited, Context, Request, audit, has_baseline};
 use crate::cli::Format;
 use crate::cmd::AppError;
 use crate::cmd::{Output, transport_for};
@@ -56,12 +56,13 @@ pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<E
             channel_secrets,
         },
     )?;
+    crate::cmd::warn_config(&config, out);
     let lock = crate::lock::read(&config.settings.lockfile)?;
     let transport = transport_for(&config)?;
     let pins = select_pins(&config, &options.pins)?;
     match &lock {
         None => out.progress(&format!(
-            "warning: {} does not exist yet: every pin is inconclusive until you run `modelpin lock` to record a baseline",
+            "warning: {} does not exist yet: nothing to compare with, so no provider call is made and every pin is inconclusive until you run `modelpin lock` to record a baseline",
             config.settings.lockfile.display()
         )),
         Some(l) if l.lock.config_digest != config.digest => out.progress(&format!(
@@ -73,7 +74,20 @@ pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<E
     }
     let samples = options.no_probes.then_some(1);
     let spend = (options.max_cost, options.yes);
-    let progress = crate::cmd::announce("check", &config, &pins, samples, spend, out)?;
+    // Only pins with a baseline are called; the others are reported without spending anything.
+    let (called, unbaselined): (Vec<&crate::config::Pin>, Vec<&crate::config::Pin>) = pins
+        .iter()
+        .copied()
+        .partition(|pin| has_baseline(lock.as_ref(), pin));
+    if lock.is_some() && !unbaselined.is_empty() {
+        let ids: Vec<&str> = unbaselined.iter().map(|p| p.id.as_str()).collect();
+        out.progress(&format!(
+            "warning: no baseline in {} for {}: their calls are not made (nothing to compare with); run `modelpin lock --pin ID` to record them",
+            config.settings.lockfile.display(),
+            ids.join(", ")
+        ));
+    }
+    let progress = crate::cmd::announce("check", &config, &called, samples, spend, out)?;
     let request = Request {
         pins,
         samples,

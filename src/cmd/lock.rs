@@ -9,11 +9,13 @@ use crate::cmd::AppError;
 use crate::cmd::{Output, transport_for};
 use crate::config::Config;
 use crate::exit::Exit;
+use crate::lock::{LOCK_VERSION, LoadedLock, Lock, LockError};
 
 /// Exit 0 when every selected pin was recorded, 1 when a pinned model does not exist, 3 when a
 /// pin could not be measured (its previous baseline, if any, is kept).
 pub async fn run(config_path: &Path, options: &LockOptions, out: Output) -> Result<Exit, AppError> {
     let config = crate::config::load_from_env(config_path)?;
+    crate::cmd::warn_config(&config, out);
     lock_pins(&config, options, out).await
 }
 
@@ -53,20 +55,8 @@ pub async fn lock_pins(
     .map_err(|e| AppError::Io(format!("waiting for the lock file: {e}")))??;
     let previous = match crate::lock::read(path) {
         Ok(previous) => previous,
-        // The way out a check's error names: record anew, keeping the unreadable bytes.
-        Err(crate::lock::LockError::Invalid { path, message }) => {
-            let aside = crate::lock::set_aside(&path).map_err(|e| {
-                AppError::Io(format!(
-                    "cannot move the unreadable {} aside: {e}",
-                    path.display()
-                ))
-            })?;
-            out.progress(&format!(
-                "warning: {} was unreadable ({message}); kept as {}, recording a new baseline",
-                path.display(),
-                aside.display()
-            ));
-            None
+        Err(e @ (LockError::Invalid { .. } | LockError::Conflict { .. })) => {
+            Some(recover_previous(config, &options.pins, &e, out)?)
         }
         Err(e) => return Err(e.into()),
     };
@@ -111,4 +101,79 @@ pub async fn lock_pins(
         Locked::NotFound => Exit::Failed,
         Locked::Partial | Locked::Unmeasured => Exit::Inconclusive,
     })
+}
+
+/// The baselines an unreadable lock still holds, as the previous lock: the way out a check's
+/// error names. A `lock --pin` never drops another pin's baseline silently: when the file's
+/// pins cannot be told (not JSON at all), or some pin not being re-locked cannot be read back
+/// (its entry is damaged, or the two sides of a merge conflict disagree on it), nothing is
+/// written and the error says which baselines would be lost and how to go on. A full `lock`
+/// re-records every pin, so it goes ahead with what could be read. Either way the unreadable
+/// bytes are kept beside the lock.
+fn recover_previous(
+    config: &Config,
+    selected: &[String],
+    error: &LockError,
+    out: Output,
+) -> Result<LoadedLock, AppError> {
+    let path = &config.settings.lockfile;
+    let recovered = crate::lock::recover(path);
+    let relocked = |id: &String| selected.is_empty() || selected.contains(id);
+    let lost: Vec<&String> = recovered
+        .disagree
+        .iter()
+        .chain(&recovered.unreadable)
+        .filter(|id| !relocked(id))
+        .collect();
+    if !selected.is_empty() && recovered.unknown {
+        return Err(AppError::Usage(format!(
+            "{error}\n  = note: its pins cannot be read at all, so `lock --pin` would drop the baselines of every other pin it holds\n  = help: fix the file, or run `modelpin lock` (every pin) to record all baselines afresh; the unreadable file is then kept aside"
+        )));
+    }
+    if !lost.is_empty() {
+        let ids: Vec<&str> = lost.iter().map(|s| s.as_str()).collect();
+        let flags: Vec<String> = ids.iter().map(|id| format!("--pin {id}")).collect();
+        return Err(AppError::Usage(format!(
+            "{error}\n  = note: the baselines of {} cannot be read back (damaged, or the two sides of a conflict disagree); re-locking only the pins asked for would drop them\n  = help: resolve the file, or re-lock those pins too: `modelpin lock {} {}`",
+            ids.join(", "),
+            selected
+                .iter()
+                .map(|id| format!("--pin {id}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            flags.join(" ")
+        )));
+    }
+    let aside = crate::lock::set_aside(path).map_err(|e| {
+        AppError::Io(format!(
+            "cannot move the unreadable {} aside: {e}",
+            path.display()
+        ))
+    })?;
+    let kept: Vec<&str> = recovered.pins.keys().map(String::as_str).collect();
+    out.progress(&format!(
+        "warning: {} was unreadable ({}); kept as {}; recording a new baseline, with the baselines it still holds ({})",
+        path.display(),
+        first_line(&error.to_string()),
+        aside.display(),
+        if kept.is_empty() {
+            "none".to_owned()
+        } else {
+            kept.join(", ")
+        }
+    ));
+    Ok(LoadedLock {
+        lock: Lock {
+            lock_version: LOCK_VERSION,
+            modelpin_version: env!("CARGO_PKG_VERSION").to_owned(),
+            config_digest: config.digest.clone(),
+            pins: recovered.pins,
+        },
+        digest: String::new(),
+    })
+}
+
+fn first_line(text: &str) -> &str {
+    let line = text.lines().next().unwrap_or_default();
+    line.strip_prefix("error: ").unwrap_or(line)
 }

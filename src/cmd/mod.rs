@@ -43,6 +43,13 @@ impl Output {
     }
 }
 
+/// The config's warnings (look-alike ids), one `warning:` line each on stderr.
+pub fn warn_config(config: &Config, out: Output) {
+    for warning in &config.warnings {
+        out.progress(&format!("warning: {warning}"));
+    }
+}
+
 /// The one transport of a command, as the config asks for it.
 pub fn transport_for(config: &Config) -> Result<Transport, AppError> {
     Transport::for_config(config).map_err(|f| AppError::Io(f.message))

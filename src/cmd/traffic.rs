@@ -25,8 +25,10 @@ pub fn run(
     out: Output,
 ) -> Result<Exit, AppError> {
     let config = crate::config::load_without_keys(config_path)?;
+    crate::cmd::warn_config(&config, out);
     let lock = crate::lock::read(&config.settings.lockfile)?;
-    let extracted = read_spans(file)?;
+    let mut extracted = read_spans(file)?;
+    extracted.spans = crate::traffic::spans::masked(extracted.spans, &config);
     let judged = crate::traffic::judge(
         &config,
         lock.as_ref(),

@@ -42,6 +42,12 @@ pub(crate) fn alerts(
     let mut names = Vec::new();
     for (name, table) in entries {
         names.push(name.get_ref().clone());
+        if check
+            .identifier(&name, "alert channel name", "alert channel")
+            .is_none()
+        {
+            continue;
+        }
         let span = table.span();
         channels.extend(channel(check, name.get_ref(), span, table.get_ref(), env));
     }

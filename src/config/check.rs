@@ -10,6 +10,7 @@ use toml::Spanned;
 
 use super::diagnostic::{Diagnostic, backticked, suggest};
 use super::duration::{DURATION_HELP, parse_duration};
+use super::ident::{self, Named, Place};
 use super::schedule::{self, Schedule};
 use super::source::Source;
 use super::url::{UrlProblem, check_http_url, is_env_name};
@@ -22,6 +23,8 @@ pub(crate) struct Reported;
 pub(crate) struct Check<'s> {
     pub src: &'s Source,
     pub errors: Vec<Diagnostic>,
+    /// Every id accepted so far, for the look-alike warnings.
+    pub names: Vec<Named>,
 }
 
 impl<'s> Check<'s> {
@@ -29,7 +32,30 @@ impl<'s> Check<'s> {
         Check {
             src,
             errors: Vec::new(),
+            names: Vec::new(),
         }
+    }
+
+    /// An id the user names (`kind`: `pin id`, `probe id`, `provider`, `alert channel`), by the
+    /// one rule `ident::problem` states; remembered for the look-alike warnings.
+    pub fn identifier(
+        &mut self,
+        value: &Spanned<String>,
+        what: &str,
+        kind: &'static str,
+    ) -> Option<String> {
+        if let Some(problem) = ident::problem(value.get_ref(), what, ident::MAX_ID_CHARS) {
+            self.error(value.span(), problem).help(
+                "ids label reports, metrics, alerts and the lock: use letters, digits and punctuation that read as they are",
+            );
+            return None;
+        }
+        self.names.push(Named {
+            kind,
+            id: value.get_ref().clone(),
+            place: Place::Span(value.span()),
+        });
+        Some(value.get_ref().clone())
     }
 
     /// Records an error at `span`; add notes through the returned reference.
@@ -209,10 +235,13 @@ impl<'s> Check<'s> {
             );
             return None;
         }
-        if text.chars().any(crate::text::needs_escape) {
+        if let Some(c) = text.chars().find(|c| ident::hides_text(*c)) {
             self.error(
                 value.span(),
-                format!("`{what}` must not contain control or invisible characters"),
+                format!(
+                    "`{what}` must not contain control or invisible characters (found U+{:04X})",
+                    u32::from(c)
+                ),
             );
             return None;
         }

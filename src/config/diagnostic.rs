@@ -130,18 +130,37 @@ impl fmt::Display for Diagnostic {
 }
 
 fn write_snippet(f: &mut fmt::Formatter<'_>, s: &Snippet, pad: &str) -> fmt::Result {
-    // Tabs stay tabs under the caret so it lines up however the terminal expands them.
-    let indent: String = s
+    // A character that would steer the terminal or reorder the line (a bidi override in an id)
+    // is shown as its escape; tabs stay tabs under the caret so it lines up however the terminal
+    // expands them.
+    let shown = |c: char| {
+        if c != '\t' && crate::text::needs_escape(c) {
+            crate::text::escape_char(c)
+        } else {
+            c.to_string()
+        }
+    };
+    let blank = |c: char| {
+        if c == '\t' {
+            "\t".to_owned()
+        } else {
+            " ".repeat(shown(c).chars().count())
+        }
+    };
+    let indent: String = s.text.chars().take(s.column - 1).map(blank).collect();
+    let under: usize = s
         .text
         .chars()
-        .take(s.column - 1)
-        .map(|c| if c == '\t' { '\t' } else { ' ' })
-        .collect();
-    let source_line = format!("{} | {}", s.line, s.text);
+        .skip(s.column - 1)
+        .take(s.width.max(1))
+        .map(|c| shown(c).chars().count())
+        .sum();
+    let text: String = s.text.chars().map(shown).collect();
+    let source_line = format!("{} | {text}", s.line);
     write!(f, "\n{pad}--> {}:{}:{}", s.path, s.line, s.column)?;
     write!(f, "\n{pad} |")?;
     write!(f, "\n{}", source_line.trim_end())?;
-    write!(f, "\n{pad} | {indent}{}", "^".repeat(s.width.max(1)))
+    write!(f, "\n{pad} | {indent}{}", "^".repeat(under.max(1)))
 }
 
 /// The candidate closest to `word`, when it is close enough to be a plausible typo, or else the

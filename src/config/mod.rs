@@ -11,9 +11,11 @@
 
 mod alerts;
 mod check;
+mod confusables;
 mod decode;
 mod diagnostic;
 mod duration;
+mod ident;
 mod pins;
 mod probe;
 mod probes;
@@ -22,6 +24,7 @@ mod raw;
 pub mod schedule;
 mod secrets;
 mod settings;
+pub(crate) use pins::MAX_SAMPLES;
 pub use settings::DEFAULT_MAX_COST_USD;
 pub(crate) use settings::DEFAULT_WARN_BEFORE_DAYS;
 mod source;
@@ -199,6 +202,7 @@ fn validate(
     };
     let pins = pins::pins(&mut check, raw.pin, &refs, &mut probes);
     let traffic = traffic::traffic(&mut check, raw.traffic);
+    let warnings = ident::look_alikes(src, &check.names);
     let errors = check.finish();
     if !errors.is_empty() {
         return Err(ConfigError::new(errors));
@@ -215,6 +219,7 @@ fn validate(
         probes,
         alerts,
         traffic,
+        warnings,
     })
 }
 
@@ -259,6 +264,9 @@ pub struct Config {
     /// In file order.
     pub alerts: Vec<AlertChannel>,
     pub traffic: Traffic,
+    /// What the file allows but a reader should know (ids that differ only in look-alike
+    /// characters), one line each, with the places; the commands print them as warnings.
+    pub warnings: Vec<String>,
 }
 
 /// `[traffic]`: the daemon's OTLP traces receiver and how spans match pins.

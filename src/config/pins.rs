@@ -23,9 +23,6 @@ pub(crate) struct Refs<'a> {
     pub alerts: &'a [String],
 }
 
-/// Pin ids label every table row, metric and alert; longer ones are typing accidents.
-const MAX_PIN_ID_CHARS: usize = 128;
-
 pub(crate) fn pins(
     check: &mut Check,
     raw: Vec<Spanned<RawPin>>,
@@ -53,7 +50,7 @@ pub(crate) fn pins(
 }
 
 fn one(check: &mut Check, raw: &RawPin, refs: &Refs, probes: &mut Probes) -> Option<Pin> {
-    let id = check.label(&raw.id, "id", MAX_PIN_ID_CHARS);
+    let id = check.identifier(&raw.id, "id", "pin id");
     let model = check.label(&raw.model, "model", crate::text::MAX_ID_CHARS);
     let kind = provider_kind(check, &raw.provider, refs.providers);
     let deployment = kind.map(|k| deployment(check, raw, k));

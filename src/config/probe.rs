@@ -24,7 +24,7 @@ const MAX_TEMPERATURE: f64 = 2.0;
 
 /// Validates a decoded probe file.
 pub(crate) fn probe(check: &mut Check, src: &Source, raw: RawProbe) -> Option<Probe> {
-    let id = check.non_empty(&raw.id, "id");
+    let id = check.identifier(&raw.id, "id", "probe id");
     let prompt = check.non_empty(&raw.prompt, "prompt");
     let max_tokens = match &raw.max_tokens {
         Some(m) => check.at_least_one(m, "max_tokens"),

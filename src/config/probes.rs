@@ -10,6 +10,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use super::Probe;
 use super::check::Check;
 use super::decode::decode;
+use super::ident::{Named, Place};
 use super::probe::probe;
 use super::raw::{RawProbe, Str};
 use super::source::Source;
@@ -110,6 +111,11 @@ impl Probes {
         let probe = accepted.filter(|p| !self.by_id.contains_key(&p.id))?;
         let id = probe.id.clone();
         let at = src.location(id_span);
+        check.names.push(Named {
+            kind: "probe id",
+            id: id.clone(),
+            place: Place::Located(at.clone()),
+        });
         self.by_id.insert(id.clone(), Loaded { probe, text, at });
         Some(id)
     }

@@ -25,13 +25,18 @@ pub(crate) fn providers(
     let mut valid = Vec::new();
     let mut known = Vec::new();
     for (name, table) in entries {
+        let valid_name = check
+            .identifier(&name, "provider name", "provider")
+            .is_some();
         let name = name.into_inner();
         let kinds: Vec<&str> = ProviderKind::ALL.iter().map(|k| k.as_str()).collect();
         let kind = check
             .choice(&table.get_ref().kind, "provider kind", &kinds)
             .and_then(ProviderKind::parse);
         known.push((name.clone(), kind));
-        let Some(kind) = kind else { continue };
+        let Some(kind) = kind.filter(|_| valid_name) else {
+            continue;
+        };
         let span = table.span();
         let table = table.into_inner();
         let provider = ProviderTable {

@@ -31,6 +31,9 @@ impl Selection {
             channel_secrets: crate::config::ChannelSecrets::Required,
         };
         let mut config = crate::config::load_for(path, needs)?;
+        for warning in &config.warnings {
+            tracing::warn!("{warning}");
+        }
         if self.globs.is_empty() {
             return Ok(config);
         }

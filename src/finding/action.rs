@@ -54,6 +54,7 @@ impl Unmeasured {
             | Unmeasured::Probe { reasons, .. }
             | Unmeasured::CallsMissing { reasons, .. } => reasons.remedy(),
             Unmeasured::TokensMissing { .. } => Some(Remedy::Usage),
+            Unmeasured::TokensImplausible { .. } => Some(Remedy::ImplausibleUsage),
             Unmeasured::ServedNotReported { .. } => Some(Remedy::Instrumentation),
             Unmeasured::Streak { latest_action, .. } => {
                 if let Some(action) = latest_action {
@@ -221,6 +222,7 @@ mod tests {
             (
                 Evidence::NoBaseline(NoBaseline {
                     locked_model: None,
+                    calls_not_made: None,
                     pin: "bot".into(),
                     model: "m".into(),
                 }),

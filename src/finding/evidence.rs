@@ -430,6 +430,9 @@ impl MaxTokensExceeded {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NoBaseline {
     pub locked_model: Option<String>,
+    /// Planned calls not made for want of a baseline (`check` spends nothing it cannot compare).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calls_not_made: Option<u64>,
     #[serde(skip)]
     pub pin: String,
     #[serde(skip)]
@@ -438,13 +441,19 @@ pub struct NoBaseline {
 
 impl NoBaseline {
     fn message(&self) -> String {
+        let skipped = match self.calls_not_made {
+            Some(n) => {
+                format!("nothing to compare with, so none of its {n} planned calls were made")
+            }
+            None => "tokenizer, price and behaviour checks skipped".to_owned(),
+        };
         match &self.locked_model {
             Some(old) => format!(
-                "modelpin.lock was recorded for model `{old}`, the pin now asks for `{}`: run `modelpin lock --pin {}`",
+                "modelpin.lock was recorded for model `{old}`, the pin now asks for `{}` ({skipped}): run `modelpin lock --pin {}`",
                 self.model, self.pin
             ),
             None => format!(
-                "no baseline in modelpin.lock for this pin: tokenizer, price and behaviour checks skipped; run `modelpin lock --pin {}`",
+                "no baseline in modelpin.lock for this pin: {skipped}; run `modelpin lock --pin {}`",
                 self.pin
             ),
         }
@@ -504,6 +513,15 @@ pub enum Unmeasured {
         probes: Vec<String>,
         answers: u64,
         without_prompt_tokens: u64,
+    },
+    /// Answers whose usage held a token count past `provider::MAX_TOKEN_COUNT`: their tokens
+    /// and cost are unmeasured, never read as 0.
+    TokensImplausible {
+        answers: u64,
+        of: u64,
+        field: String,
+        value: f64,
+        bound: u64,
     },
     /// Traffic whose spans did not say which model answered: the served identity is unmeasured.
     ServedNotReported { spans: u64 },
@@ -574,6 +592,15 @@ impl Unmeasured {
                     .map(|p| format!("`{p}`"))
                     .collect::<Vec<_>>()
                     .join(", ")
+            ),
+            Unmeasured::TokensImplausible {
+                answers,
+                of,
+                field,
+                value,
+                bound,
+            } => format!(
+                "{answers} of {of} answers reported a token count no call can have (`{field}` = {value}, above {bound}, ten times the largest context window offered): their tokens and cost are unmeasured, and the spend cap could not count them"
             ),
             Unmeasured::ServedNotReported { spans } => format!(
                 "none of {spans} span{} named the model that answered (`gen_ai.response.model` or `llm.model_name`): the served model was not measured",

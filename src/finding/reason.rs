@@ -27,8 +27,18 @@ pub enum Halt {
     Budget(Duration),
     /// The audit's spend cap was reached (USD).
     SpendCap { cap: f64, spent: f64 },
+    /// A call reported a token count no call can have (`field` = `value`): its cost is unknown,
+    /// so the spend cap can no longer be kept.
+    SpendUnknown {
+        cap: f64,
+        field: &'static str,
+        value: f64,
+    },
     /// Never reached before the pin's calls ended.
     NotStarted,
+    /// The lock holds no baseline for the pin's model: the answers would be compared with
+    /// nothing, so no call is spent on them.
+    NoBaseline,
     /// Dropped while waiting for an answer, for `halt`; `message` says what it was waiting on.
     InFlight { halt: Box<Halt>, message: String },
 }
@@ -56,7 +66,14 @@ impl fmt::Display for Halt {
                 f,
                 "the audit's spend cap (${cap:.2}) was reached (${spent:.4} spent)"
             ),
+            Halt::SpendUnknown { cap, field, value } => write!(
+                f,
+                "a call reported {field} = {value}, more tokens than any call can count, so its cost is unknown and the audit's spend cap (${cap:.2}) can no longer be kept"
+            ),
             Halt::NotStarted => f.write_str("not started"),
+            Halt::NoBaseline => f.write_str(
+                "not sent: modelpin.lock has no baseline for the pin, so there was nothing to compare the answers with",
+            ),
             Halt::InFlight { halt, message } => write!(f, "{halt} (in flight: {message})"),
         }
     }
@@ -137,6 +154,7 @@ pub enum Remedy {
     Rerun,
     Budget,
     Usage,
+    ImplausibleUsage,
     Connection,
     Reachability,
     ProviderFailing,
@@ -168,6 +186,7 @@ impl Remedy {
                 "use an endpoint that reports `usage` (some gateways and proxies drop it)"
                     .to_owned()
             }
+            Remedy::ImplausibleUsage => "the provider (or a gateway in front of it) reports token counts no call can have: report it to them; until it is fixed the pin's tokens, cost and spend are unmeasured".to_owned(),
             Remedy::Connection => "check the provider's `base_url` and that this machine can reach it (nothing answered the connection); retrying will not help until it does".to_owned(),
             Remedy::Reachability => {
                 "check that the provider is reachable and its status page; raise `timeout` if it is slow"
@@ -190,7 +209,8 @@ impl Halt {
             Halt::Interrupted => Some(Remedy::Rerun),
             Halt::Budget(_) => Some(Remedy::Budget),
             Halt::SpendCap { .. } => Some(Remedy::SpendCap),
-            Halt::NotStarted => None,
+            Halt::SpendUnknown { .. } => Some(Remedy::ImplausibleUsage),
+            Halt::NotStarted | Halt::NoBaseline => None,
             Halt::InFlight { halt, .. } => halt.remedy(),
         }
     }

@@ -71,6 +71,14 @@ fn usage(body: &Value) -> Usage {
         output: json::count(u, &["output_tokens"]),
         cached_input: json::count(u, &["cache_read_input_tokens"]),
         reasoning: json::count(u, &["output_tokens_details", "thinking_tokens"]),
+        implausible: json::implausible(
+            u,
+            &[
+                ("input_tokens", &["input_tokens"]),
+                ("output_tokens", &["output_tokens"]),
+                ("cache_read_input_tokens", &["cache_read_input_tokens"]),
+            ],
+        ),
     }
 }
 

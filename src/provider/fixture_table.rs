@@ -153,6 +153,7 @@ impl Row {
                 output: Some(output),
                 cached_input: cached,
                 reasoning,
+                implausible: None,
             };
         }
         self

@@ -77,6 +77,14 @@ fn usage(body: &Value) -> Usage {
         output: json::count(u, &["candidatesTokenCount"]),
         cached_input: json::count(u, &["cachedContentTokenCount"]),
         reasoning: json::count(u, &["thoughtsTokenCount"]),
+        implausible: json::implausible(
+            u,
+            &[
+                ("promptTokenCount", &["promptTokenCount"]),
+                ("candidatesTokenCount", &["candidatesTokenCount"]),
+                ("totalTokenCount", &["totalTokenCount"]),
+            ],
+        ),
     }
 }
 

@@ -6,6 +6,8 @@
 
 use serde_json::Value;
 
+use super::{ImplausibleCount, MAX_TOKEN_COUNT};
+
 /// The value at a path of object keys.
 pub(crate) fn at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a Value> {
     path.iter()
@@ -23,14 +25,23 @@ pub(crate) fn owned_text(value: &Value, path: &[&str]) -> Option<String> {
 }
 
 /// A token count at `path`: a non-negative integer. Negative, fractional or out-of-range
-/// numbers are absent, not clamped, because a wrong count would poison the tokenizer check.
+/// numbers are absent, not clamped, because a wrong count would poison the tokenizer check;
+/// one past `MAX_TOKEN_COUNT` is also reported by `implausible`, so it is never read as 0.
 pub(crate) fn count(value: &Value, path: &[&str]) -> Option<u64> {
-    at(value, path)?.as_u64().filter(|n| *n <= MAX_COUNT)
+    at(value, path)?.as_u64().filter(|n| *n <= MAX_TOKEN_COUNT)
 }
 
-/// Above any context window (the largest are around 10^7 tokens): a count this large is a
-/// broken or hostile usage block, and summing it would overflow the totals.
-pub(crate) const MAX_COUNT: u64 = 1_000_000_000;
+/// The first of `fields` (name, path under `value`) holding a number larger than any call can
+/// count: the usage block is broken or hostile, and the call's tokens and cost are unmeasured.
+pub(crate) fn implausible(
+    value: &Value,
+    fields: &[(&'static str, &[&str])],
+) -> Option<ImplausibleCount> {
+    fields.iter().find_map(|(field, path)| {
+        let n = at(value, path)?.as_f64()?;
+        (n > MAX_TOKEN_COUNT as f64).then_some(ImplausibleCount { field, value: n })
+    })
+}
 
 /// An array at `path`, empty when absent or of another type.
 pub(crate) fn items<'a>(value: &'a Value, path: &[&str]) -> &'a [Value] {
@@ -73,12 +84,16 @@ mod tests {
     #[test]
     fn counts_reject_negative_fractional_and_huge_numbers() {
         let v = json!({"a": -3, "b": 2.5, "c": 1e300, "d": "12", "e": 7, "f": null,
-                       "g": u64::MAX, "h": 1_000_000_001_u64});
+                       "g": u64::MAX, "h": 100_000_001_u64});
         for key in ["a", "b", "c", "d", "f", "g", "h", "missing"] {
             assert_eq!(count(&v, &[key]), None, "{key}");
         }
         assert_eq!(count(&v, &["e"]), Some(7));
         assert_eq!(count(&v, &["e", "deeper"]), None);
+        let fields: [(&'static str, &[&str]); 3] = [("e", &["e"]), ("c", &["c"]), ("h", &["h"])];
+        let found = super::implausible(&v, &fields).unwrap();
+        assert_eq!((found.field, found.value), ("c", 1e300));
+        assert!(super::implausible(&v, &fields[..1]).is_none());
     }
 
     #[test]

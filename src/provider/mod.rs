@@ -24,6 +24,7 @@ mod refusal;
 use std::fmt;
 use std::fmt::Write as _;
 
+use crate::redact::Redactor;
 use crate::text;
 
 /// The wire formats modelpin speaks. A closed set: `match` over it.
@@ -184,12 +185,30 @@ impl RawResponse {
 }
 
 /// Token counts as the provider reported them; `None` where the provider said nothing.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Usage {
     pub input: Option<u64>,
     pub output: Option<u64>,
     pub cached_input: Option<u64>,
     pub reasoning: Option<u64>,
+    /// A count past `MAX_TOKEN_COUNT`: the field is `None` above, and the call's tokens and cost
+    /// are unmeasured (inconclusive), never 0.
+    pub implausible: Option<ImplausibleCount>,
+}
+
+/// The largest token count a call can plausibly report: 10^8, ten times the largest context
+/// window offered for general use (10 million tokens, Meta's Llama 4 Scout, April 2025) and as
+/// large as the largest ever announced (100 million, Magic's LTM-2-mini, August 2024). A call's
+/// input and output together fit in its context window, so a larger count is a broken or
+/// hostile usage block; summing it would also overflow the totals.
+pub const MAX_TOKEN_COUNT: u64 = 100_000_000;
+
+/// A usage field holding a number past `MAX_TOKEN_COUNT`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ImplausibleCount {
+    /// The field as the provider named it (`completion_tokens`, `candidatesTokenCount`, ...).
+    pub field: &'static str,
+    pub value: f64,
 }
 
 /// A lifecycle hint seen on an ordinary response.
@@ -322,6 +341,19 @@ pub fn build_request(endpoint: &Endpoint, call: &ProbeCall<'_>) -> HttpRequest {
 /// lock or a metric label.
 #[must_use]
 pub fn parse_reply(kind: ProviderKind, response: &RawResponse) -> Parsed {
+    parse_reply_masked(kind, response, &Redactor::default())
+}
+
+/// `parse_reply` with every secret of `redactor` masked in the decoded text before it is bounded:
+/// a key the body spells with escapes, or splits across the parts an answer is joined from,
+/// reaches no `Reply` or `Rejected`. Masking before bounding matters too: a cut through the middle
+/// of a key would otherwise keep its first half.
+#[must_use]
+pub fn parse_reply_masked(
+    kind: ProviderKind,
+    response: &RawResponse,
+    redactor: &Redactor,
+) -> Parsed {
     let parsed = match kind {
         ProviderKind::OpenAi
         | ProviderKind::OpenAiCompatible
@@ -330,7 +362,45 @@ pub fn parse_reply(kind: ProviderKind, response: &RawResponse) -> Parsed {
         ProviderKind::Anthropic => anthropic::parse(response),
         ProviderKind::Gemini => gemini::parse(response),
     };
-    bound(parsed)
+    bound(mask(parsed, redactor))
+}
+
+/// Every string of `parsed` through `redactor`.
+fn mask(parsed: Parsed, redactor: &Redactor) -> Parsed {
+    let m = |s: String| redactor.scrub_owned(s);
+    let opt = |s: Option<String>| s.map(m);
+    match parsed {
+        Parsed::Reply(r) => Parsed::Reply(Reply {
+            served_model: opt(r.served_model),
+            upstream: opt(r.upstream),
+            fallback_model: opt(r.fallback_model),
+            system_fingerprint: opt(r.system_fingerprint),
+            text: m(r.text),
+            request_id: opt(r.request_id),
+            lifecycle: r.lifecycle.into_iter().map(|h| h.map(m)).collect(),
+            gateway: r.gateway.map(|g| {
+                Box::new(gateway::Gateway {
+                    public_model: opt(g.public_model),
+                    deployment: opt(g.deployment),
+                    deployment_id: opt(g.deployment_id),
+                    api_base: opt(g.api_base),
+                    ..*g
+                })
+            }),
+            ..r
+        }),
+        Parsed::Rejected(r) => Parsed::Rejected(Rejected {
+            code: opt(r.code),
+            error_type: opt(r.error_type),
+            message: m(r.message),
+            request_id: opt(r.request_id),
+            ..r
+        }),
+        Parsed::Unparseable { status, reason } => Parsed::Unparseable {
+            status,
+            reason: m(reason),
+        },
+    }
 }
 
 fn bound(parsed: Parsed) -> Parsed {

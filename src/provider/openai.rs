@@ -183,6 +183,21 @@ fn usage(body: &Value) -> Usage {
             &["completion_tokens_details", "reasoning_tokens"],
             &["output_tokens_details", "reasoning_tokens"],
         ]),
+        implausible: json::implausible(
+            u,
+            &[
+                ("prompt_tokens", &["prompt_tokens"]),
+                ("input_tokens", &["input_tokens"]),
+                ("completion_tokens", &["completion_tokens"]),
+                ("output_tokens", &["output_tokens"]),
+                ("total_tokens", &["total_tokens"]),
+                ("cached_tokens", &["prompt_tokens_details", "cached_tokens"]),
+                (
+                    "reasoning_tokens",
+                    &["completion_tokens_details", "reasoning_tokens"],
+                ),
+            ],
+        ),
     }
 }
 
@@ -438,7 +453,21 @@ mod tests {
         let reply = reply(ProviderKind::OpenRouter, &body);
         assert_eq!(reply.served_model, None);
         assert_eq!(reply.system_fingerprint, None);
-        assert_eq!(reply.usage, crate::provider::Usage::default());
+        let implausible = reply
+            .usage
+            .implausible
+            .expect("1e40 completion tokens is noticed");
+        assert_eq!(
+            (implausible.field, implausible.value),
+            ("completion_tokens", 1e40)
+        );
+        assert_eq!(
+            crate::provider::Usage {
+                implausible: None,
+                ..reply.usage
+            },
+            crate::provider::Usage::default()
+        );
         assert_eq!(reply.reported_cost_usd, None);
         assert_eq!(reply.text, "ok");
     }

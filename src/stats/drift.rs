@@ -21,7 +21,7 @@ use super::holm::holm;
 use super::mann_whitney::mann_whitney;
 use super::mmd::{Kernel, Stratum, text_mmd};
 use super::permutation::PermutationBudget;
-use super::rng::derive_seed;
+use super::rng::{Rng, derive_seed};
 use super::{TestKind, TestResult, answers_homogeneity};
 use crate::config::{Compare, Expect, Normalize};
 
@@ -55,6 +55,37 @@ pub struct DriftVerdict {
     pub tests: Vec<DriftTest>,
     /// Tests a probe would have had but the data could not support.
     pub skipped: Vec<Skipped>,
+    /// Probes whose answers the categorical and MMD tests read on a subsample (more than
+    /// `SUBSAMPLE_PER_SIDE` on a side); absent when every answer was read.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub subsampled: Vec<Subsampled>,
+}
+
+/// Answers the categorical and MMD tests read per probe and side, at most. Their cost grows with
+/// the square of the answers (the MMD's Gram matrix, every permutation's within-group sum), so
+/// past this they read a subsample; Fisher's test and Mann–Whitney read every answer (their
+/// cost is linear, or n log n for the ranks). 100 answers a side already resolve p-values far
+/// below any Holm threshold (the floor is 1/C(200, 100) ≈ 10⁻⁵⁹), and keep a drifted audit's
+/// full permutation budget to a fraction of a second per probe.
+pub const SUBSAMPLE_PER_SIDE: usize = 100;
+
+/// Which answers of a probe the categorical and MMD tests read, so the numbers can be
+/// recomputed: the `used` positions (in sample order) of each side are the first `used` of a
+/// Fisher–Yates shuffle of `0..n` by `Rng::new(seed)`, then sorted. The seed depends on the
+/// probe id, the side and `n` only, never on the answers, so the permutation null on the
+/// subsample is exact: under no drift its labels are as exchangeable as the full sample's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Subsampled {
+    pub probe: String,
+    pub baseline: SideSample,
+    pub current: SideSample,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SideSample {
+    pub n: usize,
+    pub used: usize,
+    pub seed: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -81,9 +112,11 @@ pub struct Skipped {
 struct Read {
     id: String,
     compare: Compare,
+    /// At most `SUBSAMPLE_PER_SIDE` a side (`subsample` says which, when cut).
     answers: [Vec<String>; 2],
     passes: Option<[Vec<bool>; 2]>,
     lengths: [Vec<f64>; 2],
+    subsample: Option<Subsampled>,
 }
 
 /// One test to run, by index into the probes.
@@ -134,12 +167,13 @@ pub fn compare_pin(probes: &[ProbeSamples], alpha: f64, seed: u64) -> DriftVerdi
         drift: tests.iter().any(|t| t.rejected),
         tests,
         skipped,
+        subsampled: read.into_iter().filter_map(|r| r.subsample).collect(),
     }
 }
 
 impl Read {
     fn new(p: &ProbeSamples) -> Read {
-        let answers = [&p.baseline, &p.current].map(|s| {
+        let all = [&p.baseline, &p.current].map(|s| {
             s.outputs
                 .iter()
                 .map(|o| normalized(&p.normalize, o))
@@ -147,21 +181,61 @@ impl Read {
         });
         let passes = p.expect.as_ref().map(|e| {
             let rule = Expectation::lenient(e, &p.normalize);
-            [0, 1].map(|side| answers[side].iter().map(|a| rule.accepts(a)).collect())
+            [0, 1].map(|side| all[side].iter().map(|a| rule.accepts(a)).collect())
         });
+        let sides = [0u64, 1].map(|side| side_sample(&p.probe_id, side, all[side as usize].len()));
+        let subsample = sides.iter().any(|s| s.used < s.n).then(|| Subsampled {
+            probe: p.probe_id.clone(),
+            baseline: sides[0],
+            current: sides[1],
+        });
+        let [baseline, current] = all;
         Read {
             id: p.probe_id.clone(),
             compare: p.compare,
             lengths: [&p.baseline, &p.current]
                 .map(|s| s.lengths.iter().map(|&l| l as f64).collect()),
-            answers,
+            answers: [
+                subsample_of(baseline, sides[0]),
+                subsample_of(current, sides[1]),
+            ],
             passes,
+            subsample,
         }
     }
 
     fn both_answered(&self) -> bool {
         self.answers.iter().all(|a| !a.is_empty())
     }
+}
+
+/// How many of a side's `n` answers the categorical and MMD tests read, and the seed choosing
+/// them: from the probe id, the side and `n` alone.
+fn side_sample(probe: &str, side: u64, n: usize) -> SideSample {
+    let name = probe.bytes().fold(0xCBF2_9CE4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01B3)
+    });
+    SideSample {
+        n,
+        used: n.min(SUBSAMPLE_PER_SIDE),
+        seed: derive_seed(derive_seed(name, side + 1), n as u64),
+    }
+}
+
+/// The answers `side` says to read, in sample order.
+fn subsample_of(answers: Vec<String>, side: SideSample) -> Vec<String> {
+    if side.used >= answers.len() {
+        return answers;
+    }
+    let mut index: Vec<usize> = (0..answers.len()).collect();
+    Rng::new(side.seed).choose_front(&mut index, side.used);
+    let mut chosen = index[..side.used].to_vec();
+    chosen.sort_unstable();
+    let mut answers: Vec<Option<String>> = answers.into_iter().map(Some).collect();
+    chosen
+        .into_iter()
+        .filter_map(|i| answers[i].take())
+        .collect()
 }
 
 /// The tests the data supports, and those it does not (with why).
@@ -215,7 +289,11 @@ impl Planned {
     fn sizes(&self, read: &[Read]) -> Vec<(u64, u64)> {
         let pair = |a: usize, b: usize| (a as u64, b as u64);
         match self {
-            Planned::PassRate(i) | Planned::Answers(i) => {
+            Planned::PassRate(i) => {
+                let [b, c] = read[*i].passes.as_ref().expect("planned with passes");
+                vec![pair(b.len(), c.len())]
+            }
+            Planned::Answers(i) => {
                 let [b, c] = &read[*i].answers;
                 vec![pair(b.len(), c.len())]
             }

@@ -32,7 +32,10 @@ pub use categorical::{AnswerShare, answers_homogeneity};
 pub use detectability::{
     Detectability, PlannedProbe, TestReach, family, floor, minimum_detectable, required_baseline,
 };
-pub use drift::{DriftTest, DriftVerdict, ProbeSamples, Samples, Skipped, compare_pin};
+pub use drift::{
+    DriftTest, DriftVerdict, ProbeSamples, SUBSAMPLE_PER_SIDE, Samples, SideSample, Skipped,
+    Subsampled, compare_pin,
+};
 pub use expect::{Expectation, normalized, passes};
 pub use fisher::{Rate, fisher_pass_rate};
 pub use holm::{holm, weighted_holm};

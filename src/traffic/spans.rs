@@ -25,6 +25,8 @@
 
 use serde_json::Value;
 
+use crate::redact::Redactor;
+
 /// Longest attribute value kept (model IDs, provider names): longer ones are cut.
 pub const MAX_VALUE: usize = 256;
 
@@ -58,6 +60,39 @@ pub struct Deployment {
     pub id: Option<String>,
     /// `api_base`, without credentials, query or fragment: the upstream.
     pub api_base: Option<String>,
+}
+
+impl GenAiSpan {
+    /// The span with every secret of `redactor` masked in its text: an application's
+    /// instrumentation records what the provider answered (its model field, say), so a key the
+    /// provider echoed would otherwise reach the verdicts, the store and the metric labels.
+    #[must_use]
+    pub fn masked(self, redactor: &Redactor) -> GenAiSpan {
+        let m = |s: Option<String>| s.map(|s| redactor.scrub_owned(s));
+        GenAiSpan {
+            trace_id: redactor.scrub_owned(self.trace_id),
+            span_id: redactor.scrub_owned(self.span_id),
+            service: m(self.service),
+            provider: m(self.provider),
+            requested: m(self.requested),
+            served: m(self.served),
+            server_address: m(self.server_address),
+            probe_digest: m(self.probe_digest),
+            deployment: self.deployment.map(|d| Deployment {
+                model: m(d.model),
+                id: m(d.id),
+                api_base: m(d.api_base),
+            }),
+            ..self
+        }
+    }
+}
+
+/// `spans` with the secrets `config` names (read from the environment) masked.
+#[must_use]
+pub fn masked(spans: Vec<GenAiSpan>, config: &crate::config::Config) -> Vec<GenAiSpan> {
+    let redactor = Redactor::from_config(config, &|name| std::env::var(name).ok());
+    spans.into_iter().map(|s| s.masked(&redactor)).collect()
 }
 
 /// Longest `hidden_params` JSON parsed; LiteLLM's is a few hundred bytes.

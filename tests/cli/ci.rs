@@ -190,7 +190,10 @@ fn a_plan_estimated_over_the_spend_cap_is_refused_before_any_call() {
         ID,
         "samples = 10\nprice = { input = 4000.0, output = 4000.0 }",
     );
-    let test = Test::new().pins(&pins).probes();
+    let test = Test::new()
+        .pins(&pins)
+        .probes()
+        .file("modelpin.lock", &crate::baseline::bare_lock(&[("pin", ID)]));
     for args in [
         &["lock", "--max-cost", "0.10"][..],
         &["check", "--max-cost", "0.10"],
@@ -205,7 +208,11 @@ fn a_plan_estimated_over_the_spend_cap_is_refused_before_any_call() {
         );
     }
     assert_eq!(sim.requests(), 0, "nothing was sent");
-    assert!(!test.path("modelpin.lock").exists());
+    assert_eq!(
+        test.read("modelpin.lock"),
+        crate::baseline::bare_lock(&[("pin", ID)]),
+        "the lock was left as it was"
+    );
 }
 
 #[test]

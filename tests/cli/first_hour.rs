@@ -27,7 +27,8 @@ fn a_hanging_provider_stops_after_the_first_call_and_the_log_shows_progress() {
             ID,
             "samples = 5",
         ))
-        .probes();
+        .probes()
+        .file("modelpin.lock", &crate::baseline::bare_lock(&[("pin", ID)]));
     let started = Instant::now();
     let run = test.run(&["check", "--format", "json"]);
     let took = started.elapsed();
@@ -84,7 +85,8 @@ fn peak_rss_kib(samples: u32, after: usize) -> u64 {
             ID,
             &format!("samples = {samples}"),
         ))
-        .probes();
+        .probes()
+        .file("modelpin.lock", &crate::baseline::bare_lock(&[("pin", ID)]));
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("modelpin"));
     cmd.current_dir(test.dir.path())
         .args(["check", "--format", "json", "--yes"])

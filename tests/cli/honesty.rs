@@ -53,7 +53,11 @@ fn an_interrupted_check_with_some_answers_is_inconclusive_not_ok() {
     let test = pins(&sim)
         .setting("concurrency", 4)
         .each_pin("samples", 30)
-        .project();
+        .project()
+        .file(
+            "modelpin.lock",
+            &crate::baseline::bare_lock(&[("pin", MODEL)]),
+        );
     let output = interrupted(&test, &sim, &["check", "--format", "json"], 8);
     assert_eq!(output.status.code(), Some(3), "exit 3, not 0");
     let report: crate::schema::Report = serde_json::from_slice(&output.stdout).expect("report");
@@ -284,7 +288,11 @@ fn answers_past_max_tokens_are_said_and_the_plan_is_an_estimate() {
         None,
         answer_with_usage(r#","usage":{"prompt_tokens":20,"completion_tokens":50}"#),
     ));
-    let test = pins(&sim).project();
+    let test = pins(&sim).project()
+        .file(
+            "modelpin.lock",
+            &crate::baseline::bare_lock(&[("pin", MODEL)]),
+        );
     let run = test.run(&["check", "--format", "json"]);
     assert!(
         run.stderr.contains("estimated") && !run.stderr.contains("at most"),
@@ -314,7 +322,11 @@ fn an_unanswered_call_among_answers_is_no_all_clear() {
             headers: vec![],
         },
     ));
-    let test = pins(&sim).project();
+    let test = pins(&sim).project()
+        .file(
+            "modelpin.lock",
+            &crate::baseline::bare_lock(&[("pin", MODEL)]),
+        );
     let run = test.run(&["check", "--format", "json"]);
     run.code(3);
     let report = run.json();

@@ -78,7 +78,8 @@ fn echoing_project(pins: &Pins) -> Test {
 fn a_key_echoed_by_the_provider_appears_in_no_output_or_file() {
     let sim = echoing_sim();
     let summary_name = "step-summary.md";
-    let test = echoing_project(&echoing_pins(&sim).short().each_pin("samples", 2));
+    let test = echoing_project(&echoing_pins(&sim).short().each_pin("samples", 2))
+        .file("modelpin.lock", &crate::baseline::bare_lock(&[("pin", ID)]));
     let summary = test.path(summary_name);
     let test = test.env("GITHUB_STEP_SUMMARY", summary.to_str().unwrap());
     let mut outputs = vec![("lock", test.run(&["lock"]))];
@@ -183,7 +184,7 @@ fn reporting_sim(served: &str) -> Sim {
     Sim::start(scenario)
 }
 
-fn plain_project(sim: &Sim, pin_id: &str) -> Test {
+pub fn plain_project(sim: &Sim, pin_id: &str) -> Test {
     Pins::new()
         .short()
         .provider(Provider::new(
@@ -192,6 +193,10 @@ fn plain_project(sim: &Sim, pin_id: &str) -> Test {
         ))
         .pin(Pin::new(pin_id, ID).samples(1))
         .project()
+        .file(
+            "modelpin.lock",
+            &crate::baseline::bare_lock(&[(pin_id, ID)]),
+        )
 }
 
 /// Every output a user or a CI runner reads from `check` in each format, plus `lock`.

@@ -258,7 +258,8 @@ fn not_found_says_retired_per_source_or_unknown() {
     let test = Pins::one(ProviderKind::OpenAi, &sim.url(ProviderKind::OpenAi), ID)
         .short()
         .test()
-        .probes();
+        .probes()
+        .file("modelpin.lock", &crate::baseline::bare_lock(&[("pin", ID)]));
     let run = test.run(&["check", "--format", "json"]);
     run.code(1);
     let message = run

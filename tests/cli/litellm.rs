@@ -137,6 +137,12 @@ fn litellm_model_removed_from_the_gateway_is_model_not_found() {
     let run = test.run(&["lock"]);
     run.code(1);
     assert!(!test.path("modelpin.lock").exists(), "{}", run.stderr);
+    // With no baseline check calls nothing; one recorded before the model went is what a
+    // later check is judged against.
+    let test = test.file(
+        "modelpin.lock",
+        &crate::baseline::bare_lock(&[("pin", "gpt-4o")]),
+    );
     let run = test.run(&["check", "--format", "json"]);
     run.code(1);
     let report = run.json();

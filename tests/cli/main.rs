@@ -1,5 +1,6 @@
 //! The integration suite: the real `modelpin` binary against real HTTP servers on loopback.
 
+mod baseline;
 mod harness;
 mod schema;
 mod support;
@@ -19,17 +20,21 @@ mod first_hour;
 mod honesty;
 mod hostile;
 mod hostile_setup;
+mod ids;
 mod lifecycle;
 mod litellm;
+mod lockfile;
 mod manual;
 mod outages;
 mod pair;
 mod retry;
 mod scan;
 mod scan_forms;
+mod secrets;
 mod status_page;
 mod traffic;
 mod traffic_daemon;
 mod traffic_otel;
+mod unmeasured;
 mod upkeep;
 mod workflow;

@@ -76,8 +76,13 @@ fn retry_after_one_second_is_honoured_then_succeeds() {
 
 #[test]
 fn retry_after_past_the_budget_stops_at_once_with_the_providers_words() {
-    let sim = Sim::start(scenario(Some((None, rate_limited("3600")))));
-    let test = project(&sim, ProviderKind::OpenAi, ("5s", "60s"));
+    let sim = Sim::start(scenario(None));
+    let (test, before) = locked(
+        &sim,
+        ProviderKind::OpenAi,
+        ("5s", "60s"),
+        scenario(Some((None, rate_limited("3600")))),
+    );
     let started = Instant::now();
     let run = test.run(&["check", "--format", "json"]);
     assert!(
@@ -85,7 +90,7 @@ fn retry_after_past_the_budget_stops_at_once_with_the_providers_words() {
         "no sleeping on a one-hour ask"
     );
     run.code(3);
-    assert_eq!(sim.requests(), 1);
+    assert_eq!(sim.requests() - before, 1);
     let report = run.json();
     let finding = report.pin("pin").finding("inconclusive");
     assert!(
@@ -121,14 +126,19 @@ fn anthropic_529_twice_then_200_succeeds() {
 
 #[test]
 fn a_503_forever_gives_up_after_the_attempt_limit_within_the_budget() {
-    let sim = Sim::start(scenario(Some((
-        None,
-        FaultKind::Error {
-            class: SimError::Overloaded,
-            headers: vec![],
-        },
-    ))));
-    let test = project(&sim, ProviderKind::OpenAi, ("5s", "30s"));
+    let sim = Sim::start(scenario(None));
+    let (test, before) = locked(
+        &sim,
+        ProviderKind::OpenAi,
+        ("5s", "30s"),
+        scenario(Some((
+            None,
+            FaultKind::Error {
+                class: SimError::Overloaded,
+                headers: vec![],
+            },
+        ))),
+    );
     let started = Instant::now();
     let run = test.run(&["check", "--format", "json"]);
     // Three waits of full jitter under caps 1 s, 2 s and 4 s.
@@ -138,7 +148,7 @@ fn a_503_forever_gives_up_after_the_attempt_limit_within_the_budget() {
         started.elapsed()
     );
     run.code(3);
-    assert_eq!(sim.requests(), 4, "the default attempt limit");
+    assert_eq!(sim.requests() - before, 4, "the default attempt limit");
     let finding = run
         .json()
         .pin("pin")
@@ -154,10 +164,15 @@ fn x_should_retry_false_on_a_500_is_one_request() {
         class: SimError::Server,
         headers: vec![("x-should-retry".into(), "false".into())],
     };
-    let sim = Sim::start(scenario(Some((None, fault_kind))));
-    let test = project(&sim, ProviderKind::OpenAi, ("5s", "30s"));
+    let sim = Sim::start(scenario(None));
+    let (test, before) = locked(
+        &sim,
+        ProviderKind::OpenAi,
+        ("5s", "30s"),
+        scenario(Some((None, fault_kind))),
+    );
     test.run(&["check"]).code(3);
-    assert_eq!(sim.requests(), 1);
+    assert_eq!(sim.requests() - before, 1);
 }
 
 #[test]
@@ -176,15 +191,20 @@ fn a_connection_dropped_mid_body_is_retried_and_succeeds() {
 
 #[test]
 fn a_server_that_never_answers_ends_within_timeout_times_attempts() {
-    let sim = Sim::start(scenario(Some((None, FaultKind::Hang))));
-    let test = project(&sim, ProviderKind::OpenAi, ("1s", "60s"));
+    let sim = Sim::start(scenario(None));
+    let (test, before) = locked(
+        &sim,
+        ProviderKind::OpenAi,
+        ("1s", "60s"),
+        scenario(Some((None, FaultKind::Hang))),
+    );
     let started = Instant::now();
     let run = test.run(&["check", "--format", "json"]);
     let took = started.elapsed();
     run.code(3);
     // 4 attempts × 1 s, plus at most 1 + 2 + 4 s of backoff, plus start-up.
     assert!(took < Duration::from_secs(4 + 7 + 2), "{took:?}");
-    assert_eq!(sim.requests(), 4);
+    assert_eq!(sim.requests() - before, 4);
     assert!(
         run.json()
             .pin("pin")
@@ -196,12 +216,14 @@ fn a_server_that_never_answers_ends_within_timeout_times_attempts() {
 
 #[test]
 fn a_check_against_a_provider_that_hangs_every_call_finishes_inside_its_budget() {
-    let sim = Sim::start(scenario(Some((None, FaultKind::Hang))));
+    let sim = Sim::start(scenario(None));
     let test = Pins::one(ProviderKind::OpenAi, &sim.url(ProviderKind::OpenAi), ID)
         .setting("timeout", "60s")
         .setting("budget", "2s")
         .test()
         .probes();
+    test.run(&["lock"]).code(0);
+    sim.set(scenario(Some((None, FaultKind::Hang))));
     let started = Instant::now();
     let run = test.run(&["check", "--format", "json"]);
     let took = started.elapsed();
@@ -217,16 +239,21 @@ fn a_check_against_a_provider_that_hangs_every_call_finishes_inside_its_budget()
 
 #[test]
 fn an_oversized_body_is_unparseable_and_not_retried() {
-    let sim = Sim::start(scenario(Some((
-        None,
-        FaultKind::Oversized {
-            bytes: 6 * 1024 * 1024,
-        },
-    ))));
-    let test = project(&sim, ProviderKind::OpenAi, ("5s", "30s"));
+    let sim = Sim::start(scenario(None));
+    let (test, before) = locked(
+        &sim,
+        ProviderKind::OpenAi,
+        ("5s", "30s"),
+        scenario(Some((
+            None,
+            FaultKind::Oversized {
+                bytes: 6 * 1024 * 1024,
+            },
+        ))),
+    );
     let run = test.run(&["check", "--format", "json"]);
     run.code(3);
-    assert_eq!(sim.requests(), 1);
+    assert_eq!(sim.requests() - before, 1);
     assert!(
         run.json()
             .pin("pin")
@@ -238,11 +265,16 @@ fn an_oversized_body_is_unparseable_and_not_retried() {
 
 #[test]
 fn malformed_json_is_unparseable_and_not_retried() {
-    let sim = Sim::start(scenario(Some((None, FaultKind::Malformed))));
-    let test = project(&sim, ProviderKind::Gemini, ("5s", "30s"));
+    let sim = Sim::start(scenario(None));
+    let (test, before) = locked(
+        &sim,
+        ProviderKind::Gemini,
+        ("5s", "30s"),
+        scenario(Some((None, FaultKind::Malformed))),
+    );
     let run = test.run(&["check", "--format", "json"]);
     run.code(3);
-    assert_eq!(sim.requests(), 1);
+    assert_eq!(sim.requests() - before, 1);
 }
 
 #[test]
@@ -262,23 +294,33 @@ fn gemini_per_minute_limits_are_retried_but_an_exhausted_quota_is_not() {
     );
     test.run(&["check"]).code(0);
     assert_eq!(sim.requests() - before, 2);
-    let sim = Sim::start(scenario(Some((
-        None,
-        FaultKind::Error {
-            class: SimError::Quota,
-            headers: vec![],
-        },
-    ))));
-    let test = project(&sim, ProviderKind::Gemini, ("5s", "30s"));
+    let sim = Sim::start(scenario(None));
+    let (test, before) = locked(
+        &sim,
+        ProviderKind::Gemini,
+        ("5s", "30s"),
+        scenario(Some((
+            None,
+            FaultKind::Error {
+                class: SimError::Quota,
+                headers: vec![],
+            },
+        ))),
+    );
     test.run(&["check"]).code(3);
-    assert_eq!(sim.requests(), 1);
+    assert_eq!(sim.requests() - before, 1);
 }
 
 #[cfg(unix)]
 #[test]
 fn an_interrupted_check_drops_calls_in_flight_and_reports_them_cancelled() {
-    let sim = Sim::start(scenario(Some((None, FaultKind::Hang))));
-    let test = project(&sim, ProviderKind::OpenAi, ("60s", "60s"));
+    let sim = Sim::start(scenario(None));
+    let (test, before) = locked(
+        &sim,
+        ProviderKind::OpenAi,
+        ("60s", "60s"),
+        scenario(Some((None, FaultKind::Hang))),
+    );
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("modelpin"))
         .current_dir(test.dir.path())
         .args(["check", "--format", "json"])
@@ -289,7 +331,7 @@ fn an_interrupted_check_drops_calls_in_flight_and_reports_them_cancelled() {
         .expect("spawn");
     // Wait until the call is in flight at the simulator, then interrupt.
     let started = Instant::now();
-    while sim.requests() == 0 && started.elapsed() < Duration::from_secs(10) {
+    while sim.requests() == before && started.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(20));
     }
     let status = std::process::Command::new("kill")
@@ -311,5 +353,9 @@ fn an_interrupted_check_drops_calls_in_flight_and_reports_them_cancelled() {
         "{}",
         finding.message
     );
-    assert_eq!(sim.requests(), 1, "nothing was sent after the interrupt");
+    assert_eq!(
+        sim.requests() - before,
+        1,
+        "nothing was sent after the interrupt"
+    );
 }

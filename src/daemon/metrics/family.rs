@@ -144,12 +144,10 @@ fn render_labels(labels: &Key) -> String {
     format!("{{{}}}", parts.join(","))
 }
 
-/// Label values escape backslash, double quote and newline.
+/// Label values escape backslash, double quote and newline, and show control, bidirectional
+/// and invisible characters as visible escapes.
 fn escape(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+    crate::text::metric_label_value(value)
 }
 
 fn render_value(value: f64) -> String {

@@ -83,7 +83,8 @@ async fn receive_inner(daemon: &Daemon, headers: &HeaderMap, body: Body) -> Resp
         .seen
         .saturating_sub(genai)
         .saturating_sub(extracted.malformed);
-    let admitted = daemon.traffic.admit(&config, extracted.spans);
+    let spans = crate::traffic::spans::masked(extracted.spans, &config);
+    let admitted = daemon.traffic.admit(&config, spans);
     daemon.metrics.traffic_spans(
         &admitted.served,
         [
