@@ -116,6 +116,7 @@ fn outputs(redactor: &Redactor, in_body: &str, in_header: &str) -> Vec<(&'static
         kind: AlertKind::Webhook {
             url: "https://hooks.example/in".into(),
             secret_env: None,
+            signing_key: None,
         },
         send_resolved: true,
         repeat: std::time::Duration::from_secs(4 * 3600),

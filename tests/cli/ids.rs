@@ -6,7 +6,8 @@ use std::time::Duration;
 use modelpin::provider::ProviderKind;
 use modelpin::sim::scenario::Reported;
 
-use crate::daemon::{Daemon, free_port, get, until};
+use crate::support::daemon::Daemon;
+use crate::support::wait::eventually;
 use crate::harness::{ARITH, SETTINGS, Sim, Test, one_pin_with};
 use crate::world::{model, single};
 
@@ -107,10 +108,7 @@ fn a_served_model_with_a_bidi_override_is_escaped_in_metric_labels() {
     let mut scenario = single(ID, model(ID, 4.0, (1.0, 2.0)));
     scenario.routes.get_mut(ID).unwrap().report = Reported::Fixed(served.to_owned());
     let sim = Sim::start(scenario);
-    let port = free_port();
-    let settings = format!(
-        "timeout = \"3s\"\nbudget = \"10s\"\nschedule = \"* * * * * *\"\nmetrics = \"127.0.0.1:{port}\"\nstore = \"store\""
-    );
+    let settings = "timeout = \"3s\"\nbudget = \"10s\"\nschedule = \"* * * * * *\"\nmetrics = \"127.0.0.1:0\"\nstore = \"store\"";
     let test = Test::new()
         .pins(&one_pin_with(
             &settings,
@@ -124,8 +122,8 @@ fn a_served_model_with_a_bidi_override_is_escaped_in_metric_labels() {
     let daemon = Daemon::start(&test);
     let mut scrape = String::new();
     assert!(
-        until(Duration::from_secs(30), || {
-            scrape = get(port, "/metrics").map(|(_, _, b)| b).unwrap_or_default();
+        eventually(Duration::from_secs(30), || {
+            scrape = daemon.get("/metrics").map(|r| r.text()).unwrap_or_default();
             scrape.contains("gnp.exe")
         }),
         "the served model reached the metrics: {}",
@@ -139,5 +137,5 @@ fn a_served_model_with_a_bidi_override_is_escaped_in_metric_labels() {
         scrape.contains("served=\"y\\\\u{202e}gnp.exe\""),
         "the label shows the override as an escape: {scrape}"
     );
-    crate::daemon::promtool_accepts(&scrape);
+    crate::support::tools::promtool_accepts(&scrape);
 }

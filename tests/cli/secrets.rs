@@ -10,9 +10,10 @@ use std::time::Duration;
 use modelpin::provider::ProviderKind;
 use modelpin::sim::scenario::{FaultKind, Scenario};
 
-use crate::daemon::{Daemon, free_port, get, until};
+use crate::support::daemon::Daemon;
+use crate::support::wait::eventually;
 use crate::harness::{ARITH, KEY_VAR, SETTINGS, Sim, Test, one_pin_with};
-use crate::receivers::Webhook;
+use crate::support::receivers::Webhook;
 use crate::world::{fault, model, single};
 
 const KEY: &str = "sk-escaped-Mk3y-0123456789";
@@ -253,11 +254,8 @@ fn a_slack_receiver_echoing_its_secret_path_leaves_no_trace_in_alerts_test() {
 #[test]
 fn a_key_echoed_json_escaped_reaches_no_daemon_page_metric_history_store_log_or_alert() {
     let sim = Sim::start(honest());
-    let hook = Webhook::start(0, None);
-    let port = free_port();
-    let settings = format!(
-        "timeout = \"3s\"\nbudget = \"10s\"\nschedule = \"* * * * * *\"\nmetrics = \"127.0.0.1:{port}\"\nstore = \"store\""
-    );
+    let hook = Webhook::start();
+    let settings = "timeout = \"3s\"\nbudget = \"10s\"\nschedule = \"* * * * * *\"\nmetrics = \"127.0.0.1:0\"\nstore = \"store\"";
     let slack = format!(
         "http://127.0.0.1:{}/services/T0ABCDEF/B0ABCDEF/{SLACK_TOKEN}",
         echoing_slack()
@@ -274,7 +272,7 @@ fn a_key_echoed_json_escaped_reaches_no_daemon_page_metric_history_store_log_or_
     sim.set(echoing(200, echoing_body()));
     let daemon = Daemon::start(&test);
     assert!(
-        until(Duration::from_secs(40), || !hook.hits().is_empty()
+        eventually(Duration::from_secs(40), || !hook.hits().is_empty()
             && daemon.log().contains("500")),
         "the mismatch was sent to the webhook and Slack's delivery failed: {}",
         daemon.log()
@@ -289,13 +287,14 @@ fn a_key_echoed_json_escaped_reaches_no_daemon_page_metric_history_store_log_or_
         assert_clean("webhook payload", &String::from_utf8_lossy(&hit.body));
         assert_clean("webhook headers", &format!("{:?}", hit.headers));
     }
-    let (_, _, metrics) = get(port, "/metrics").expect("metrics");
+    let metrics = daemon.get("/metrics").expect("metrics").text();
     assert!(
         metrics.contains("served=\"[redacted]\""),
         "the served label is masked: {metrics}"
     );
     for path in ["/api/history", "/metrics", "/", "/healthz"] {
-        let (_, head, body) = get(port, path).expect("daemon answers");
+        let reply = daemon.get(path).expect("daemon answers");
+        let (head, body) = (reply.head.clone(), reply.text());
         assert_clean(path, &head);
         assert_clean(path, &body);
     }

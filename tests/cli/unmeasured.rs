@@ -4,7 +4,7 @@
 use modelpin::provider::ProviderKind;
 use modelpin::sim::scenario::FaultKind;
 
-use crate::harness::{ARITH, SETTINGS, Sim, Test, one_pin, one_pin_with};
+use crate::harness::{ARITH, SETTINGS, Sim, Test, one_pin_with};
 use crate::world::{fault, model, single};
 
 const ID: &str = "acme-pro-001";
@@ -18,7 +18,8 @@ fn body(completion_tokens: &str) -> String {
 
 fn priced(sim: &Sim) -> Test {
     Test::new()
-        .pins(&one_pin(
+        .pins(&one_pin_with(
+            SETTINGS,
             ProviderKind::OpenAi,
             &sim.url(ProviderKind::OpenAi),
             ID,
@@ -174,7 +175,8 @@ fn an_absurd_count_on_an_unpriced_pin_is_unmeasured_and_stops_nothing() {
     );
     let sim = Sim::start(answering.clone());
     let test = Test::new()
-        .pins(&one_pin(
+        .pins(&one_pin_with(
+            SETTINGS,
             ProviderKind::OpenAi,
             &sim.url(ProviderKind::OpenAi),
             ID,
