@@ -353,6 +353,7 @@ pub async fn run(
     let stop_http = CancellationToken::new();
     let http = tokio::spawn(http::serve(daemon.clone(), listener, stop_http.clone()));
     tracing::info!(url = %format!("http://{address}/"), store = %config.settings.store.display(), pins = config.pins.len(), "daemon started: status page, /metrics and /healthz listening");
+    tracing::info!("status page: http://{address}/");
     let stop_delivery = CancellationToken::new();
     let delivery = tokio::spawn(delivery_worker(daemon.clone(), stop_delivery.clone()));
     let stop_judging = CancellationToken::new();

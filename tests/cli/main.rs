@@ -26,6 +26,7 @@ mod pair;
 mod receivers;
 mod retry;
 mod scan;
+mod status_layout;
 mod status_page;
 mod traffic;
 mod traffic_daemon;

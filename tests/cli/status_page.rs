@@ -56,13 +56,18 @@ pub fn fetch(port: u16, path: &str, headers: &str) -> Option<Reply> {
     request(port, "GET", path, &lines, &[])
 }
 
-/// (pin id, status word) of each row of the overview, in page order.
+/// (pin id, status word) of each pin's card on the overview, in page order.
 pub fn rows(html: &str) -> Vec<(String, String)> {
-    html.split("<tr><th scope=\"row\">")
+    html.split("<article class=\"pin ")
         .skip(1)
-        .filter_map(|row| {
-            let id = row.split_once("\">")?.1.split_once("</a>")?.0.to_owned();
-            let status = row
+        .filter_map(|card| {
+            let id = card
+                .split_once("data-pin=\"")?
+                .1
+                .split_once('"')?
+                .0
+                .to_owned();
+            let status = card
                 .split_once("<span class=\"st ")?
                 .1
                 .split_once("</span>")?
@@ -113,7 +118,10 @@ fn status_page_lists_pins_worst_first_with_what_they_serve_and_what_to_do() {
     assert!(html.contains(&format!("<code>{STEADY}</code>")), "{html}");
     assert!(html.contains("What to do:"), "{html}");
     assert!(html.contains("not at lock"), "{html}");
-    assert!(html.contains("<svg class=\"strip\" role=\"img\""), "{html}");
+    assert!(
+        html.contains("<div class=\"strip\" role=\"group\""),
+        "{html}"
+    );
     assert!(html.contains("href=\"pins/swapped#a-"), "{html}");
     // The served model `<script>…<img …>` is text: escaped, and no element of its own.
     assert!(

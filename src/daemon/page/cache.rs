@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 use sha2::Digest as _;
 
 use crate::config::{Config, Pin};
+use crate::daemon::page::TRAFFIC_COUNTS_MINUTES;
 use crate::lock::LoadedLock;
 use crate::store::{Store, StoreError, key_millis};
 
@@ -49,7 +50,14 @@ pub fn stamp(
         hash.update([0]);
         if let Some(key) = store.latest_key(&pin.id)? {
             hash.update(&key);
-            newest = newest.max(key_millis(&pin.id, &key).unwrap_or(0));
+            let at = key_millis(&pin.id, &key).unwrap_or(0);
+            newest = newest.max(at);
+            // A traffic verdict stops counting after a quiet spell with no record written, so
+            // the page changes then too (`TRAFFIC_RULE`). Judged on the pin's newest record: a
+            // traffic verdict older than a newer probe audit is caught when that one ages.
+            let now = Utc::now().timestamp_millis().max(0) as u64;
+            let quiet = now.saturating_sub(at) >= (TRAFFIC_COUNTS_MINUTES * 60_000) as u64;
+            hash.update([u8::from(quiet)]);
         }
         hash.update([0xff]);
     }

@@ -98,6 +98,7 @@ fn pin(i: usize, now: DateTime<Utc>) -> PinView {
         latest: Some(latest),
         marks,
         locked: Some(vec![model]),
+        aside: None,
     }
 }
 

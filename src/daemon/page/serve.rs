@@ -174,7 +174,7 @@ pub fn view_of(
         None if traffic.is_some() => store.last_audit(&view.id)?,
         probe => probe,
     };
-    view.latest = standing_record(probe, traffic);
+    (view.latest, view.aside) = standing_record(probe, traffic, Utc::now());
     Ok((view, records))
 }
 
