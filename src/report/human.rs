@@ -97,15 +97,7 @@ pub fn render_with(report: &Report, detail: Detail) -> String {
         }
     }
     let s = &report.summary;
-    let unpriced = report
-        .pins
-        .iter()
-        .any(|p| p.cost_usd.is_none() && p.calls.ok > 0);
-    let cost = match (s.cost_usd > 0.0, unpriced) {
-        (_, false) => money(Some(s.cost_usd)),
-        (true, true) => format!("{} + unpriced calls", money(Some(s.cost_usd))),
-        (false, true) => money(None),
-    };
+    let cost = s.cost_text();
     let _ = writeln!(
         out,
         "\n{}: {} ok, {} warning, {} drift, {} inconclusive · {} · {} · {cost} · exit {}",
@@ -124,11 +116,7 @@ pub fn render_with(report: &Report, detail: Detail) -> String {
 /// `1 pin`, `2 pins`.
 #[must_use]
 pub fn plural(n: u64, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
-    }
+    crate::words::count(n, word)
 }
 
 /// Cost as every place shows it: dollars, or `unpriced` when neither the provider nor a `price`

@@ -19,6 +19,7 @@ mod honesty;
 mod hostile;
 mod hostile_setup;
 mod lifecycle;
+mod money;
 mod litellm;
 mod manual;
 mod outages;
