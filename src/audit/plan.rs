@@ -119,7 +119,11 @@ impl Estimate {
         let cap = cap.map_or("the spend cap".to_owned(), |c| {
             format!("the spend cap (${c:.2})")
         });
-        let (have, them) = if n == 1 { ("has", "it") } else { ("have", "them") };
+        let (have, them) = if n == 1 {
+            ("has", "it")
+        } else {
+            ("have", "them")
+        };
         Some(format!(
             "{} {have} no `price` ({}{more}): the estimate leaves {them} out and {cap} cannot limit {them} unless the provider reports each call's cost (OpenRouter, the LiteLLM proxy); give each a `price` in pins.toml (USD per million tokens)",
             count_of(n, "pin"),

@@ -233,7 +233,7 @@ impl Reason {
 
 fn kind_remedy(kind: FailureKind) -> Option<Remedy> {
     match kind {
-        FailureKind::Connect => Some(Remedy::Connection),
+        FailureKind::Refused | FailureKind::Connect => Some(Remedy::Connection),
         FailureKind::Timeout | FailureKind::Io => Some(Remedy::Reachability),
         FailureKind::BodyTooLarge | FailureKind::Request => None,
     }

@@ -89,8 +89,7 @@ fn suite(pin: &PinReport) -> Suite<'_> {
                     Outcome::Skipped("no baseline in modelpin.lock".to_owned())
                 }
                 (None, Check::Cost) if pin.cost_usd.is_none() => Outcome::Skipped(
-                    "unpriced: the pin has no `price` and the provider reported no cost"
-                        .to_owned(),
+                    "unpriced: the pin has no `price` and the provider reported no cost".to_owned(),
                 ),
                 (None, _) => Outcome::Passed,
             };

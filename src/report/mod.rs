@@ -190,10 +190,7 @@ impl Summary {
         match (self.cost_usd, self.unpriced_pins.len()) {
             (None, _) => "unpriced".to_owned(),
             (Some(c), 0) => format!("${c:.4}"),
-            (Some(c), n) => format!(
-                "${c:.4} + {} unpriced",
-                crate::words::count_of(n, "pin")
-            ),
+            (Some(c), n) => format!("${c:.4} + {} unpriced", crate::words::count_of(n, "pin")),
         }
     }
 }

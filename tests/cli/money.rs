@@ -15,7 +15,12 @@ const SWAP: &str = "acme-small-2024-09-01";
 fn unpriced_drift() -> (Sim, Test) {
     let sim = Sim::start(single(ID, model(ID, 4.0, (2.5, 10.0))));
     let test = Test::new()
-        .pins(&one_pin(ProviderKind::OpenAi, &sim.url(ProviderKind::OpenAi), ID, ""))
+        .pins(&one_pin(
+            ProviderKind::OpenAi,
+            &sim.url(ProviderKind::OpenAi),
+            ID,
+            "",
+        ))
         .probes();
     test.run(&["lock"]).code(0);
     sim.set(reroute(
@@ -91,13 +96,23 @@ fn junit_skips_the_cost_case_of_an_unpriced_pin_and_github_says_unpriced_and_wha
         error.contains("%0A→ if `acme-small-2024-09-01` is a change you accept"),
         "the annotation carries what to do: {error}"
     );
-    assert!(github.stdout.contains("::notice title=modelpin::checked config"));
+    assert!(
+        github
+            .stdout
+            .contains("::notice title=modelpin::checked config")
+    );
     assert!(github.stdout.contains("drift (1 pin)"), "{}", github.stdout);
     let md = std::fs::read_to_string(&summary).unwrap();
     assert!(md.contains("| unpriced |"), "{md}");
-    assert!(md.contains("6 calls, ") && md.contains(", unpriced; exit 1."), "{md}");
+    assert!(
+        md.contains("6 calls, ") && md.contains(", unpriced; exit 1."),
+        "{md}"
+    );
     assert!(!md.contains("$0.0000"), "{md}");
-    assert!(md.contains("  → if `"), "the summary lists what to do: {md}");
+    assert!(
+        md.contains("  → if `"),
+        "the summary lists what to do: {md}"
+    );
 }
 
 #[test]
@@ -116,7 +131,8 @@ fn a_priced_and_an_unpriced_pin_total_the_priced_one_and_name_the_other() {
         lock.stderr
     );
     assert!(
-        lock.stderr.contains("warning: 1 pin has no `price` (free-ride)"),
+        lock.stderr
+            .contains("warning: 1 pin has no `price` (free-ride)"),
         "{}",
         lock.stderr
     );
@@ -125,7 +141,11 @@ fn a_priced_and_an_unpriced_pin_total_the_priced_one_and_name_the_other() {
     let report = run.json();
     let priced = report.pin("priced").cost_usd.expect("priced");
     assert!(priced > 0.0);
-    assert_eq!(report.summary.cost_usd, Some(priced), "the priced pin's cost");
+    assert_eq!(
+        report.summary.cost_usd,
+        Some(priced),
+        "the priced pin's cost"
+    );
     assert_eq!(report.summary.unpriced_pins, ["free-ride"]);
     let human = test.run(&["check"]);
     assert!(
