@@ -74,6 +74,7 @@ pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<E
     let samples = options.no_probes.then_some(1);
     let spend = (options.max_cost, options.yes);
     let progress = crate::cmd::announce("check", &config, &pins, samples, spend, out)?;
+    let planned = progress.planned().calls;
     let request = Request {
         pins,
         samples,
@@ -83,14 +84,22 @@ pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<E
     let ctx = Context {
         transport: &transport,
         facts: None,
-        cancel: crate::cmd::interrupt_token(out),
+        cancel: crate::cmd::interrupt_token(),
         progress: progress.tally(),
     };
+    let cancel = ctx.cancel.clone();
     let Audited {
         mut report,
         warnings,
     } = audit(&config, lock.as_ref(), &request, &ctx).await;
     progress.finish();
+    if cancel.is_cancelled() {
+        out.progress(&format!(
+            "interrupted: {} of {} answered; the report is inconclusive for what was not measured (`modelpin check` again to finish)",
+            report.summary.calls.ok,
+            crate::words::count(planned, "planned call")
+        ));
+    }
     for warning in &warnings {
         out.progress(&format!("warning: {warning}"));
     }

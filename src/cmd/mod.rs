@@ -115,12 +115,12 @@ pub fn guard_spend(
 /// A token cancelled by Ctrl-C or SIGTERM: the audit drops in-flight calls and reports them as
 /// cancelled instead of dying with nothing printed.
 #[must_use]
-pub fn interrupt_token(out: Output) -> CancellationToken {
+pub fn interrupt_token() -> CancellationToken {
     let token = CancellationToken::new();
     let cancel = token.clone();
+    // The command says once, at the end, what was cut short and with which counts.
     tokio::spawn(async move {
         shutdown_signal().await;
-        out.progress("interrupted: cancelling calls in flight");
         cancel.cancel();
     });
     token

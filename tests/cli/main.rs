@@ -18,6 +18,7 @@ mod first_hour;
 mod honesty;
 mod hostile;
 mod hostile_setup;
+mod interrupt;
 mod lifecycle;
 mod litellm;
 mod manual;
