@@ -4,6 +4,7 @@ mod harness;
 mod schema;
 mod world;
 
+mod advice;
 mod alerts;
 mod behaviour;
 mod browser;
