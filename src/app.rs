@@ -111,7 +111,7 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
         } => cmd::traffic::run(&cli.config, file, *format, *strict, out),
         Command::Completions { shell } => cmd::manual::completions(*shell),
         Command::Man => cmd::manual::man(),
-        Command::Demo => cmd::demo::run(out).await,
+        Command::Demo { keep } => cmd::demo::run(out, keep.as_deref()).await,
         Command::Sim { scenario, listen } => cmd::sim::run(scenario, *listen, out).await,
     }
 }

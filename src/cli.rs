@@ -156,7 +156,12 @@ pub enum Command {
     Man,
     /// Run the whole product on a built-in simulated provider: lock, a silent reroute, and the
     /// check that catches it. No network, no keys.
-    Demo,
+    Demo {
+        /// Write the demo's project (pins.toml, probes/, modelpin.lock) into DIR and keep it,
+        /// instead of a temporary directory removed at the end.
+        #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+        keep: Option<PathBuf>,
+    },
     /// Serve a simulated provider scenario on loopback (for benchmarks and manual testing).
     #[command(hide = true)]
     Sim {

@@ -14,6 +14,7 @@ mod config_errors;
 mod daemon;
 mod daemon_bounds;
 mod dashboard;
+mod demo;
 mod docs;
 mod first_hour;
 mod honesty;
