@@ -388,6 +388,7 @@ fn served_identity(case: &Case<'_>) -> Option<ServedMismatch> {
         .take(3)
         .collect();
     Some(ServedMismatch {
+        from_traffic: case.traffic,
         requested: case.pin.model.clone(),
         accepted,
         served,

@@ -141,6 +141,7 @@ mod tests {
             deployment_ids: BTreeMap::new(),
             gateway_fallbacks: BTreeMap::new(),
             examples: Vec::new(),
+            from_traffic: false,
         }
     }
 

@@ -133,14 +133,19 @@ pub struct ServedMismatch {
     /// Up to three request ids (or trace and span ids, for traffic) of unexpected answers.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<String>,
+    /// Judged from traffic spans rather than probe calls: the message counts spans.
+    #[serde(skip)]
+    pub from_traffic: bool,
 }
 
 impl ServedMismatch {
     fn message(&self) -> String {
         let (worst, count) = worst(&self.unexpected);
         let total: u64 = self.served.values().sum();
+        let unit = if self.from_traffic { "span" } else { "call" };
         let mut message = format!(
-            "served `{worst}` ({count} of {total} calls) where the pin accepts {}",
+            "served `{worst}` ({count} of {}) where the pin accepts {}",
+            crate::words::count(total, unit),
             quoted_list(&self.accepted)
         );
         if !self.public_names.is_empty() {

@@ -27,6 +27,8 @@ pub struct Detail {
     pub verbose: bool,
     /// Columns available; `None` when not writing to a terminal.
     pub width: Option<usize>,
+    /// The report judges traffic spans (`modelpin traffic`), not probe calls.
+    pub traffic: bool,
 }
 
 impl Detail {
@@ -43,7 +45,20 @@ impl Detail {
                     .then(|| terminal_size::terminal_size().map(|(w, _)| usize::from(w.0)))
                     .flatten()
             });
-        Detail { verbose, width }
+        Detail {
+            verbose,
+            width,
+            traffic: false,
+        }
+    }
+
+    /// The same, for a report judged from traffic: its own header, spans counted as spans.
+    #[must_use]
+    pub fn from_traffic(self) -> Detail {
+        Detail {
+            traffic: true,
+            ..self
+        }
     }
 }
 
@@ -62,15 +77,26 @@ pub fn render_with(report: &Report, detail: Detail) -> String {
         .lock_digest
         .as_deref()
         .map_or("none".to_owned(), short_digest);
+    let (command, unit) = if detail.traffic {
+        ("modelpin traffic", "span")
+    } else {
+        ("modelpin check", "call")
+    };
     let _ = writeln!(
         out,
-        "modelpin check · config {} · lock {}\n",
+        "{command} · config {} · lock {}\n",
         short_digest(&report.config_digest),
         lock
     );
     let rows: Vec<[String; 7]> = report.pins.iter().map(row).collect();
     let header = [
-        "PIN", "PROVIDER", "MODEL", "STATUS", "SERVED", "CALLS", "COST",
+        "PIN",
+        "PROVIDER",
+        "MODEL",
+        "STATUS",
+        "SERVED",
+        if detail.traffic { "SPANS" } else { "CALLS" },
+        "COST",
     ]
     .map(String::from);
     let widths: Vec<usize> = (0..7)
@@ -107,7 +133,7 @@ pub fn render_with(report: &Report, detail: Detail) -> String {
         s.warning,
         s.drift,
         s.inconclusive,
-        plural(s.calls.sent, "call"),
+        plural(s.calls.sent, unit),
         plural(s.tokens.input.saturating_add(s.tokens.output), "token"),
         report.exit_code.code()
     );

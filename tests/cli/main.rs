@@ -36,3 +36,4 @@ mod status_page;
 mod traffic;
 mod traffic_daemon;
 mod traffic_otel;
+mod traffic_sample;

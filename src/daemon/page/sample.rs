@@ -121,6 +121,7 @@ fn findings(
             deployment_ids: BTreeMap::new(),
             gateway_fallbacks: BTreeMap::new(),
             examples: Vec::new(),
+            from_traffic: false,
         }));
         out.push(Evidence::CostChanged(CostChanged {
             billed_vs_price: None,
