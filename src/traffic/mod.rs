@@ -62,16 +62,15 @@ pub fn judge(
     let mut unmatched = 0;
     let mut pairs: BTreeMap<Unmatched, u64> = BTreeMap::new();
     for span in spans {
-        match pin_for(config, span) {
-            Some(pin) => by_pin.entry(pin.id.as_str()).or_default().push(span),
-            None => {
-                unmatched += 1;
-                let pair = Unmatched {
-                    requested: span.requested.clone(),
-                    provider: span.provider.clone(),
-                };
-                *pairs.entry(pair).or_insert(0) += 1;
-            }
+        if let Some(pin) = pin_for(config, span) {
+            by_pin.entry(pin.id.as_str()).or_default().push(span);
+        } else {
+            unmatched += 1;
+            let pair = Unmatched {
+                requested: span.requested.clone(),
+                provider: span.provider.clone(),
+            };
+            *pairs.entry(pair).or_insert(0) += 1;
         }
     }
     let mut unmatched_pairs: Vec<(Unmatched, u64)> = pairs.into_iter().collect();
