@@ -157,7 +157,11 @@ impl ServedMismatch {
             );
         }
         if let Some(n) = self.fallback_models.get(worst) {
-            let _ = write!(message, " (a fallback, {n} times)");
+            let _ = write!(
+                message,
+                " (a fallback, {})",
+                crate::words::count(*n, "time")
+            );
         }
         message
     }
@@ -175,8 +179,8 @@ impl UpstreamMismatch {
     fn message(&self) -> String {
         let (worst, count) = worst(&self.unexpected);
         format!(
-            "served by upstream `{worst}` ({count} of {} calls) where the pin accepts {}",
-            self.served.values().sum::<u64>(),
+            "served by upstream `{worst}` ({count} of {}) where the pin accepts {}",
+            crate::words::count(self.served.values().sum::<u64>(), "call"),
             quoted_list(&self.accepted)
         )
     }
@@ -356,7 +360,10 @@ impl StillServed {
 fn scheduled_message(life: &Lifecycle) -> String {
     let message = retirement_message(life);
     match life.days_left {
-        Some(days) => format!("{message} ({days} days left)"),
+        Some(days) => format!(
+            "{message} ({} left)",
+            crate::words::count(days.unsigned_abs(), "day")
+        ),
         None => message,
     }
 }

@@ -101,8 +101,9 @@ fn push_limited(out: &mut String, kind: &str, items: Vec<String>) {
             out,
             "::{kind} title=modelpin::{}",
             escape_data(&format!(
-                "{} more {kind} findings; the job summary lists them all",
-                total - shown
+                "{} more {kind} {}; the job summary lists them all",
+                total - shown,
+                crate::words::noun((total - shown) as u64, "finding")
             ))
         );
     }

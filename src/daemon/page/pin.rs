@@ -115,7 +115,7 @@ fn figure(out: &mut String, caption: &str, svg: &str) {
 fn charts(out: &mut String, history: &PinHistory) {
     let records = &history.records;
     let n = records.len();
-    let _ = write!(out, "<h2>Last {n} audits</h2>");
+    let _ = write!(out, "<h2>Last {}</h2>", crate::words::count_of(n, "audit"));
     let marks: Vec<_> = records.iter().map(crate::daemon::page::Mark::of).collect();
     figure(out, "Status of each audit, oldest left", &strip("", &marks));
     let legend = served_legend(records);
