@@ -112,12 +112,13 @@ fn playwright() -> Option<(PathBuf, PathBuf)> {
 /// Where the screenshots go: `MODELPIN_SCREENSHOTS` (set it to `docs` to refresh the README's),
 /// else the build's temporary directory.
 fn screenshot(name: &str) -> PathBuf {
-    let dir = std::env::var_os("MODELPIN_SCREENSHOTS").map_or_else(
-        || PathBuf::from(env!("CARGO_TARGET_TMPDIR")),
-        |d| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(d),
-    );
-    std::fs::create_dir_all(&dir).expect("screenshot dir");
-    dir.join(name)
+    let path = match std::env::var_os("MODELPIN_SCREENSHOTS") {
+        Some(dir) => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(dir).join(name),
+        // Apart from the browser test's own screenshots, which run beside these.
+        None => PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("layout-{name}")),
+    };
+    std::fs::create_dir_all(path.parent().expect("a directory")).expect("screenshot dir");
+    path
 }
 
 #[test]
@@ -160,7 +161,7 @@ fn status_page_reads_at_1280_and_on_a_phone_with_long_ids_and_no_sideways_scroll
     let jobs = serde_json::json!([
         {"url": url, "width": 1280, "height": 800, "screenshot": screenshot("status-page.png")},
         {"url": url, "width": 390, "height": 844, "screenshot": screenshot("status-page-phone.png")},
-        {"url": url, "width": 1280, "height": 800, "dark": true, "screenshot": PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("status-page-dark.png")},
+        {"url": url, "width": 1280, "height": 800, "dark": true, "screenshot": PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("layout-status-page-dark.png")},
         {"url": format!("{url}pins/{DRIFTING}"), "width": 1280, "height": 800, "screenshot": screenshot("status-page-pin.png")},
         {"url": format!("{url}pins/{DRIFTING}"), "width": 390, "height": 844, "screenshot": null},
     ]);
