@@ -114,8 +114,12 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
             strict,
         } => cmd::traffic::run(&cli.config, file, *format, *strict, out),
         Command::Completions { shell } => cmd::manual::completions(*shell),
-        Command::Man => cmd::manual::man(),
-        Command::Demo => cmd::demo::run(out).await,
+        Command::Man {
+            command,
+            all,
+            out_dir,
+        } => cmd::manual::man(command.as_deref(), *all, out_dir.as_deref()),
+        Command::Demo { keep } => cmd::demo::run(out, keep.as_deref()).await,
         Command::Sim { scenario, listen } => cmd::sim::run(scenario, *listen, out).await,
     }
 }

@@ -51,7 +51,7 @@ pub enum Command {
     /// Call each pin's probes and record what it serves into modelpin.lock.
     Lock {
         /// Lock only these pins (repeatable); the others keep their recorded baseline.
-        #[arg(long = "pin", value_name = "ID")]
+        #[arg(long = "pin", value_name = "ID", add = clap_complete::engine::ArgValueCompleter::new(crate::cmd::manual::pin_ids))]
         pins: Vec<String>,
         /// Samples per probe, overriding each pin's `samples`.
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
@@ -109,7 +109,7 @@ pub enum Command {
     /// Show recent audits from the store (works while the daemon runs).
     History {
         /// Only this pin.
-        #[arg(long = "pin", value_name = "ID")]
+        #[arg(long = "pin", value_name = "ID", add = clap_complete::engine::ArgValueCompleter::new(crate::cmd::manual::pin_ids))]
         pin: Option<String>,
         /// How far back, e.g. `7d`, `12h`.
         #[arg(long, default_value = "7d")]
@@ -158,11 +158,26 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the manual page (roff) on stdout, e.g. `modelpin man | man -l -`.
-    Man,
+    /// Print a manual page (roff) on stdout, e.g. `modelpin man | man -l -`, `modelpin man check`.
+    Man {
+        /// The command whose page to print (`check`, `alerts-test`, ...); modelpin(1) without.
+        #[arg(value_name = "COMMAND", conflicts_with_all = ["all", "out_dir"])]
+        command: Option<String>,
+        /// Print every page, modelpin(1) first.
+        #[arg(long, conflicts_with = "out_dir")]
+        all: bool,
+        /// Write every page into DIR as modelpin.1, modelpin-check.1, ... (for installing).
+        #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+        out_dir: Option<PathBuf>,
+    },
     /// Run the whole product on a built-in simulated provider: lock, a silent reroute, and the
     /// check that catches it. No network, no keys.
-    Demo,
+    Demo {
+        /// Write the demo's project (pins.toml, probes/, modelpin.lock) into DIR and keep it,
+        /// instead of a temporary directory removed at the end.
+        #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+        keep: Option<PathBuf>,
+    },
     /// Serve a simulated provider scenario on loopback (for benchmarks and manual testing).
     #[command(hide = true)]
     Sim {
@@ -301,7 +316,7 @@ pub enum AlertsCommand {
 #[allow(clippy::struct_excessive_bools)]
 pub struct CheckArgs {
     /// Check only these pins (repeatable).
-    #[arg(long = "pin", value_name = "ID")]
+    #[arg(long = "pin", value_name = "ID", add = clap_complete::engine::ArgValueCompleter::new(crate::cmd::manual::pin_ids))]
     pub pins: Vec<String>,
     /// Output format on stdout.
     #[arg(long, value_enum, default_value_t = Format::Human)]

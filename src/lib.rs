@@ -32,3 +32,4 @@ pub mod store;
 pub mod text;
 pub mod traffic;
 pub mod transport;
+pub mod words;

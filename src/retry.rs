@@ -7,6 +7,10 @@
 //! (seconds or HTTP-date) and `retry-after-ms` as a minimum, otherwise exponential backoff with full
 //! jitter; a wait that would overrun the budget stops now with the server's own message instead.
 //!
+//! A refused connection is its own class: it comes back at once, certain, and would again, so a
+//! probe call is not retried (a timeout may be a slow server finishing, a reset a restart in
+//! progress); a delivery, held by its outbox, is.
+//!
 //! Reads and writes differ: a probe call is a read and may be repeated after an ambiguous failure
 //! (a timeout, a dropped connection). A write — an alert delivery — may have taken effect before the
 //! response was lost, so it is repeated only when it carries an idempotency key the receiver can
@@ -64,6 +68,10 @@ pub enum StopClass {
     UnknownOutcome,
     /// The response could not be read; repeating it would read the same.
     Unparseable,
+    /// The connection was refused: nothing listens at the address. Refusals come back at once
+    /// and the next attempt would be refused the same way, so it is not retried like a timeout
+    /// (which may be a slow server finishing) or a reset (which may be a restart in progress).
+    Refused,
     /// The attempt limit was reached while the failure was still retryable.
     Exhausted,
     /// The next wait would have overrun the budget.
@@ -156,6 +164,16 @@ fn classify_refusal(signal: &Signal<'_>, status: u16, op: &Operation, now: Syste
 
 fn classify_transport(kind: FailureKind, op: &Operation) -> Decision {
     match kind {
+        // A probe call stops: its audit says so now and the next audit tries again. A delivery
+        // is retried, as nothing reached the receiver and the outbox holds it until it is back.
+        FailureKind::Refused if *op == Operation::Read => stop(
+            StopClass::Refused,
+            "the connection was refused: nothing listens at that address, and another attempt would be refused the same way",
+        ),
+        FailureKind::Refused => Decision::Retry {
+            min_wait: None,
+            reason: "connection refused".to_owned(),
+        },
         // Nothing reached the server: repeating cannot double anything.
         FailureKind::Connect => Decision::Retry {
             min_wait: None,

@@ -275,7 +275,7 @@ fn h(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
 #[test]
 #[allow(clippy::too_many_lines)] // one row per case reads best as one list
 fn status_header_and_transport_table() {
-    use FailureKind::{BodyTooLarge, Connect, Io, Request, Timeout};
+    use FailureKind::{BodyTooLarge, Connect, Io, Refused, Request, Timeout};
     use Want::{Done, Retry, Stop};
     let read = Operation::Read;
     let keyed = Operation::Write {
@@ -383,6 +383,11 @@ fn status_header_and_transport_table() {
         (Some(302), &none, None, None, false, &read, Stop),
         (None, &none, None, Some(Connect), false, &read, Retry),
         (None, &none, None, Some(Connect), false, &unkeyed, Retry),
+        // A refusal comes back at once and would again: a probe call stops; a delivery, which
+        // its outbox holds, is retried (nothing reached the receiver).
+        (None, &none, None, Some(Refused), false, &read, Stop),
+        (None, &none, None, Some(Refused), false, &keyed, Retry),
+        (None, &none, None, Some(Refused), false, &unkeyed, Retry),
         (None, &none, None, Some(Timeout), false, &read, Retry),
         (None, &none, None, Some(Timeout), false, &keyed, Retry),
         (None, &none, None, Some(Timeout), false, &unkeyed, Stop),
@@ -603,4 +608,19 @@ async fn stop_and_done_end_the_sequence_at_once() {
     .await;
     assert_eq!(out.count, 1);
     assert_eq!(out.stopped.map(|s| s.class), Some(StopClass::Terminal));
+}
+
+#[test]
+fn a_refused_connection_stops_in_its_own_class_on_the_first_attempt() {
+    let signal = Signal {
+        transport: Some(FailureKind::Refused),
+        ..Signal::default()
+    };
+    match classify(&signal, &Operation::Read, SystemTime::now()) {
+        Decision::Stop { class, reason } => {
+            assert_eq!(class, StopClass::Refused);
+            assert!(reason.contains("refused"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
 }

@@ -23,7 +23,9 @@ pub const DEFAULT_BODY_CAP: usize = 4 * 1024 * 1024;
 /// How a call failed before any response could be interpreted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FailureKind {
-    /// Connection refused, DNS, TLS: nothing reached the server.
+    /// The host answered the connection attempt with a refusal: nothing listens at that address.
+    Refused,
+    /// DNS, TLS, an unreachable network: nothing reached the server.
     Connect,
     /// The deadline passed before the whole response arrived.
     Timeout,
@@ -39,6 +41,7 @@ impl FailureKind {
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
+            FailureKind::Refused => "connection refused",
             FailureKind::Connect => "connect",
             FailureKind::Timeout => "timeout",
             FailureKind::Io => "io",
@@ -285,6 +288,8 @@ fn closed(_: tokio::sync::AcquireError) -> TransportFailure {
 fn classify_reqwest(error: &reqwest::Error) -> TransportFailure {
     let kind = if error.is_timeout() {
         FailureKind::Timeout
+    } else if error.is_connect() && refused(error) {
+        FailureKind::Refused
     } else if error.is_connect() {
         FailureKind::Connect
     } else if error.is_builder() {
@@ -292,10 +297,30 @@ fn classify_reqwest(error: &reqwest::Error) -> TransportFailure {
     } else {
         FailureKind::Io
     };
-    TransportFailure {
-        kind,
-        message: error_chain(error),
+    let message = match (kind, error.url()) {
+        (FailureKind::Refused, Some(url)) => format!(
+            "{}:{} refused the connection (nothing listens there)",
+            url.host_str().unwrap_or("?"),
+            url.port_or_known_default().unwrap_or(0)
+        ),
+        _ => error_chain(error),
+    };
+    TransportFailure { kind, message }
+}
+
+/// Whether an I/O error somewhere in the chain is a refused connection (`ECONNREFUSED`).
+fn refused(error: &reqwest::Error) -> bool {
+    let mut source = std::error::Error::source(error);
+    while let Some(inner) = source {
+        if inner
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+        {
+            return true;
+        }
+        source = inner.source();
     }
+    false
 }
 
 fn error_chain(error: &dyn std::error::Error) -> String {

@@ -424,6 +424,7 @@ fn served_identity(case: &Case<'_>) -> Option<ServedMismatch> {
         .take(3)
         .collect();
     Some(ServedMismatch {
+        from_traffic: case.traffic,
         requested: case.pin.model.clone(),
         accepted,
         served,
@@ -661,7 +662,10 @@ fn unmeasured_probes(case: &Case<'_>) -> Vec<Evidence> {
                 .iter()
                 .filter(|c| c.probe == probe.id)
         };
-        if !calls().any(|c| matches!(c.result, CallResult::Reply(_))) {
+        // A probe whose calls were all cut short (interrupt, budget, spend cap) is the pin's
+        // one note about missing calls, not a note of its own.
+        let halted = calls().all(|c| matches!(c.result, CallResult::Cancelled(_)));
+        if !halted && !calls().any(|c| matches!(c.result, CallResult::Reply(_))) {
             found.push(Evidence::Inconclusive(Unmeasured::Probe {
                 probe: probe.id.clone(),
                 reasons: failure_reasons(calls()),

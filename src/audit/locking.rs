@@ -25,6 +25,9 @@ pub struct Locking {
     pub recorded: usize,
     /// A shutdown signal cut the run short: the lock must not be written.
     pub interrupted: bool,
+    /// Calls planned and answered over every pin, for the note an interruption prints.
+    pub planned: u64,
+    pub answered: u64,
 }
 
 /// Calls the request's pins and records each into the previous lock (a pin that could not be
@@ -43,6 +46,11 @@ pub async fn lock(
     let mut worst = Locked::Recorded;
     let mut notices = Vec::new();
     let mut recorded = 0;
+    let planned = observations.iter().map(|o| o.planned).sum();
+    let answered = observations
+        .iter()
+        .map(|o| o.planned.saturating_sub(o.unanswered()))
+        .sum();
     for (pin, obs) in request.pins.iter().zip(&observations) {
         let locked = lock_one(config, pin, obs, &mut lock, &mut notices);
         recorded += usize::from(matches!(locked, Locked::Recorded | Locked::Partial));
@@ -57,6 +65,8 @@ pub async fn lock(
         notices,
         recorded,
         interrupted: ctx.cancel.is_cancelled(),
+        planned,
+        answered,
     }
 }
 

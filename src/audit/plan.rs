@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use crate::words::{count, count_of};
+
 use crate::config::{Config, Pin};
 
 /// The tool was asked for something the config does not have.
@@ -59,8 +61,8 @@ pub struct Estimate {
     pub tokens: u64,
     /// USD at the pins' prices, for the pins that have one.
     pub usd: f64,
-    /// Pins without a price, whose cost is unknown in advance.
-    pub unpriced: usize,
+    /// Pins without a price, whose cost is unknown in advance, in config order.
+    pub unpriced: Vec<String>,
 }
 
 impl Estimate {
@@ -72,7 +74,7 @@ impl Estimate {
             calls: 0,
             tokens: 0,
             usd: 0.0,
-            unpriced: 0,
+            unpriced: Vec::new(),
         };
         for pin in pins {
             let n = u64::from(samples.unwrap_or(pin.samples));
@@ -89,7 +91,9 @@ impl Estimate {
                         n as f64 * (input as f64 * p.input + output as f64 * p.output) / 1e6;
                 }
             }
-            estimate.unpriced += usize::from(pin.price.is_none());
+            if pin.price.is_none() {
+                estimate.unpriced.push(pin.id.clone());
+            }
         }
         estimate
     }
@@ -97,21 +101,54 @@ impl Estimate {
 
 /// "N pins: C calls planned (about T tokens, about $X)": an estimate, not a bound — prompt
 /// tokens are guessed from characters, and a provider may answer past `max_tokens`.
+impl Estimate {
+    /// The warning for pins the spend cap cannot hold, when there are any: their cost is
+    /// neither in the estimate nor, unless the provider reports it, in the running total.
+    #[must_use]
+    pub fn unpriced_warning(&self, cap: Option<f64>) -> Option<String> {
+        let n = self.unpriced.len();
+        if n == 0 {
+            return None;
+        }
+        let shown: Vec<&str> = self.unpriced.iter().take(5).map(String::as_str).collect();
+        let more = if n > shown.len() {
+            format!(" and {} more", n - shown.len())
+        } else {
+            String::new()
+        };
+        let cap = cap.map_or("the spend cap".to_owned(), |c| {
+            format!("the spend cap (${c:.2})")
+        });
+        let (have, them) = if n == 1 {
+            ("has", "it")
+        } else {
+            ("have", "them")
+        };
+        Some(format!(
+            "{} {have} no `price` ({}{more}): the estimate leaves {them} out and {cap} cannot limit {them} unless the provider reports each call's cost (OpenRouter, the LiteLLM proxy); give each a `price` in pins.toml (USD per million tokens)",
+            count_of(n, "pin"),
+            shown.join(", ")
+        ))
+    }
+}
+
 impl fmt::Display for Estimate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let usd = self.usd;
-        let cost = match self.unpriced {
+        let cost = match self.unpriced.len() {
             0 => format!(", about ${usd:.4}"),
-            n if n == self.pins => String::new(),
-            n => format!(", about ${usd:.4} for the {} priced pins", self.pins - n),
+            n if n == self.pins => ", cost unknown: unpriced".to_owned(),
+            n => format!(
+                ", about ${usd:.4} for the {} priced",
+                count_of(self.pins - n, "pin")
+            ),
         };
         write!(
             f,
-            "{} pin{}: {} calls planned (estimated {} tokens{cost}, if providers keep to max_tokens)",
-            self.pins,
-            if self.pins == 1 { "" } else { "s" },
-            self.calls,
-            self.tokens
+            "{}: {} planned (estimated {}{cost}, if providers keep to max_tokens)",
+            count_of(self.pins, "pin"),
+            count(self.calls, "call"),
+            count(self.tokens, "token")
         )
     }
 }

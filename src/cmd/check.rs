@@ -88,6 +88,7 @@ pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<E
         ));
     }
     let progress = crate::cmd::announce("check", &config, &called, samples, spend, out)?;
+    let planned = progress.planned().calls;
     let request = Request {
         pins,
         samples,
@@ -97,14 +98,22 @@ pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<E
     let ctx = Context {
         transport: &transport,
         facts: None,
-        cancel: crate::cmd::interrupt_token(out),
+        cancel: crate::cmd::interrupt_token(),
         progress: progress.tally(),
     };
+    let cancel = ctx.cancel.clone();
     let Audited {
         mut report,
         warnings,
     } = audit(&config, lock.as_ref(), &request, &ctx).await;
     progress.finish();
+    if cancel.is_cancelled() {
+        out.progress(&format!(
+            "interrupted: {} of {} answered; the report is inconclusive for what was not measured (`modelpin check` again to finish)",
+            report.summary.calls.ok,
+            crate::words::count(planned, "planned call")
+        ));
+    }
     for warning in &warnings {
         out.progress(&format!("warning: {warning}"));
     }

@@ -26,12 +26,49 @@ use crate::sim::demo_world::{self, CONTROL, DEMO_KEY, OPENROUTER_SLUG, PINNED};
 
 const KEY_VARIABLE: &str = "MODELPIN_DEMO_KEY";
 
-pub async fn run(out: Output) -> Result<Exit, AppError> {
+/// Where the demo writes its project: a temporary directory removed at the end, or `--keep DIR`.
+enum Place {
+    Temporary(tempfile::TempDir),
+    Kept(std::path::PathBuf),
+}
+
+impl Place {
+    fn new(keep: Option<&Path>) -> Result<Place, AppError> {
+        let Some(dir) = keep else {
+            return tempfile::tempdir()
+                .map(Place::Temporary)
+                .map_err(|e| AppError::Io(format!("cannot create a temporary directory: {e}")));
+        };
+        // Never overwrite a project: the demo writes pins.toml, probes/ and modelpin.lock.
+        if let Some(taken) = ["pins.toml", "modelpin.lock", "probes"]
+            .iter()
+            .map(|name| dir.join(name))
+            .find(|path| path.exists())
+        {
+            return Err(AppError::Usage(format!(
+                "--keep {}: {} already exists; name an empty or new directory",
+                dir.display(),
+                taken.display()
+            )));
+        }
+        std::fs::create_dir_all(dir)
+            .map_err(|e| AppError::Io(format!("cannot create {}: {e}", dir.display())))?;
+        Ok(Place::Kept(dir.to_owned()))
+    }
+
+    fn path(&self) -> &Path {
+        match self {
+            Place::Temporary(dir) => dir.path(),
+            Place::Kept(dir) => dir,
+        }
+    }
+}
+
+pub async fn run(out: Output, keep: Option<&Path>) -> Result<Exit, AppError> {
+    let dir = Place::new(keep)?;
     let sim = Simulator::start(demo_world::before())
         .await
         .map_err(|e| AppError::Io(format!("cannot start the simulator on loopback: {e}")))?;
-    let dir = tempfile::tempdir()
-        .map_err(|e| AppError::Io(format!("cannot create a temporary directory: {e}")))?;
     let today = Utc::now().date_naive();
     let ahead = today + chrono::Duration::days(30);
     let config = project(dir.path(), &sim, ahead)?;
@@ -55,7 +92,9 @@ pub async fn run(out: Output) -> Result<Exit, AppError> {
     crate::cmd::lock::lock_pins(&config, &crate::cmd::lock::LockOptions::default(), out).await?;
     let lock = crate::lock::read(&config.settings.lockfile)?;
     let clean = audit_all(&config, lock.as_ref(), &ctx).await;
-    crate::cmd::emit(&human::render(&clean));
+    let render =
+        |report: &Report| human::render_with(report, human::Detail::for_stdout(out.verbose));
+    crate::cmd::emit(&render(&clean));
 
     let passed = today - chrono::Duration::days(1);
     crate::cmd::emit(&format!(
@@ -68,7 +107,7 @@ pub async fn run(out: Output) -> Result<Exit, AppError> {
     let config = project(dir.path(), &sim, passed)?;
     sim.set_scenario(demo_world::rerouted());
     let open = audit_all(&config, lock.as_ref(), &ctx).await;
-    crate::cmd::emit(&human::render(&open));
+    crate::cmd::emit(&render(&open));
 
     crate::cmd::emit(&format!(
         "\n3. The harder case: the provider keeps reporting `{PINNED}` in the body.\n"
@@ -76,7 +115,7 @@ pub async fn run(out: Output) -> Result<Exit, AppError> {
     crate::cmd::emit("   Only the tokenizer and the price give the replacement away.\n");
     sim.set_scenario(demo_world::masked());
     let masked = audit_all(&config, lock.as_ref(), &ctx).await;
-    crate::cmd::emit(&human::render(&masked));
+    crate::cmd::emit(&render(&masked));
 
     let verdict = verdict(&clean, &open, &masked);
     crate::cmd::emit(&format!(
@@ -86,11 +125,26 @@ pub async fn run(out: Output) -> Result<Exit, AppError> {
             |()| "demo: both reroutes caught.".to_owned()
         )
     ));
+    crate::cmd::emit(&closing(&dir));
     Ok(if verdict.is_err() {
         Exit::Failed
     } else {
         Exit::Ok
     })
+}
+
+/// Where the project went, and the next step for the user's own pins.
+fn closing(dir: &Place) -> String {
+    let kept = match dir {
+        Place::Temporary(_) => "Its files (pins.toml, probes/, modelpin.lock) were in a temporary directory, now removed; `modelpin demo --keep DIR` keeps them.".to_owned(),
+        Place::Kept(path) => format!(
+            "Its files are in {}: pins.toml, probes/ and modelpin.lock (the simulated provider stopped with the demo, so a `check` there finds nothing listening).",
+            path.display()
+        ),
+    };
+    format!(
+        "{kept}\n\nnext: `modelpin init` writes a commented pins.toml and probes/ for your own providers; then `modelpin lock` records the baseline and `modelpin check` audits it.\n"
+    )
 }
 
 /// One audit of every pin of the demo project.

@@ -96,9 +96,9 @@ fn render(rows: &[PinLifecycle<'_>]) -> String {
             Stage::NoRecord => "no retirement on record".to_owned(),
             Stage::Deprecated => "deprecated, no date".to_owned(),
             Stage::Scheduled => format!(
-                "retires {} ({} days left)",
+                "retires {} ({} left)",
                 life.retirement.map(|r| r.to_string()).unwrap_or_default(),
-                life.days_left.unwrap_or_default()
+                crate::words::count(life.days_left.unwrap_or_default().unsigned_abs(), "day")
             ),
             Stage::Retired => format!(
                 "RETIRED {}",

@@ -124,32 +124,54 @@ fn subject(r: &AuditRecord) -> String {
     }
 }
 
+/// The human table: a header row, newest first, columns as wide as their longest cell, no
+/// trailing spaces. (The JSON form keeps the store's order, oldest first.)
 fn render(records: &[AuditRecord]) -> String {
     if records.is_empty() {
         return "no audits in that period\n".to_owned();
     }
+    let header = ["STARTED (UTC)", "PIN", "STATUS", "SERVED", "FINDINGS"].map(String::from);
+    let rows: Vec<[String; 5]> = records
+        .iter()
+        .rev()
+        .map(|r| {
+            let served: Vec<String> = r
+                .pin
+                .served_models
+                .iter()
+                .map(|(m, n)| format!("{} ×{n}", display_id(m)))
+                .collect();
+            let codes: Vec<&str> = r.pin.findings.iter().map(|f| f.code.as_str()).collect();
+            let or_dash = |v: String| if v.is_empty() { "-".to_owned() } else { v };
+            [
+                r.started_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+                subject(r),
+                r.pin.status.as_str().to_owned(),
+                or_dash(served.join(", ")),
+                or_dash(codes.join(", ")),
+            ]
+        })
+        .collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            rows.iter()
+                .chain([&header])
+                .map(|r| r[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
     let mut out = String::new();
-    for r in records {
-        let served: Vec<String> = r
-            .pin
-            .served_models
-            .iter()
-            .map(|(m, n)| format!("{} ×{n}", display_id(m)))
-            .collect();
-        let codes: Vec<&str> = r.pin.findings.iter().map(|f| f.code.as_str()).collect();
-        let _ = writeln!(
-            out,
-            "{}  {:<20} {:<13} {:<40} {}",
-            r.started_at.format("%Y-%m-%d %H:%M:%S"),
-            subject(r),
-            r.pin.status.as_str(),
-            if served.is_empty() {
-                "-".to_owned()
-            } else {
-                served.join(", ")
-            },
-            codes.join(", ")
-        );
+    for row in [&header].into_iter().chain(&rows) {
+        let mut line = String::new();
+        for (cell, width) in row.iter().zip(&widths) {
+            line.push_str(cell);
+            line.extend(std::iter::repeat_n(
+                ' ',
+                width.saturating_sub(cell.chars().count()) + 2,
+            ));
+        }
+        let _ = writeln!(out, "{}", crate::text::line_start(line.trim_end()));
     }
     out
 }

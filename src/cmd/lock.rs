@@ -73,20 +73,24 @@ pub async fn lock_pins(
     let ctx = Context {
         transport: &transport,
         facts: None,
-        cancel: crate::cmd::interrupt_token(out),
+        cancel: crate::cmd::interrupt_token(),
         progress: progress.tally(),
     };
     let locking = lock(config, previous, &request, &ctx).await;
     progress.finish();
-    for notice in &locking.notices {
-        out.progress(notice);
-    }
     let path = config.settings.lockfile.display();
+    // An interrupted lock records nothing, so what it would have recorded (served models,
+    // sample-size advice) is not said: only that the lock was left alone.
     if locking.interrupted {
         out.progress(&format!(
-            "interrupted: {path} left as it was (a baseline is recorded only by a lock that finishes)"
+            "interrupted: {} of {} answered; {path} left as it was (a baseline is recorded only by a lock that finishes)",
+            locking.answered,
+            crate::words::count(locking.planned, "planned call")
         ));
         return Ok(Exit::Inconclusive);
+    }
+    for notice in &locking.notices {
+        out.progress(notice);
     }
     if locking.recorded == 0 {
         out.progress(&format!(

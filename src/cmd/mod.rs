@@ -67,12 +67,11 @@ pub fn announce(
 ) -> Result<progress::Progress, AppError> {
     let estimate = Estimate::of(config, pins, samples);
     out.progress(&format!("{label}: {estimate}"));
-    guard_spend(
-        &estimate,
-        max_cost.or(config.settings.max_cost_usd),
-        yes,
-        out,
-    )?;
+    let cap = max_cost.or(config.settings.max_cost_usd);
+    if let Some(warning) = estimate.unpriced_warning(cap) {
+        out.progress(&format!("warning: {warning}"));
+    }
+    guard_spend(&estimate, cap, yes, out)?;
     Ok(progress::Progress::start(
         out,
         label,
@@ -98,8 +97,8 @@ pub fn guard_spend(
         && estimate.usd > cap
     {
         return Err(AppError::Usage(format!(
-            "the plan ({} calls) is estimated at ${:.4}, over the spend cap of ${cap:.2} per audit; nothing was sent\nhelp: raise the cap for this run with `--max-cost {:.2}`, or set `max_cost_usd` in [settings]; lower `samples` to spend less",
-            estimate.calls,
+            "the plan ({}) is estimated at ${:.4}, over the spend cap of ${cap:.2} per audit; nothing was sent\nhelp: raise the cap for this run with `--max-cost {:.2}`, or set `max_cost_usd` in [settings]; lower `samples` to spend less",
+            crate::words::count(estimate.calls, "call"),
             estimate.usd,
             (estimate.usd * 1.2).max(0.01)
         )));
@@ -123,12 +122,12 @@ pub fn guard_spend(
 /// A token cancelled by Ctrl-C or SIGTERM: the audit drops in-flight calls and reports them as
 /// cancelled instead of dying with nothing printed.
 #[must_use]
-pub fn interrupt_token(out: Output) -> CancellationToken {
+pub fn interrupt_token() -> CancellationToken {
     let token = CancellationToken::new();
     let cancel = token.clone();
+    // The command says once, at the end, what was cut short and with which counts.
     tokio::spawn(async move {
         shutdown_signal().await;
-        out.progress("interrupted: cancelling calls in flight");
         cancel.cancel();
     });
     token

@@ -18,6 +18,7 @@ const LOG_EVERY: Duration = Duration::from_secs(10);
 pub struct Progress {
     tally: Arc<Tally>,
     drawer: Option<(JoinHandle<()>, bool)>,
+    planned: Planned,
 }
 
 /// What the plan holds, for the totals shown.
@@ -55,7 +56,17 @@ impl Progress {
             });
             (task, terminal)
         });
-        Progress { tally, drawer }
+        Progress {
+            tally,
+            drawer,
+            planned,
+        }
+    }
+
+    /// What the plan holds.
+    #[must_use]
+    pub fn planned(&self) -> Planned {
+        self.planned
     }
 
     /// The tally the audit advances.

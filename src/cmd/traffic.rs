@@ -48,15 +48,21 @@ pub fn run(
             String::new()
         }
     ));
+    for line in unmatched_lines(&judged.unmatched_pairs) {
+        out.progress(&line);
+    }
     let mut report = judged.report;
     if report.pins.is_empty() {
         out.progress(
-            "traffic: no span matched a pin (requested model = the pin's model, provider = its kind): nothing was judged",
+            "traffic: no span matched a pin (a pin matches spans that asked for its `model` from its provider kind; `openai-compatible` pins match `openai` spans, and `[traffic] provider_names` adds others): nothing was judged",
         );
         report.exit_code = Exit::Inconclusive;
     }
     let text = match format {
-        Format::Human => human::render_with(&report, human::Detail::for_stdout(out.verbose)),
+        Format::Human => human::render_with(
+            &report,
+            human::Detail::for_stdout(out.verbose).from_traffic(),
+        ),
         other => crate::cmd::check::render(&config, &report, other),
     };
     emit(&text);
@@ -64,6 +70,39 @@ pub fn run(
         crate::cmd::check::append_step_summary(&report, out);
     }
     Ok(report.exit_code)
+}
+
+/// (requested model, provider) pairs listed when spans match no pin; the rest are counted.
+const UNMATCHED_SHOWN: usize = 10;
+
+/// "seen but matching no pin" with each (requested model, provider) pair and its count.
+fn unmatched_lines(pairs: &[(crate::traffic::Unmatched, u64)]) -> Vec<String> {
+    if pairs.is_empty() {
+        return Vec::new();
+    }
+    let mut lines =
+        vec!["traffic: seen but matching no pin (requested model · provider):".to_owned()];
+    let name = |v: &Option<String>| {
+        v.as_deref()
+            .map_or("(not named)".to_owned(), crate::text::display_id)
+    };
+    for (pair, n) in pairs.iter().take(UNMATCHED_SHOWN) {
+        lines.push(format!(
+            "  {} · {} ×{n}",
+            name(&pair.requested),
+            name(&pair.provider)
+        ));
+    }
+    if pairs.len() > UNMATCHED_SHOWN {
+        let rest: u64 = pairs[UNMATCHED_SHOWN..].iter().map(|(_, n)| n).sum();
+        let more = (pairs.len() - UNMATCHED_SHOWN) as u64;
+        lines.push(format!(
+            "  … and {more} more {} ({})",
+            crate::words::noun(more, "pair"),
+            human::plural(rest, "span")
+        ));
+    }
+    lines
 }
 
 /// One OTLP/JSON export request per file, or one per line (the Collector's file exporter).

@@ -14,6 +14,11 @@ impl Evidence {
         let relock = format!("`modelpin lock --pin {pin}` and commit modelpin.lock");
         match self {
             Evidence::ServedModelMismatch(e) => match e.unexpected.keys().next() {
+                // A pin already on a dated snapshot has no steadier ID to move to.
+                Some(id) if crate::scan::judge::is_dated(&e.requested) => format!(
+                    "if `{id}` is a change you accept, add it to the pin's `accept` (or run {relock}); otherwise raise it with the provider: `{}` is already a dated snapshot",
+                    e.requested
+                ),
                 Some(id) => format!(
                     "if `{id}` is a change you accept, add it to the pin's `accept` (or run {relock}); otherwise pin a dated snapshot and raise it with the provider"
                 ),
@@ -137,6 +142,7 @@ mod tests {
             deployment_ids: BTreeMap::new(),
             gateway_fallbacks: BTreeMap::new(),
             examples: Vec::new(),
+            from_traffic: false,
         }
     }
 
@@ -236,6 +242,26 @@ mod tests {
                 text.contains(a) && text.contains(b),
                 "{:?}: {text}",
                 evidence.code()
+            );
+        }
+    }
+
+    #[test]
+    fn a_dated_snapshot_is_not_told_to_pin_a_dated_snapshot() {
+        for (requested, advised) in [
+            ("gpt-4o", true),
+            ("claude-3-5-haiku-latest", true),
+            ("gpt-4o-2024-08-06", false),
+            ("claude-3-opus-20240229", false),
+            ("us.anthropic.claude-sonnet-4-20250514-v1:0", false),
+        ] {
+            let mut e = mismatch();
+            e.requested = requested.into();
+            let text = Evidence::ServedModelMismatch(e).action("bot");
+            assert_eq!(
+                text.contains("pin a dated snapshot"),
+                advised,
+                "{requested}: {text}"
             );
         }
     }

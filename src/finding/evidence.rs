@@ -133,14 +133,19 @@ pub struct ServedMismatch {
     /// Up to three request ids (or trace and span ids, for traffic) of unexpected answers.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<String>,
+    /// Judged from traffic spans rather than probe calls: the message counts spans.
+    #[serde(skip)]
+    pub from_traffic: bool,
 }
 
 impl ServedMismatch {
     fn message(&self) -> String {
         let (worst, count) = worst(&self.unexpected);
         let total: u64 = self.served.values().sum();
+        let unit = if self.from_traffic { "span" } else { "call" };
         let mut message = format!(
-            "served `{worst}` ({count} of {total} calls) where the pin accepts {}",
+            "served `{worst}` ({count} of {}) where the pin accepts {}",
+            crate::words::count(total, unit),
             quoted_list(&self.accepted)
         );
         if !self.public_names.is_empty() {
@@ -152,7 +157,11 @@ impl ServedMismatch {
             );
         }
         if let Some(n) = self.fallback_models.get(worst) {
-            let _ = write!(message, " (a fallback, {n} times)");
+            let _ = write!(
+                message,
+                " (a fallback, {})",
+                crate::words::count(*n, "time")
+            );
         }
         message
     }
@@ -170,8 +179,8 @@ impl UpstreamMismatch {
     fn message(&self) -> String {
         let (worst, count) = worst(&self.unexpected);
         format!(
-            "served by upstream `{worst}` ({count} of {} calls) where the pin accepts {}",
-            self.served.values().sum::<u64>(),
+            "served by upstream `{worst}` ({count} of {}) where the pin accepts {}",
+            crate::words::count(self.served.values().sum::<u64>(), "call"),
             quoted_list(&self.accepted)
         )
     }
@@ -351,7 +360,10 @@ impl StillServed {
 fn scheduled_message(life: &Lifecycle) -> String {
     let message = retirement_message(life);
     match life.days_left {
-        Some(days) => format!("{message} ({days} days left)"),
+        Some(days) => format!(
+            "{message} ({} left)",
+            crate::words::count(days.unsigned_abs(), "day")
+        ),
         None => message,
     }
 }

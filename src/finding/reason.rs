@@ -53,7 +53,8 @@ impl fmt::Display for Halt {
             ),
             Halt::Unresponsive { attempts, timeout } => write!(
                 f,
-                "the provider did not answer: the pin's first call timed out {attempts} times ({} each); its other calls were not sent",
+                "the provider did not answer: the pin's first call timed out {} ({} each); its other calls were not sent",
+                crate::words::count(u64::from(*attempts), "time"),
                 crate::transport::human_duration(*timeout)
             ),
             Halt::Interrupted => f.write_str("the audit was interrupted"),
@@ -253,7 +254,7 @@ impl Reason {
 
 fn kind_remedy(kind: FailureKind) -> Option<Remedy> {
     match kind {
-        FailureKind::Connect => Some(Remedy::Connection),
+        FailureKind::Refused | FailureKind::Connect => Some(Remedy::Connection),
         FailureKind::Timeout | FailureKind::Io => Some(Remedy::Reachability),
         FailureKind::BodyTooLarge | FailureKind::Request => None,
     }

@@ -89,14 +89,83 @@ fn mentions_overload(message: &str) -> bool {
     message.contains("overloaded") || message.contains("high demand")
 }
 
-/// The start of a body as text, for a report line; never fails on bad UTF-8.
+/// The start of a body as text, for a report line; never fails on bad UTF-8. An HTML page (a
+/// proxy's or load balancer's 502) is summarised by its `<title>`, or its first text, rather
+/// than pasted as markup.
 fn preview(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
     let text = text.trim();
     if text.is_empty() {
         return "(empty body)".to_owned();
     }
+    if let Some(summary) = html_summary(text) {
+        return summary;
+    }
     text.chars().take(PREVIEW_CHARS).collect()
+}
+
+/// How many characters of an HTML page's title or first text are kept.
+const HTML_TEXT_CHARS: usize = 120;
+
+/// "HTML page: 502 Bad Gateway" for a body that is an HTML document; `None` otherwise.
+fn html_summary(text: &str) -> Option<String> {
+    // ASCII lowering keeps byte offsets, so positions found in `lower` index `text`.
+    let lower = text.to_ascii_lowercase();
+    let is_html = lower.starts_with("<!doctype html")
+        || lower.starts_with("<html")
+        || (lower.starts_with('<') && (lower.contains("<body") || lower.contains("<title")));
+    if !is_html {
+        return None;
+    }
+    let title = lower.find("<title").and_then(|at| {
+        let open = at + lower[at..].find('>')? + 1;
+        let close = open + lower[open..].find("</title")?;
+        Some(words(&text[open..close]))
+    });
+    let shown = title.filter(|t| !t.is_empty()).unwrap_or_else(|| {
+        let body = lower.find("<body").unwrap_or(0);
+        words(&strip_tags(&text[body..]))
+    });
+    let shown: String = shown.chars().take(HTML_TEXT_CHARS).collect();
+    Some(if shown.is_empty() {
+        "HTML page with no text".to_owned()
+    } else {
+        format!("HTML page: {shown}")
+    })
+}
+
+/// Text outside tags, with `<script>` and `<style>` contents dropped.
+fn strip_tags(html: &str) -> String {
+    let mut out = String::new();
+    let mut rest = html;
+    while let Some(open) = rest.find('<') {
+        out.push_str(&rest[..open]);
+        out.push(' ');
+        let tag = rest[open..].to_ascii_lowercase();
+        let skip_to = ["script", "style"]
+            .iter()
+            .find(|name| tag[1..].starts_with(*name))
+            .and_then(|name| tag.find(&format!("</{name}")));
+        let from = open + skip_to.unwrap_or(0);
+        match rest[from..].find('>') {
+            Some(close) => rest = &rest[from + close + 1..],
+            None => return out,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Whitespace collapsed and the common entities decoded.
+fn words(text: &str) -> String {
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    joined
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&nbsp;", " ")
+        .replace("&amp;", "&")
 }
 
 #[cfg(test)]
@@ -143,13 +212,38 @@ mod tests {
 
     #[test]
     fn unreadable_bodies_keep_200_lossy_characters() {
-        let mut body = b"<html>\xff\xfe".to_vec();
+        let mut body = b"oops\xff\xfe".to_vec();
         body.extend(std::iter::repeat_n(b'x', 500));
         let rejected = status_only(&response(502, &body));
         assert_eq!(rejected.class, ErrorClass::Server);
         assert_eq!(rejected.message.chars().count(), 200);
-        assert!(rejected.message.starts_with("<html>\u{fffd}\u{fffd}x"));
+        assert!(rejected.message.starts_with("oops\u{fffd}\u{fffd}x"));
         assert_eq!(status_only(&response(500, b"  ")).message, "(empty body)");
+    }
+
+    #[test]
+    fn an_html_error_page_is_summarised_by_its_title_or_first_text_not_pasted() {
+        let nginx = b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.25.3</center>\r\n</body>\r\n</html>\r\n";
+        let cases: [(&[u8], &str); 4] = [
+            (nginx, "HTML page: 502 Bad Gateway"),
+            (
+                b"<!DOCTYPE html><html><head><style>p{color:red}</style><script>var x = '<b>';</script></head><body><p>Upstream   connect error &amp; reset</p></body></html>",
+                "HTML page: Upstream connect error & reset",
+            ),
+            (b"<!doctype html><html><body></body></html>", "HTML page with no text"),
+            (b"<html><title>  </title><body>Service\nUnavailable</body>", "HTML page: Service Unavailable"),
+        ];
+        for (body, want) in cases {
+            assert_eq!(status_only(&response(502, body)).message, want);
+        }
+        let long = format!("<html><title>{}</title></html>", "x".repeat(5000));
+        let shown = status_only(&response(503, long.as_bytes())).message;
+        assert!(shown.chars().count() <= 11 + 120, "{shown}");
+        // JSON and plain text are not HTML.
+        assert_eq!(
+            status_only(&response(502, b"bad gateway")).message,
+            "bad gateway"
+        );
     }
 
     #[test]

@@ -47,11 +47,11 @@ pub fn render(report: &Report, file: &str, line: &dyn Fn(&str) -> Option<usize>)
         "::notice title={}::{}",
         escape_property("modelpin"),
         escape_data(&format!(
-            "checked config {} against lock {}: {} ({} pins)",
+            "checked config {} against lock {}: {} ({})",
             report.config_digest,
             lock,
             report.status.as_str(),
-            report.pins.len()
+            crate::words::count_of(report.pins.len(), "pin")
         ))
     );
     let mut errors = Vec::new();
@@ -83,7 +83,11 @@ fn annotation(pin: &str, f: &Finding, file: &str, line: Option<usize>) -> String
         ",title={}",
         escape_property(&format!("modelpin {pin}: {}", f.code))
     );
-    format!("{props}::{}", escape_data(&f.message))
+    let text = match &f.action {
+        Some(action) => format!("{}\n→ {action}", f.message),
+        None => f.message.clone(),
+    };
+    format!("{props}::{}", escape_data(&text))
 }
 
 fn push_limited(out: &mut String, kind: &str, items: Vec<String>) {
@@ -97,8 +101,9 @@ fn push_limited(out: &mut String, kind: &str, items: Vec<String>) {
             out,
             "::{kind} title=modelpin::{}",
             escape_data(&format!(
-                "{} more {kind} findings; the job summary lists them all",
-                total - shown
+                "{} more {kind} {}; the job summary lists them all",
+                total - shown,
+                crate::words::noun((total - shown) as u64, "finding")
             ))
         );
     }
@@ -133,7 +138,8 @@ pub fn summary(report: &Report) -> String {
             p.calls.ok,
             p.calls.sent,
             p.tokens.input + p.tokens.output,
-            p.cost_usd.map_or("-".to_owned(), |c| format!("${c:.4}"))
+            p.cost_usd
+                .map_or("unpriced".to_owned(), |c| format!("${c:.4}"))
         );
     }
     let findings: Vec<(&str, &Finding)> = report
@@ -152,15 +158,18 @@ pub fn summary(report: &Report) -> String {
                 f.severity.map_or("-", Severity::as_str),
                 cell(&f.message)
             );
+            if let Some(action) = &f.action {
+                let _ = writeln!(out, "  → {}", cell(action));
+            }
         }
     }
     let s = &report.summary;
     let _ = writeln!(
         out,
-        "\n{} calls, {} tokens, ${:.4}; exit {}.",
-        s.calls.sent,
-        s.tokens.input + s.tokens.output,
-        s.cost_usd,
+        "\n{}, {}, {}; exit {}.",
+        crate::words::count(s.calls.sent, "call"),
+        crate::words::count(s.tokens.input + s.tokens.output, "token"),
+        s.cost_text(),
         report.exit_code.code()
     );
     out

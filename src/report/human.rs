@@ -10,12 +10,13 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::finding::{Finding, Severity};
+use crate::finding::{Code, Finding, Severity};
 use crate::report::{PinReport, Report};
 use crate::text::{bounded, display_id, line_start, terminal};
 
-/// Evidence lines shown per finding unless verbose; the JSON report has them all.
-const EVIDENCE_LINES: usize = 8;
+/// Evidence lines shown per finding unless verbose: the few that decide it (`decisive`); `-v`
+/// shows every line and the JSON report has them all.
+const EVIDENCE_LINES: usize = 3;
 /// Longest evidence line shown unless verbose.
 const EVIDENCE_WIDTH: usize = 160;
 
@@ -26,6 +27,8 @@ pub struct Detail {
     pub verbose: bool,
     /// Columns available; `None` when not writing to a terminal.
     pub width: Option<usize>,
+    /// The report judges traffic spans (`modelpin traffic`), not probe calls.
+    pub traffic: bool,
 }
 
 impl Detail {
@@ -42,7 +45,20 @@ impl Detail {
                     .then(|| terminal_size::terminal_size().map(|(w, _)| usize::from(w.0)))
                     .flatten()
             });
-        Detail { verbose, width }
+        Detail {
+            verbose,
+            width,
+            traffic: false,
+        }
+    }
+
+    /// The same, for a report judged from traffic: its own header, spans counted as spans.
+    #[must_use]
+    pub fn from_traffic(self) -> Detail {
+        Detail {
+            traffic: true,
+            ..self
+        }
     }
 }
 
@@ -61,15 +77,26 @@ pub fn render_with(report: &Report, detail: Detail) -> String {
         .lock_digest
         .as_deref()
         .map_or("none".to_owned(), short_digest);
+    let (command, unit) = if detail.traffic {
+        ("modelpin traffic", "span")
+    } else {
+        ("modelpin check", "call")
+    };
     let _ = writeln!(
         out,
-        "modelpin check · config {} · lock {}\n",
+        "{command} · config {} · lock {}\n",
         short_digest(&report.config_digest),
         lock
     );
     let rows: Vec<[String; 7]> = report.pins.iter().map(row).collect();
     let header = [
-        "PIN", "PROVIDER", "MODEL", "STATUS", "SERVED", "CALLS", "COST",
+        "PIN",
+        "PROVIDER",
+        "MODEL",
+        "STATUS",
+        "SERVED",
+        if detail.traffic { "SPANS" } else { "CALLS" },
+        "COST",
     ]
     .map(String::from);
     let widths: Vec<usize> = (0..7)
@@ -97,15 +124,7 @@ pub fn render_with(report: &Report, detail: Detail) -> String {
         }
     }
     let s = &report.summary;
-    let unpriced = report
-        .pins
-        .iter()
-        .any(|p| p.cost_usd.is_none() && p.calls.ok > 0);
-    let cost = match (s.cost_usd > 0.0, unpriced) {
-        (_, false) => money(Some(s.cost_usd)),
-        (true, true) => format!("{} + unpriced calls", money(Some(s.cost_usd))),
-        (false, true) => money(None),
-    };
+    let cost = s.cost_text();
     let _ = writeln!(
         out,
         "\n{}: {} ok, {} warning, {} drift, {} inconclusive · {} · {} · {cost} · exit {}",
@@ -114,7 +133,7 @@ pub fn render_with(report: &Report, detail: Detail) -> String {
         s.warning,
         s.drift,
         s.inconclusive,
-        plural(s.calls.sent, "call"),
+        plural(s.calls.sent, unit),
         plural(s.tokens.input.saturating_add(s.tokens.output), "token"),
         report.exit_code.code()
     );
@@ -124,11 +143,7 @@ pub fn render_with(report: &Report, detail: Detail) -> String {
 /// `1 pin`, `2 pins`.
 #[must_use]
 pub fn plural(n: u64, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
-    }
+    crate::words::count(n, word)
 }
 
 /// Cost as every place shows it: dollars, or `unpriced` when neither the provider nor a `price`
@@ -190,14 +205,16 @@ fn push_finding(out: &mut String, finding: &Finding, detail: Detail) {
         finding.code,
         bounded(&terminal(&finding.message), MESSAGE_WIDTH)
     );
-    let mut lines = Vec::new();
-    evidence_lines(&finding.evidence, "", &mut lines);
-    let shown = if detail.verbose {
-        lines.len()
+    let mut all = Vec::new();
+    evidence_lines(&finding.evidence, "", &mut all);
+    let lines: Vec<String> = if detail.verbose {
+        all.iter()
+            .map(|(path, value)| format!("{path}: {value}"))
+            .collect()
     } else {
-        lines.len().min(EVIDENCE_LINES)
+        decisive(finding.code, &finding.evidence, &all)
     };
-    for line in &lines[..shown] {
+    for line in &lines {
         let line = terminal(line);
         let line = if detail.verbose || line.chars().count() <= EVIDENCE_WIDTH {
             line.into_owned()
@@ -206,11 +223,12 @@ fn push_finding(out: &mut String, finding: &Finding, detail: Detail) {
         };
         let _ = writeln!(out, "        {}", line_start(&line));
     }
-    if shown < lines.len() {
+    if lines.len() < all.len() {
         let _ = writeln!(
             out,
-            "        … {} more (`-v` shows all; `--format json` has everything)",
-            plural((lines.len() - shown) as u64, "line")
+            "        … {} more {} (`-v` shows all; `--format json` has everything)",
+            all.len() - lines.len(),
+            crate::words::noun((all.len() - lines.len()) as u64, "evidence line")
         );
     }
     if let Some(action) = &finding.action {
@@ -222,8 +240,8 @@ fn push_finding(out: &mut String, finding: &Finding, detail: Detail) {
     }
 }
 
-/// Evidence as `path: value` lines: objects by key, lists of plain values on one line.
-fn evidence_lines(value: &Value, path: &str, out: &mut Vec<String>) {
+/// Evidence as (`path`, value) lines: objects by key, lists of plain values on one line.
+fn evidence_lines(value: &Value, path: &str, out: &mut Vec<(String, String)>) {
     let key = |k: &str| {
         if path.is_empty() {
             k.to_owned()
@@ -245,15 +263,93 @@ fn evidence_lines(value: &Value, path: &str, out: &mut Vec<String>) {
             } else {
                 joined.join(", ")
             };
-            out.push(format!("{path}: {text}"));
+            out.push((path.to_owned(), text));
         }
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
                 evidence_lines(item, &format!("{path}[{i}]"), out);
             }
         }
-        other => out.push(format!("{path}: {}", scalar(other))),
+        other => out.push((path.to_owned(), scalar(other))),
     }
+}
+
+/// The evidence paths that decide a finding of `code`, most telling first. A path ending in
+/// `.` is a prefix (`unexpected.` is every unexpected ID with its count).
+fn decisive_paths(code: Code, evidence: &Value) -> Vec<String> {
+    let fixed: &[&str] = match code {
+        Code::ServedModelMismatch | Code::UpstreamMismatch => &[
+            "unexpected.",
+            "accepted",
+            "fallback_models.",
+            "public_names.",
+        ],
+        Code::TokenizerChanged => &["probes[0].probe", "probes[0].locked", "probes[0].now"],
+        Code::CostChanged => &[
+            "billed_vs_price.ratio",
+            "input_cost_per_call.change",
+            "billed_vs_price.reported_usd",
+            "billed_vs_price.expected_usd",
+            "input_cost_per_call.locked_usd",
+            "input_cost_per_call.now_usd",
+        ],
+        Code::BehaviorDrift => {
+            // The first test that rejected: which, on which probes, at what adjusted p.
+            let k = evidence["tests"]
+                .as_array()
+                .and_then(|t| t.iter().position(|t| t["rejected"] == true))
+                .unwrap_or(0);
+            return ["test", "probes", "adjusted_p"]
+                .iter()
+                .map(|field| format!("tests[{k}].{field}"))
+                .collect();
+        }
+        Code::ModelNotFound => &["status", "provider_message", "lifecycle.replacement"],
+        Code::RetiredStillServed | Code::DeprecationScheduled => &[
+            "retirement.on",
+            "replacement",
+            "days_left",
+            "sources[0].source",
+        ],
+        Code::SunsetAnnounced => &["signals[0]."],
+        Code::FingerprintChanged => &["locked", "new"],
+        Code::MaxTokensExceeded => &[
+            "probes[0].probe",
+            "probes[0].max_tokens",
+            "probes[0].completion_tokens",
+        ],
+        Code::NoBaseline | Code::ProbeChanged => &["locked_model", "probes[0].probe", "model"],
+        Code::Inconclusive => &["reasons.", "planned", "answered", "retries.attempts"],
+    };
+    fixed.iter().map(|p| (*p).to_owned()).collect()
+}
+
+/// Up to `EVIDENCE_LINES` lines that decide the finding, in the order of `decisive_paths`,
+/// leaving out empty values; the first lines with a value when none of the paths is there.
+fn decisive(code: Code, evidence: &Value, all: &[(String, String)]) -> Vec<String> {
+    let has_value = |(_, v): &&(String, String)| v != "none";
+    let mut picked: Vec<&(String, String)> = Vec::new();
+    for pattern in decisive_paths(code, evidence) {
+        let hits = all.iter().filter(has_value).filter(|(path, _)| {
+            if pattern.ends_with('.') {
+                path.starts_with(&pattern)
+            } else {
+                *path == pattern
+            }
+        });
+        for hit in hits {
+            if picked.len() < EVIDENCE_LINES && !picked.contains(&hit) {
+                picked.push(hit);
+            }
+        }
+    }
+    if picked.is_empty() {
+        picked = all.iter().filter(has_value).take(EVIDENCE_LINES).collect();
+    }
+    picked
+        .into_iter()
+        .map(|(path, value)| format!("{path}: {value}"))
+        .collect()
 }
 
 fn scalar(value: &Value) -> String {
@@ -283,6 +379,7 @@ mod tests {
             "",
             &mut lines,
         );
+        let lines: Vec<String> = lines.iter().map(|(p, v)| format!("{p}: {v}")).collect();
         assert_eq!(
             lines,
             [
@@ -293,6 +390,54 @@ mod tests {
                 "served.a: 3"
             ]
         );
+    }
+
+    #[test]
+    fn the_default_view_keeps_the_lines_that_decide_each_finding() {
+        let table = [
+            (
+                Code::ServedModelMismatch,
+                json!({"accepted": ["m"], "examples": ["s1", "s2"], "requested": "m", "served": {"x": 3}, "unexpected": {"x": 3}}),
+                vec!["unexpected.x: 3", "accepted: m"],
+            ),
+            (
+                Code::TokenizerChanged,
+                json!({"probes": [{"probe": "arith", "locked": [15], "now": [21], "examples": ["a"]}, {"probe": "b", "locked": [1], "now": [2]}]}),
+                vec![
+                    "probes[0].probe: arith",
+                    "probes[0].locked: 15",
+                    "probes[0].now: 21",
+                ],
+            ),
+            (
+                Code::BehaviorDrift,
+                json!({"alpha": 0.001, "seed": 7, "tests": [{"test": "length", "probes": ["a"], "adjusted_p": 1.0, "rejected": false}, {"test": "answers", "probes": ["prime"], "adjusted_p": 0.0001, "rejected": true}]}),
+                vec![
+                    "tests[1].test: answers",
+                    "tests[1].probes: prime",
+                    "tests[1].adjusted_p: 0.0001",
+                ],
+            ),
+            (
+                Code::DeprecationScheduled,
+                json!({"days_left": 30, "model": "g", "replacement": ["h"], "retirement": {"on": "2027-01-01"}, "sources": [{"captured": null, "announced": null, "source": "pins.toml `retires_on`"}]}),
+                vec![
+                    "retirement.on: 2027-01-01",
+                    "replacement: h",
+                    "days_left: 30",
+                ],
+            ),
+            (
+                Code::FingerprintChanged,
+                json!({"other": null, "z": 1}),
+                vec!["z: 1"],
+            ),
+        ];
+        for (code, evidence, want) in table {
+            let mut all = Vec::new();
+            evidence_lines(&evidence, "", &mut all);
+            assert_eq!(decisive(code, &evidence, &all), want, "{code:?}");
+        }
     }
 
     #[test]

@@ -88,6 +88,9 @@ fn suite(pin: &PinReport) -> Suite<'_> {
                 (None, c) if no_baseline && c.needs_baseline() => {
                     Outcome::Skipped("no baseline in modelpin.lock".to_owned())
                 }
+                (None, Check::Cost) if pin.cost_usd.is_none() => Outcome::Skipped(
+                    "unpriced: the pin has no `price` and the provider reported no cost".to_owned(),
+                ),
                 (None, _) => Outcome::Passed,
             };
             (check.name(), outcome)

@@ -101,7 +101,12 @@ pub struct Summary {
     pub inconclusive: u64,
     pub calls: Calls,
     pub tokens: Tokens,
-    pub cost_usd: f64,
+    /// What the priced pins cost, summed; `None` when no pin could be priced. With some pins
+    /// unpriced (`unpriced_pins`) it is a lower bound: theirs is not in it.
+    pub cost_usd: Option<f64>,
+    /// Pins whose cost is unknown (no `price`, and the provider reported none), in config order.
+    #[serde(default)]
+    pub unpriced_pins: Vec<String>,
     /// How many pins carry each finding code.
     pub findings: BTreeMap<String, u64>,
 }
@@ -144,7 +149,8 @@ fn summarise(pins: &[PinReport]) -> Summary {
         inconclusive: 0,
         calls: Calls::default(),
         tokens: Tokens::default(),
-        cost_usd: 0.0,
+        cost_usd: None,
+        unpriced_pins: Vec::new(),
         findings: BTreeMap::new(),
     };
     for pin in pins {
@@ -160,7 +166,10 @@ fn summarise(pins: &[PinReport]) -> Summary {
         summary.calls.failed += pin.calls.failed;
         summary.tokens.input = summary.tokens.input.saturating_add(pin.tokens.input);
         summary.tokens.output = summary.tokens.output.saturating_add(pin.tokens.output);
-        summary.cost_usd += pin.cost_usd.unwrap_or(0.0);
+        match pin.cost_usd {
+            Some(cost) => *summary.cost_usd.get_or_insert(0.0) += cost,
+            None => summary.unpriced_pins.push(pin.id.clone()),
+        }
         let codes: std::collections::BTreeSet<Code> = pin.findings.iter().map(|f| f.code).collect();
         for code in codes {
             *summary
@@ -169,8 +178,21 @@ fn summarise(pins: &[PinReport]) -> Summary {
                 .or_insert(0) += 1;
         }
     }
-    summary.cost_usd = (summary.cost_usd * 1e8).round() / 1e8;
+    summary.cost_usd = summary.cost_usd.map(|c| (c * 1e8).round() / 1e8);
     summary
+}
+
+impl Summary {
+    /// The audit's cost in words, as the human and GitHub forms show it: `$0.0123`,
+    /// `unpriced` when no pin could be priced, or `$0.0123 + 2 pins unpriced`.
+    #[must_use]
+    pub fn cost_text(&self) -> String {
+        match (self.cost_usd, self.unpriced_pins.len()) {
+            (None, _) => "unpriced".to_owned(),
+            (Some(c), 0) => format!("${c:.4}"),
+            (Some(c), n) => format!("${c:.4} + {} unpriced", crate::words::count_of(n, "pin")),
+        }
+    }
 }
 
 /// The JSON form: pretty, with a trailing newline.

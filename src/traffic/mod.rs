@@ -36,6 +36,16 @@ pub struct Judged {
     pub report: Report,
     /// GenAI spans that matched no pin.
     pub unmatched: u64,
+    /// (requested model, provider) of the spans that matched no pin, with counts, most seen
+    /// first; `None` where the span did not say. Bounded by the spans read.
+    pub unmatched_pairs: Vec<(Unmatched, u64)>,
+}
+
+/// What a span that matched no pin asked for, and of whom.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Unmatched {
+    pub requested: Option<String>,
+    pub provider: Option<String>,
 }
 
 /// Judges `spans` against the config's pins and the lock.
@@ -50,12 +60,21 @@ pub fn judge(
     let started_at = verdict::now();
     let mut by_pin: BTreeMap<&str, Vec<&GenAiSpan>> = BTreeMap::new();
     let mut unmatched = 0;
+    let mut pairs: BTreeMap<Unmatched, u64> = BTreeMap::new();
     for span in spans {
-        match pin_for(config, span) {
-            Some(pin) => by_pin.entry(pin.id.as_str()).or_default().push(span),
-            None => unmatched += 1,
+        if let Some(pin) = pin_for(config, span) {
+            by_pin.entry(pin.id.as_str()).or_default().push(span);
+        } else {
+            unmatched += 1;
+            let pair = Unmatched {
+                requested: span.requested.clone(),
+                provider: span.provider.clone(),
+            };
+            *pairs.entry(pair).or_insert(0) += 1;
         }
     }
+    let mut unmatched_pairs: Vec<(Unmatched, u64)> = pairs.into_iter().collect();
+    unmatched_pairs.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let reports = config
         .pins
         .iter()
@@ -70,7 +89,11 @@ pub fn judge(
         })
         .collect();
     let report = verdict::report(config, lock, started_at, reports, strict);
-    Judged { report, unmatched }
+    Judged {
+        report,
+        unmatched,
+        unmatched_pairs,
+    }
 }
 
 /// The pin a span counts for: the first whose model it asked for, from the pin's provider kind

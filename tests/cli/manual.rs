@@ -1,5 +1,6 @@
 //! Shell completions, the manual page and `--color`/NO_COLOR, through the real binary.
 
+use std::fmt::Write as _;
 use std::process::Command;
 
 use modelpin::provider::ProviderKind;
@@ -12,41 +13,97 @@ fn modelpin() -> String {
         .to_string()
 }
 
+/// What bash completes for `words` (the last is the word being completed) with the script
+/// `modelpin completions bash` prints loaded, run in `dir`.
+fn bash_completes(dir: &std::path::Path, words: &[&str]) -> Vec<String> {
+    let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+    let script = format!(
+        "source <('{}' completions bash) && complete -p modelpin >/dev/null && COMP_WORDS=({}) && COMP_CWORD={} && COMP_TYPE=9 && _clap_complete_modelpin modelpin '{}' '{}' && printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        modelpin(),
+        quoted.join(" "),
+        words.len() - 1,
+        words[words.len() - 1],
+        words[words.len() - 2],
+    );
+    let out = Command::new("bash")
+        .current_dir(dir)
+        .env_remove("MODELPIN_CONFIG")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split('\t').next().unwrap_or_default().to_owned())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
 #[test]
 fn bash_completion_script_loads_and_completes_subcommands() {
     let run = Test::new().run(&["completions", "bash"]);
     run.code(0);
-    assert!(run.stdout.contains("_modelpin()"), "{}", run.stdout);
-    let script = format!(
-        "source <('{}' completions bash) && complete -p modelpin && COMP_WORDS=(modelpin che) && COMP_CWORD=1 && _modelpin modelpin che modelpin && printf '%s\\n' \"${{COMPREPLY[@]}}\"",
-        modelpin()
-    );
-    let out = Command::new("bash").args(["-c", &script]).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
+        run.stdout.contains("_clap_complete_modelpin()"),
+        "{}",
+        run.stdout
     );
-    assert!(text.contains("-F _modelpin modelpin"), "{text}");
-    assert!(
-        text.lines().any(|l| l == "check"),
-        "`che` completes to check: {text}"
-    );
+    let test = Test::new();
+    let got = bash_completes(test.dir.path(), &["modelpin", "che"]);
+    assert_eq!(got, ["check"], "`che` completes to check");
 }
 
 #[test]
-fn zsh_and_fish_completions_name_every_subcommand() {
-    for (shell, marker) in [
-        ("zsh", "#compdef modelpin"),
-        ("fish", "complete -c modelpin"),
-    ] {
+fn pin_completes_from_the_pin_ids_of_pins_toml_as_they_are_now() {
+    let pins = |ids: &[&str]| {
+        let mut text = one_pin_with(
+            "",
+            ProviderKind::OpenAi,
+            "https://api.example.com/v1",
+            "m",
+            "",
+        );
+        for id in ids {
+            let _ = write!(
+                text,
+                "\n[[pin]]\nid = \"{id}\"\nprovider = \"p\"\nmodel = \"m\"\nprobes = [\"probes/*.toml\"]\n"
+            );
+        }
+        text
+    };
+    let test = Test::new().pins(&pins(&["support-bot", "summariser", "router"]));
+    for command in ["check", "lock", "history"] {
+        let got = bash_completes(test.dir.path(), &["modelpin", command, "--pin", "s"]);
+        assert_eq!(got, ["support-bot", "summariser"], "{command} --pin s");
+    }
+    let all = bash_completes(test.dir.path(), &["modelpin", "check", "--pin", ""]);
+    assert_eq!(all, ["pin", "support-bot", "summariser", "router"]);
+    // Read at completion time: an edited pins.toml completes its new ids at once.
+    std::fs::write(test.path("pins.toml"), pins(&["extractor"])).unwrap();
+    let got = bash_completes(test.dir.path(), &["modelpin", "check", "--pin", "e"]);
+    assert_eq!(got, ["extractor"]);
+    // No pins.toml: no candidates, and no file names either.
+    let empty = Test::new().file("stray.txt", "x");
+    let got = bash_completes(empty.dir.path(), &["modelpin", "check", "--pin", ""]);
+    assert!(got.is_empty(), "{got:?}");
+}
+
+#[test]
+fn zsh_and_fish_completions_ask_modelpin_itself() {
+    for (shell, marker) in [("zsh", "#compdef modelpin"), ("fish", "complete ")] {
         let run = Test::new().run(&["completions", shell]);
         run.code(0);
         assert!(run.stdout.contains(marker), "{shell}: {}", run.stdout);
-        for command in ["check", "lock", "daemon", "scan", "man", "completions"] {
-            assert!(run.stdout.contains(command), "{shell} lacks {command}");
-        }
+        assert!(
+            run.stdout.contains("MODELPIN_COMPLETE"),
+            "{shell}: {}",
+            run.stdout
+        );
     }
     let bad = Test::new().run(&["completions", "tcsh"]);
     bad.code(2);

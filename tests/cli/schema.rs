@@ -95,7 +95,9 @@ pub struct Summary {
     pub inconclusive: u64,
     pub calls: Calls,
     pub tokens: Tokens,
-    pub cost_usd: f64,
+    /// `null` when no pin could be priced; a lower bound when `unpriced_pins` is not empty.
+    pub cost_usd: Option<f64>,
+    pub unpriced_pins: Vec<String>,
     pub findings: BTreeMap<String, u64>,
 }
 

@@ -29,7 +29,10 @@ fn status_page_lists_pins_worst_first_with_what_they_serve_and_what_to_do() {
     assert!(html.contains(&format!("<code>{STEADY}</code>")), "{html}");
     assert!(html.contains("What to do:"), "{html}");
     assert!(html.contains("not at lock"), "{html}");
-    assert!(html.contains("<svg class=\"strip\" role=\"img\""), "{html}");
+    assert!(
+        html.contains("<div class=\"strip\" role=\"group\""),
+        "{html}"
+    );
     assert!(html.contains("href=\"pins/swapped#a-"), "{html}");
     // The served model `<script>…<img …>` is text: escaped, and no element of its own.
     assert!(

@@ -145,7 +145,7 @@ fn traffic_spans_posted_to_the_daemon_become_a_finding_and_a_metric() {
     let (status, _, page) = get(port, "/").expect("the status page answers");
     assert_eq!(status, 200);
     assert!(page.contains("from traffic: 7 spans"), "{page}");
-    assert!(page.contains("drift (traffic)</title>"), "{page}");
+    assert!(page.contains("drift (traffic)\""), "{page}");
 }
 
 #[test]

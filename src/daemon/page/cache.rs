@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 use sha2::Digest as _;
 
 use crate::config::{Config, Pin};
+use crate::daemon::page::TRAFFIC_COUNTS_MINUTES;
 use crate::lock::LoadedLock;
 use crate::store::{LatestKey, Store, StoreError};
 
@@ -64,6 +65,13 @@ fn stamp_of(
             hash.update(key.started_millis.to_be_bytes());
             hash.update(key.audit_id.as_bytes());
             newest = newest.max(key.started_millis);
+            // A traffic verdict stops counting after a quiet spell with no record written, so
+            // the page changes then too (`TRAFFIC_RULE`). Judged on the pin's newest record: a
+            // traffic verdict older than a newer probe audit is caught when that one ages.
+            let now = Utc::now().timestamp_millis().max(0) as u64;
+            let quiet =
+                now.saturating_sub(key.started_millis) >= (TRAFFIC_COUNTS_MINUTES * 60_000) as u64;
+            hash.update([u8::from(quiet)]);
         }
         hash.update([0xff]);
     }

@@ -14,24 +14,36 @@ use chrono::{DateTime, Utc};
 use crate::daemon::page::{Meta, PinView, Standing};
 use crate::finding::{Finding, Severity};
 use crate::text::{DISPLAY_ID_CHARS, bounded, terminal};
+use crate::words::{count, count_of};
 
-/// The page's style: light and dark schemes, one table that becomes cards on a phone.
-pub const STYLE: &str = r":root{color-scheme:light dark;--bg:#fff;--fg:#1f2328;--mute:#59636e;--line:#d1d9e0;--k:#1a7f37;--w:#9a6700;--d:#cf222e;--i:#6e40c9;--p:#59636e;--m0:#0969da;--m1:#bf3989;--m2:#1a7f37;--m3:#9a6700;--m4:#6e40c9;--m5:#59636e}
-@media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--mute:#9198a1;--line:#3d444d;--k:#3fb950;--w:#d29922;--d:#f85149;--i:#a371f7;--p:#9198a1;--m0:#4493f8;--m1:#db61a2;--m2:#3fb950;--m3:#d29922;--m4:#a371f7;--m5:#9198a1}}
-body{margin:0;padding:1rem;background:var(--bg);color:var(--fg);font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif}
-a{color:inherit}h1{font-size:1.35rem;margin:0 0 .25rem}h2{font-size:1.1rem;margin:1.5rem 0 .5rem}
+/// The page's style: light and dark schemes; on `/` one card per pin whose facts flow into as
+/// many columns as fit, so nothing scrolls sideways from a phone to a wide screen.
+pub const STYLE: &str = r":root{color-scheme:light dark;--bg:#fff;--card:#f6f8fa;--fg:#1f2328;--mute:#59636e;--line:#d1d9e0;--k:#1a7f37;--w:#9a6700;--d:#cf222e;--i:#6e40c9;--p:#8c959f;--m0:#0969da;--m1:#bf3989;--m2:#1a7f37;--m3:#9a6700;--m4:#6e40c9;--m5:#59636e}
+@media (prefers-color-scheme:dark){:root{--bg:#0d1117;--card:#151b23;--fg:#e6edf3;--mute:#9198a1;--line:#3d444d;--k:#3fb950;--w:#d29922;--d:#f85149;--i:#a371f7;--p:#656c76;--m0:#4493f8;--m1:#db61a2;--m2:#3fb950;--m3:#d29922;--m4:#a371f7;--m5:#9198a1}}
+*{box-sizing:border-box}body{margin:0;padding:1rem;background:var(--bg);color:var(--fg);font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif}
+main{max-width:80rem;margin:0 auto}a{color:inherit}h1{font-size:1.35rem;margin:0 0 .25rem}h2{font-size:1.1rem;margin:1.5rem 0 .5rem}
 .m,.n{color:var(--mute);font-size:.9em}table{border-collapse:collapse;width:100%}
 caption{text-align:left;font-weight:600;padding:.5rem 0}th,td{text-align:left;vertical-align:top;padding:.45rem .5rem;border-top:1px solid var(--line)}
-thead th{font-size:.85em;color:var(--mute);border-top:0}code{font-size:.92em;overflow-wrap:break-word}time,td>code,.m code{white-space:nowrap}
+thead th{font-size:.85em;color:var(--mute);border-top:0}code{font-size:.92em;overflow-wrap:anywhere}time{white-space:nowrap}
 ul{margin:0;padding-left:1.1rem}li+li{margin-top:.3rem}.todo{color:var(--mute)}
-.st{font-weight:700;white-space:nowrap}.st.k{color:var(--k)}.st.w{color:var(--w)}.st.d{color:var(--d)}.st.i{color:var(--i)}.st.p{color:var(--p)}
-.chg{color:var(--d);font-weight:600}
+.st{font-weight:700;white-space:nowrap}.st.k{color:var(--k)}.st.w{color:var(--w)}.st.d{color:var(--d)}.st.i{color:var(--i)}.st.p{color:var(--mute)}
+.chg{color:var(--d);font-weight:600}.rule{max-width:60rem}
+.pin{background:var(--card);border:1px solid var(--line);border-left:6px solid var(--p);border-radius:6px;margin:.75rem 0;padding:.6rem .8rem;min-width:0}
+.pin.d{border-left-color:var(--d)}.pin.w{border-left-color:var(--w)}.pin.i{border-left-color:var(--i)}.pin.k{border-left-color:var(--k)}
+.pin h2{display:inline;font-size:1.1rem;margin:0 .6rem 0 0;overflow-wrap:anywhere}.head{display:flex;flex-wrap:wrap;align-items:baseline;gap:.2rem .8rem}.head .m{overflow-wrap:anywhere}
+.facts{display:grid;grid-template-columns:repeat(auto-fit,minmax(12rem,1fr));gap:.3rem 1rem;margin:.5rem 0}.facts div{min-width:0}.facts dt{color:var(--mute);font-size:.85em}.facts dd{margin:0}.facts code{font-size:.85em}
+@media (min-width:1000px){.facts{grid-template-columns:minmax(0,3fr) minmax(0,3fr) minmax(0,2fr) minmax(0,2fr)}}
+.what{border-top:1px solid var(--line);padding-top:.4rem;margin-top:.3rem}.aside{margin:.3rem 0}
+.strip{display:flex;justify-content:flex-end;gap:2px;margin-top:.5rem;flex-wrap:wrap}.strip a{flex:1 1 0;min-width:8px;max-width:2.75rem;height:1.6rem;border-radius:3px;background:var(--p)}
+.strip a.t{height:1rem;align-self:flex-end}.strip a:hover,.strip a:focus{outline:2px solid var(--fg);outline-offset:1px}
+.strip a.k,.key.k{background:var(--k)}.strip a.w,.key.w{background:var(--w)}.strip a.d,.key.d{background:var(--d)}.strip a.i,.key.i{background:var(--i)}
+.key{display:inline-block;width:.7rem;height:.7rem;border-radius:2px;vertical-align:-1px}.axis{display:flex;flex-wrap:wrap;justify-content:space-between;gap:0 1rem}
 svg .k{fill:var(--k)}svg .w{fill:var(--w)}svg .d{fill:var(--d)}svg .i{fill:var(--i)}
 svg .m0{fill:var(--m0)}svg .m1{fill:var(--m1)}svg .m2{fill:var(--m2)}svg .m3{fill:var(--m3)}svg .m4{fill:var(--m4)}svg .m5{fill:var(--m5)}
-.strip{max-width:100%;height:auto}.chart{width:100%;max-width:420px;height:70px}.frame{fill:none;stroke:var(--line)}
+.sstrip{max-width:100%;height:auto}.chart{width:100%;max-width:420px;height:70px;display:block}.frame{fill:none;stroke:var(--line)}.zone{fill:var(--d);fill-opacity:.12}
 .line{fill:none;stroke:var(--m0);stroke-width:1.5;vector-effect:non-scaling-stroke}.dot{fill:var(--m0)}.alpha{stroke:var(--d);stroke-dasharray:4 3;vector-effect:non-scaling-stroke}
 figure{margin:0 0 1rem}figcaption{font-size:.9em;margin-bottom:.2rem}tr:target{outline:2px solid var(--m0)}
-@media (max-width:760px){table,caption,thead,tbody,tr,th,td{display:block}thead{position:absolute;left:-9999px}tr{border:1px solid var(--line);border-radius:6px;margin:.6rem 0;padding:.3rem .5rem}th,td{border:0;padding:.2rem 0}td[data-l]::before{content:attr(data-l) ': ';color:var(--mute)}}";
+@media (max-width:760px){table,caption,thead,tbody,tr,th,td{display:block}thead{position:absolute;left:-9999px}tr{border:1px solid var(--line);border-radius:6px;margin:.6rem 0;padding:.3rem .5rem}th,td{border:0;padding:.2rem 0}td[data-l]::before{content:attr(data-l) ': ';color:var(--mute)}body{padding:.6rem}}";
 
 /// Swaps in a fresh `<main>` every 30 s when the page changed (the server answers 304 while it
 /// has not), so the page stays current without a reload that would lose the scroll position.
@@ -115,6 +127,59 @@ pub fn id_text(id: &str) -> String {
     outside(id, DISPLAY_ID_CHARS)
 }
 
+/// How much of a long ID a cell shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fit {
+    /// The overview: at most `SHORT_ID_CHARS`, the whole ID in `title`.
+    Short,
+    /// A pin's own page: the whole ID (as bounded for display), wrapping where it must.
+    Full,
+}
+
+/// Longest ID the overview shows whole (wrapping where it must). A Bedrock profile ID
+/// (`us.anthropic.claude-sonnet-4-20250514-v1:0`, 42) fits whole in its column at 1280 px;
+/// longer ones (Vertex resource paths) keep their head and tail, since the date and version at
+/// the end are what tell snapshots apart.
+pub const SHORT_ID_CHARS: usize = 48;
+
+/// `<code>` with an ID from outside, shortened in the middle for `Fit::Short` when it is long.
+#[must_use]
+pub fn id_code(id: &str, fit: Fit) -> String {
+    let inert = bounded(&terminal(id), DISPLAY_ID_CHARS).into_owned();
+    match shortened(&inert, fit) {
+        Some(short) => format!("<code title=\"{}\">{}</code>", esc(&inert), esc(&short)),
+        None => format!("<code>{}</code>", esc(&inert)),
+    }
+}
+
+/// A link to a pin's page with its id, shortened like `id_code`.
+#[must_use]
+pub fn id_link(href: &str, id: &str, fit: Fit) -> String {
+    let inert = bounded(&terminal(id), DISPLAY_ID_CHARS).into_owned();
+    match shortened(&inert, fit) {
+        Some(short) => format!(
+            "<a href=\"{href}\" title=\"{}\">{}</a>",
+            esc(&inert),
+            esc(&short)
+        ),
+        None => format!("<a href=\"{href}\">{}</a>", esc(&inert)),
+    }
+}
+
+/// The head and tail of `text` around `…`, when `fit` asks for it and `text` is too long.
+fn shortened(text: &str, fit: Fit) -> Option<String> {
+    let chars: Vec<char> = text.chars().collect();
+    if fit == Fit::Full || chars.len() <= SHORT_ID_CHARS {
+        return None;
+    }
+    let tail = SHORT_ID_CHARS * 3 / 5;
+    let head = SHORT_ID_CHARS - tail - 1;
+    let mut out: String = chars[..head].iter().collect();
+    out.push('…');
+    out.extend(&chars[chars.len() - tail..]);
+    Some(out)
+}
+
 /// A path segment: every byte but unreserved characters percent-encoded.
 #[must_use]
 pub fn segment(text: &str) -> String {
@@ -172,7 +237,7 @@ pub fn standing_badge(standing: Standing) -> String {
 
 /// Served IDs with their counts; those the lock does not list are marked as changed.
 #[must_use]
-pub fn served_cell(view: &PinView) -> String {
+pub fn served_cell(view: &PinView, fit: Fit) -> String {
     let Some(latest) = &view.latest else {
         return "—".to_owned();
     };
@@ -199,20 +264,20 @@ pub fn served_cell(view: &PinView) -> String {
             } else {
                 ""
             };
-            format!("<code>{}</code>{count}{flag}", id_text(id))
+            format!("{}{count}{flag}", id_code(id, fit))
         })
         .collect();
     items.join("<br>")
 }
 
 #[must_use]
-pub fn locked_cell(view: &PinView) -> String {
+pub fn locked_cell(view: &PinView, fit: Fit) -> String {
     match &view.locked {
         None => "<span class=\"n\">not locked</span>".to_owned(),
         Some(ids) if ids.is_empty() => "<span class=\"n\">nothing recorded</span>".to_owned(),
         Some(ids) => ids
             .iter()
-            .map(|id| format!("<code>{}</code>", id_text(id)))
+            .map(|id| id_code(id, fit))
             .collect::<Vec<_>>()
             .join("<br>"),
     }
@@ -220,16 +285,15 @@ pub fn locked_cell(view: &PinView) -> String {
 
 /// "in 12 days (2027-01-01) → next-model", "retired 3 days ago", or that none is known.
 #[must_use]
-pub fn retirement_cell(view: &PinView) -> String {
+pub fn retirement_cell(view: &PinView, fit: Fit) -> String {
     let life = view.latest.as_ref().and_then(|r| r.pin.lifecycle.as_ref());
     let Some(life) = life else {
         return "<span class=\"n\">none announced</span>".to_owned();
     };
     let when = match life.days_left {
-        Some(d) if d < 0 => format!("retired {} days ago", -d),
+        Some(d) if d < 0 => format!("retired {} ago", count(d.unsigned_abs(), "day")),
         Some(0) => "retires today".to_owned(),
-        Some(1) => "in 1 day".to_owned(),
-        Some(d) => format!("in {d} days"),
+        Some(d) => format!("in {}", count(d.unsigned_abs(), "day")),
         None => life.stage.clone(),
     };
     let mut out = outside(&when, 40);
@@ -241,7 +305,7 @@ pub fn retirement_cell(view: &PinView) -> String {
             .replacement
             .iter()
             .take(3)
-            .map(|m| format!("<code>{}</code>", id_text(m)))
+            .map(|m| id_code(m, fit))
             .collect();
         let _ = write!(out, " → {}", names.join(", "));
     }
@@ -277,7 +341,7 @@ pub fn findings_list(findings: &[Finding], limit: usize, max: usize, more_href: 
         let _ = write!(
             out,
             "<li><a href=\"{more_href}\">{} more on the pin's page</a></li>",
-            sorted.len() - limit
+            count_of(sorted.len() - limit, "finding")
         );
     }
     out.push_str("</ul>");
@@ -312,7 +376,7 @@ pub fn since_text(view: &PinView) -> String {
         ""
     };
     format!(
-        "<div class=\"m\">since {qualifier}{}</div>",
+        " <span class=\"m\">since {qualifier}{}</span>",
         time_tag(first.started_at)
     )
 }

@@ -40,6 +40,8 @@ pub struct PinView {
     pub marks: Vec<Mark>,
     /// Served IDs modelpin.lock recorded; `None` when the pin is not locked.
     pub locked: Option<Vec<String>>,
+    /// A traffic verdict that no longer counts toward the status (`TRAFFIC_RULE`).
+    pub aside: Option<SetAside>,
 }
 
 /// One audit in a strip: when, and how it came out.
@@ -94,24 +96,65 @@ impl Mark {
     }
 }
 
-/// The record a pin stands on, from its newest probe audit and its newest traffic verdict: the
-/// worse of the two (the probe audit on a tie), so a traffic verdict of ok never hides what the
-/// last probe audit found, nor the other way round.
+/// How long a traffic verdict counts toward its pin's status without a newer one. While spans
+/// arrive the daemon stores a verdict whenever it changes and at least every 10 minutes, so a
+/// verdict this old means three refreshes missed: the application stopped sending spans for
+/// the pin.
+pub const TRAFFIC_COUNTS_MINUTES: i64 = 30;
+
+/// The rule, as the page and the README state it.
+pub const TRAFFIC_RULE: &str = "A traffic verdict counts toward its pin's status until a probe audit that started after it finds no drift (ok or warning), or until 30 minutes pass without a newer one (no spans for the pin). After that it is shown, set aside, and no longer sets the status.";
+
+/// A traffic verdict the pin no longer stands on, with why; the page still names it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetAside {
+    pub status: PinStatus,
+    pub judged_at: DateTime<Utc>,
+    pub why: Aside,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Aside {
+    /// A probe audit started after the verdict and found no drift; when it finished.
+    LaterProbe(DateTime<Utc>),
+    /// No newer verdict for `TRAFFIC_COUNTS_MINUTES`: no spans arrived.
+    Quiet,
+}
+
+/// The record a pin stands on, from its newest probe audit and its newest traffic verdict at
+/// `now`: the worse of the two (the probe audit on a tie), so a traffic verdict of ok never
+/// hides what the last probe audit found, nor the other way round — while the traffic verdict
+/// counts (`TRAFFIC_RULE`). One that no longer counts is returned beside, for the page to show.
 #[must_use]
 pub fn standing_record(
     probe: Option<AuditRecord>,
     traffic: Option<AuditRecord>,
-) -> Option<AuditRecord> {
-    match (probe, traffic) {
-        (Some(p), Some(t)) => Some(
-            if Standing::of_status(t.pin.status) < Standing::of_status(p.pin.status) {
-                t
-            } else {
-                p
-            },
-        ),
-        (p, t) => p.or(t),
+    now: DateTime<Utc>,
+) -> (Option<AuditRecord>, Option<SetAside>) {
+    let Some(t) = traffic else {
+        return (probe, None);
+    };
+    let aside = |why| SetAside {
+        status: t.pin.status,
+        judged_at: t.finished_at,
+        why,
+    };
+    if let Some(p) = &probe
+        && p.started_at >= t.finished_at
+        && matches!(p.pin.status, PinStatus::Ok | PinStatus::Warning)
+    {
+        let why = aside(Aside::LaterProbe(p.finished_at));
+        return (probe, (t.pin.status != PinStatus::Ok).then_some(why));
     }
+    if now - t.finished_at >= chrono::Duration::minutes(TRAFFIC_COUNTS_MINUTES) {
+        let why = aside(Aside::Quiet);
+        return (probe, (t.pin.status != PinStatus::Ok).then_some(why));
+    }
+    let standing = match probe {
+        Some(p) if Standing::of_status(t.pin.status) >= Standing::of_status(p.pin.status) => p,
+        _ => t,
+    };
+    (Some(standing), None)
 }
 
 /// `a-<millis>`: the id of an audit's row on its pin's page.
@@ -189,6 +232,7 @@ impl PinView {
             latest: None,
             marks: Vec::new(),
             locked,
+            aside: None,
         }
     }
 
@@ -243,6 +287,7 @@ pub(crate) mod tests {
             marks: Vec::new(),
             latest,
             locked: None,
+            aside: None,
         }
     }
 
@@ -292,7 +337,7 @@ pub(crate) mod tests {
             zipped.len(),
             html.len()
         );
-        assert_eq!(html.matches("<tr><th scope=\"row\">").count(), 100);
+        assert_eq!(html.matches("<article class=\"pin ").count(), 100);
     }
 
     #[test]
@@ -304,8 +349,10 @@ pub(crate) mod tests {
             r.source = traffic.then_some(Traffic);
             r
         };
+        let now = chrono::DateTime::from_timestamp(1_800_000_060, 0).unwrap();
         let standing = |p: Option<PinStatus>, t: Option<PinStatus>| {
-            super::standing_record(p.map(|s| record(s, false)), t.map(|s| record(s, true)))
+            super::standing_record(p.map(|s| record(s, false)), t.map(|s| record(s, true)), now)
+                .0
                 .map(|r| (r.pin.status, r.source.is_some()))
         };
         for (probe, traffic, want) in [
@@ -315,19 +362,14 @@ pub(crate) mod tests {
                 Some((PinStatus::Drift, false)),
             ),
             (
-                Some(PinStatus::Ok),
+                Some(PinStatus::Inconclusive),
                 Some(PinStatus::Drift),
                 Some((PinStatus::Drift, true)),
             ),
             (
-                Some(PinStatus::Warning),
                 Some(PinStatus::Inconclusive),
-                Some((PinStatus::Inconclusive, true)),
-            ),
-            (
-                Some(PinStatus::Ok),
-                Some(PinStatus::Ok),
-                Some((PinStatus::Ok, false)),
+                Some(PinStatus::Inconclusive),
+                Some((PinStatus::Inconclusive, false)),
             ),
             (None, Some(PinStatus::Ok), Some((PinStatus::Ok, true))),
             (Some(PinStatus::Ok), None, Some((PinStatus::Ok, false))),
@@ -335,6 +377,58 @@ pub(crate) mod tests {
         ] {
             assert_eq!(standing(probe, traffic), want, "{probe:?} {traffic:?}");
         }
+    }
+
+    #[test]
+    fn a_traffic_verdict_stops_counting_after_a_later_clean_probe_audit_or_half_an_hour_of_quiet() {
+        use super::{Aside, standing_record};
+        use crate::store::RecordSource::Traffic;
+        let at = |secs: i64, status, traffic: bool| {
+            let mut r = crate::store::tests::record("p", secs, "x");
+            r.finished_at = r.started_at;
+            r.pin.status = status;
+            r.source = traffic.then_some(Traffic);
+            r
+        };
+        let t0 = 1_800_000_000;
+        let now = |secs: i64| chrono::DateTime::from_timestamp(secs, 0).unwrap();
+        let drift = at(t0, PinStatus::Drift, true);
+        // Fresh, with an older ok probe audit: the drift stands.
+        let (st, aside) = standing_record(
+            Some(at(t0 - 60, PinStatus::Ok, false)),
+            Some(drift.clone()),
+            now(t0 + 60),
+        );
+        assert_eq!(st.map(|r| r.pin.status), Some(PinStatus::Drift));
+        assert_eq!(aside, None);
+        // A probe audit after it found no drift: ok, the verdict set aside with that reason.
+        for later in [PinStatus::Ok, PinStatus::Warning] {
+            let (st, aside) = standing_record(
+                Some(at(t0 + 10, later, false)),
+                Some(drift.clone()),
+                now(t0 + 60),
+            );
+            assert_eq!(st.map(|r| r.pin.status), Some(later));
+            let aside = aside.expect("set aside");
+            assert_eq!(aside.status, PinStatus::Drift);
+            assert!(matches!(aside.why, Aside::LaterProbe(_)));
+        }
+        // A later probe audit that is itself inconclusive does not clear it.
+        let (st, _) = standing_record(
+            Some(at(t0 + 10, PinStatus::Inconclusive, false)),
+            Some(drift.clone()),
+            now(t0 + 60),
+        );
+        assert_eq!(st.map(|r| r.pin.status), Some(PinStatus::Drift));
+        // 29 minutes quiet: still counts; 30: set aside, even with no probe audit at all.
+        let (st, _) = standing_record(None, Some(drift.clone()), now(t0 + 29 * 60));
+        assert_eq!(st.map(|r| r.pin.status), Some(PinStatus::Drift));
+        let (st, aside) = standing_record(None, Some(drift.clone()), now(t0 + 30 * 60));
+        assert_eq!(
+            st, None,
+            "a pin seen only through stale traffic is not audited yet"
+        );
+        assert_eq!(aside.map(|a| a.why), Some(Aside::Quiet));
     }
 
     #[test]

@@ -7,11 +7,12 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::daemon::page::html::{
-    document, findings_list, id_text, locked_cell, outside, retirement_cell, served_cell,
-    since_text, standing_badge, time_tag,
+    Fit, document, findings_list, id_code, id_text, locked_cell, outside, retirement_cell,
+    served_cell, since_text, standing_badge, time_tag,
 };
-use crate::daemon::page::svg::{Scale, chart, served_strip, status_class, strip, swatch};
-use crate::daemon::page::{Meta, PinHistory, Standing, anchor};
+use crate::daemon::page::overview::{aside_text, strip};
+use crate::daemon::page::svg::{Scale, chart, served_strip, status_class, swatch};
+use crate::daemon::page::{Meta, PinHistory, Standing, TRAFFIC_RULE, anchor};
 use crate::store::AuditRecord;
 
 /// Longest finding message or action shown on a pin's page, in characters.
@@ -32,13 +33,20 @@ pub fn page(history: &PinHistory, meta: &Meta) -> String {
         .map_or("never".to_owned(), |r| time_tag(r.finished_at));
     let _ = write!(
         main,
-        "<table><caption>Now</caption><tbody><tr><th scope=\"row\">Provider · model</th><td>{} · <code>{}</code></td></tr><tr><th scope=\"row\">Served now</th><td>{}</td></tr><tr><th scope=\"row\">At lock</th><td>{}</td></tr><tr><th scope=\"row\">Last audit</th><td>{last}</td></tr><tr><th scope=\"row\">Retirement</th><td>{}</td></tr></tbody></table>",
+        "<table><caption>Now</caption><tbody><tr><th scope=\"row\">Provider · model</th><td>{} · {}</td></tr><tr><th scope=\"row\">Served now</th><td>{}</td></tr><tr><th scope=\"row\">At lock</th><td>{}</td></tr><tr><th scope=\"row\">Last audit</th><td>{last}</td></tr><tr><th scope=\"row\">Retirement</th><td>{}</td></tr></tbody></table>",
         id_text(&view.provider),
-        id_text(&view.model),
-        served_cell(view),
-        locked_cell(view),
-        retirement_cell(view)
+        id_code(&view.model, Fit::Full),
+        served_cell(view, Fit::Full),
+        locked_cell(view, Fit::Full),
+        retirement_cell(view, Fit::Full)
     );
+    if let Some(aside) = &view.aside {
+        let _ = write!(
+            main,
+            "<p class=\"m aside\">{} {TRAFFIC_RULE}</p>",
+            aside_text(aside)
+        );
+    }
     let findings = view
         .latest
         .as_ref()
@@ -107,9 +115,9 @@ fn figure(out: &mut String, caption: &str, svg: &str) {
 fn charts(out: &mut String, history: &PinHistory) {
     let records = &history.records;
     let n = records.len();
-    let _ = write!(out, "<h2>Last {n} audits</h2>");
+    let _ = write!(out, "<h2>Last {}</h2>", crate::words::count_of(n, "audit"));
     let marks: Vec<_> = records.iter().map(crate::daemon::page::Mark::of).collect();
-    figure(out, "Status", &strip("", &marks));
+    figure(out, "Status of each audit, oldest left", &strip("", &marks));
     let legend = served_legend(records);
     let served: Vec<Option<usize>> = records
         .iter()
@@ -121,7 +129,7 @@ fn charts(out: &mut String, history: &PinHistory) {
     let names: Vec<String> = legend
         .iter()
         .enumerate()
-        .map(|(i, (id, _))| format!("{} <code>{}</code>", swatch(i), id_text(id)))
+        .map(|(i, (id, _))| format!("{} {}", swatch(i), id_code(id, Fit::Full)))
         .collect();
     let title = format!(
         "Model served most in each audit: {} different",
@@ -154,7 +162,7 @@ fn charts(out: &mut String, history: &PinHistory) {
     }
     let p: Vec<Option<f64>> = records.iter().map(smallest_p).collect();
     let title = format!(
-        "Smallest adjusted p-value (drift below the dashed line, alpha {}): {}",
+        "Smallest adjusted p-value, p = 1 at the top and 1e-8 at the bottom (log scale); drift below the dashed line at alpha {}: {}",
         history.alpha,
         range_text(&p, 4)
     );
@@ -202,9 +210,9 @@ fn served_table(out: &mut String, records: &[AuditRecord]) {
     for (i, (id, seen)) in served_legend(records).iter().enumerate() {
         let _ = write!(
             out,
-            "<tr><th scope=\"row\">{} <code>{}</code></th><td data-l=\"First seen\">{}</td><td data-l=\"Last seen\">{}</td><td data-l=\"Audits\">{}</td></tr>",
+            "<tr><th scope=\"row\">{} {}</th><td data-l=\"First seen\">{}</td><td data-l=\"Last seen\">{}</td><td data-l=\"Audits\">{}</td></tr>",
             swatch(i),
-            id_text(id),
+            id_code(id, Fit::Full),
             time_tag(seen.first),
             time_tag(seen.last),
             seen.audits
@@ -220,7 +228,7 @@ fn audits_table(out: &mut String, records: &[AuditRecord]) {
             .pin
             .served_models
             .iter()
-            .map(|(id, n)| format!("<code>{}</code> ×{n}", id_text(id)))
+            .map(|(id, n)| format!("{} ×{n}", id_code(id, Fit::Full)))
             .collect();
         let ok = r.pin.calls.ok;
         let cost = r

@@ -98,6 +98,7 @@ fn pin(i: usize, now: DateTime<Utc>) -> PinView {
         latest: Some(latest),
         marks,
         locked: Some(vec![model]),
+        aside: None,
     }
 }
 
@@ -120,6 +121,7 @@ fn findings(
             deployment_ids: BTreeMap::new(),
             gateway_fallbacks: BTreeMap::new(),
             examples: Vec::new(),
+            from_traffic: false,
         }));
         out.push(Evidence::CostChanged(CostChanged {
             billed_vs_price: None,

@@ -223,7 +223,7 @@ async fn fill(
         None if traffic.is_some() => store.last_audit(&view.id).await?,
         probe => probe,
     };
-    view.latest = standing_record(probe, traffic);
+    (view.latest, view.aside) = standing_record(probe, traffic, Utc::now());
     Ok((view, records))
 }
 

@@ -1,12 +1,11 @@
-//! The page's pictures as inline SVG: a strip of recent audits coloured by status, and small line
-//! charts. Each is `role="img"` with a `<title>` that says in words what it shows, and colours
+//! The page's pictures as inline SVG: a strip of the models served, and small line charts. Each is `role="img"` with a `<title>` that says in words what it shows, and colours
 //! come from CSS classes so both colour schemes apply. Numbers are written with one decimal at
 //! most, which is finer than a pixel at these sizes.
 
 use std::fmt::Write as _;
 
 use crate::daemon::page::Mark;
-use crate::daemon::page::html::{esc, time_text};
+use crate::daemon::page::html::esc;
 use crate::finding::PinStatus;
 
 /// Width of one audit in a strip, gap included.
@@ -28,31 +27,6 @@ pub fn status_class(status: PinStatus) -> &'static str {
         PinStatus::Inconclusive => "i",
         PinStatus::Drift => "d",
     }
-}
-
-/// The recent audits of one pin, oldest left; each mark links to `{href}#a-<millis>`. `href` is
-/// already escaped for an attribute.
-#[must_use]
-pub fn strip(href: &str, marks: &[Mark]) -> String {
-    let width = (marks.len() * MARK_STEP).max(MARK_STEP);
-    let mut out = format!(
-        "<svg class=\"strip\" role=\"img\" width=\"{width}\" height=\"{STRIP_HEIGHT}\" viewBox=\"0 0 {width} {STRIP_HEIGHT}\"><title>{}</title>",
-        esc(&strip_summary(marks))
-    );
-    for (i, mark) in marks.iter().enumerate() {
-        let _ = write!(
-            out,
-            "<a href=\"{href}#{}\"><title>{}: {}{}</title><rect x=\"{}\" width=\"{MARK_WIDTH}\" height=\"{STRIP_HEIGHT}\" class=\"{}\"/></a>",
-            mark.anchor(),
-            time_text(mark.started_at),
-            mark.status.as_str(),
-            if mark.traffic { " (traffic)" } else { "" },
-            i * MARK_STEP,
-            status_class(mark.status),
-        );
-    }
-    out.push_str("</svg>");
-    out
 }
 
 /// "Last 30 audits: 28 ok, 2 drift; latest drift" — the strip in words.
@@ -81,8 +55,8 @@ pub fn strip_summary(marks: &[Mark]) -> String {
 pub enum Scale {
     /// From the smallest value to the largest.
     Linear,
-    /// p-values: `-log10 p`, from 1 at the bottom to `1e-8` at the top, with a dashed line at
-    /// the given alpha.
+    /// p-values on a log scale, `p = 1` (no sign of drift) at the top down to `1e-8` at the
+    /// bottom, with a dashed line at the given alpha and the drift side below it shaded.
     PValue { alpha: f64 },
 }
 
@@ -96,10 +70,11 @@ pub fn chart(title: &str, values: &[Option<f64>], scale: Scale) -> String {
     );
     let y = y_of(values, scale);
     if let Scale::PValue { alpha } = scale {
+        let line = y(alpha);
         let _ = write!(
             out,
-            "<line class=\"alpha\" x1=\"0\" x2=\"{CHART_W}\" y1=\"{0:.1}\" y2=\"{0:.1}\"/>",
-            y(alpha)
+            "<rect class=\"zone\" y=\"{line:.1}\" width=\"{CHART_W}\" height=\"{:.1}\"/><line class=\"alpha\" x1=\"0\" x2=\"{CHART_W}\" y1=\"{line:.1}\" y2=\"{line:.1}\"/>",
+            CHART_H - line
         );
     }
     let step = if values.len() > 1 {
@@ -147,9 +122,10 @@ fn y_of(values: &[Option<f64>], scale: Scale) -> Box<dyn Fn(f64) -> f64> {
                 Box::new(move |_| CHART_H / 2.0)
             }
         }
+        // Smaller p is further down: the drift side of the alpha line is below it.
         Scale::PValue { .. } => Box::new(move |p| {
-            let height = (-p.max(1e-300).log10()).clamp(0.0, 8.0) / 8.0;
-            CHART_H - PAD - height * span
+            let depth = (-p.max(1e-300).log10()).clamp(0.0, 8.0) / 8.0;
+            PAD + depth * span
         }),
     }
 }
@@ -173,7 +149,7 @@ fn runs(values: &[Option<f64>]) -> Vec<Vec<(usize, f64)>> {
 pub fn served_strip(title: &str, served: &[Option<usize>]) -> String {
     let width = (served.len() * MARK_STEP).max(MARK_STEP);
     let mut out = format!(
-        "<svg class=\"strip\" role=\"img\" width=\"{width}\" height=\"{STRIP_HEIGHT}\" viewBox=\"0 0 {width} {STRIP_HEIGHT}\"><title>{}</title>",
+        "<svg class=\"sstrip\" role=\"img\" width=\"{width}\" height=\"{STRIP_HEIGHT}\" viewBox=\"0 0 {width} {STRIP_HEIGHT}\"><title>{}</title>",
         esc(title)
     );
     for (i, model) in served.iter().enumerate() {
@@ -211,7 +187,7 @@ pub fn swatch(index: usize) -> String {
 mod tests {
     use chrono::DateTime;
 
-    use super::{Scale, chart, runs, strip, strip_summary};
+    use super::{Scale, chart, runs, strip_summary};
     use crate::daemon::page::Mark;
     use crate::finding::PinStatus;
 
@@ -224,20 +200,88 @@ mod tests {
     }
 
     #[test]
-    fn a_strip_links_each_audit_and_says_what_it_shows() {
+    fn a_strip_says_in_words_what_it_shows() {
         let marks = [
             mark(1_800_000_000, PinStatus::Ok),
             mark(1_800_003_600, PinStatus::Drift),
         ];
-        let svg = strip("pins/x", &marks);
-        assert!(svg.contains("role=\"img\""), "{svg}");
-        assert!(
-            svg.contains("<title>Last 2 audits: 1 ok, 1 drift; latest drift</title>"),
-            "{svg}"
+        assert_eq!(
+            strip_summary(&marks),
+            "Last 2 audits: 1 ok, 1 drift; latest drift"
         );
-        assert!(svg.contains("href=\"pins/x#a-1800003600000\""), "{svg}");
-        assert!(svg.contains("class=\"d\""), "{svg}");
+        assert_eq!(strip_summary(&marks[..1]), "Last 1 audit: 1 ok; latest ok");
         assert_eq!(strip_summary(&[]), "No audits stored yet");
+    }
+
+    /// The y of the dashed alpha line and of each plotted point, read back from the SVG.
+    fn alpha_and_points(svg: &str) -> (f64, Vec<(f64, f64)>) {
+        let attr = |tag: &str, name: &str| -> f64 {
+            let at = tag.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+            tag[at..].split('"').next().unwrap().parse().unwrap()
+        };
+        let line = svg.split("<line ").nth(1).unwrap();
+        assert!(line.contains("class=\"alpha\""), "{svg}");
+        let alpha = attr(line, "y1");
+        let mut points = Vec::new();
+        for poly in svg.split("<polyline ").skip(1) {
+            let list = poly
+                .split("points=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap();
+            for pair in list.split(' ') {
+                let (x, y) = pair.split_once(',').unwrap();
+                points.push((x.parse().unwrap(), y.parse().unwrap()));
+            }
+        }
+        for dot in svg.split("<circle ").skip(1) {
+            points.push((attr(dot, "cx"), attr(dot, "cy")));
+        }
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        (alpha, points)
+    }
+
+    #[test]
+    fn a_p_value_below_alpha_is_drawn_on_the_drift_side_of_the_line_the_caption_names() {
+        let alpha = 0.001;
+        let ps = [1.0, 0.2, 0.0011, 0.0009, 1e-6, 1e-12];
+        let values: Vec<Option<f64>> = ps.iter().copied().map(Some).collect();
+        let svg = chart("p", &values, Scale::PValue { alpha });
+        let (line, points) = alpha_and_points(&svg);
+        assert_eq!(points.len(), ps.len(), "{svg}");
+        // SVG y grows downwards: "below the dashed line" is a larger y.
+        for (p, (_, y)) in ps.iter().zip(&points) {
+            if *p < alpha {
+                assert!(
+                    *y > line,
+                    "p = {p} drawn at y {y}, not below the alpha line at {line}"
+                );
+            } else {
+                assert!(
+                    *y < line,
+                    "p = {p} drawn at y {y}, not above the alpha line at {line}"
+                );
+            }
+        }
+        // A healthy p = 1 sits at the top; smaller p goes further down.
+        assert!(points.windows(2).all(|w| w[0].1 <= w[1].1), "{points:?}");
+        // The shaded drift zone starts at the line and covers what is below it.
+        let zone = svg.split("<rect class=\"zone\" ").nth(1).unwrap();
+        let zone_y: f64 = zone
+            .split("y=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((zone_y - line).abs() < 1e-9, "{svg}");
+        // A lone value is a dot, on the same side.
+        let (line, dot) = alpha_and_points(&chart("p", &[Some(0.0001)], Scale::PValue { alpha }));
+        assert!(dot[0].1 > line);
     }
 
     #[test]

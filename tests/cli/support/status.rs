@@ -50,13 +50,18 @@ pub fn fleet(served_instead: &str, schedule: &str, token_env: Option<&str>) -> (
     (sim, test)
 }
 
-/// (pin id, status word) of each row of the overview, in page order.
+/// (pin id, status word) of each pin's card on the overview, in page order.
 pub fn rows(html: &str) -> Vec<(String, String)> {
-    html.split("<tr><th scope=\"row\">")
+    html.split("<article class=\"pin ")
         .skip(1)
-        .filter_map(|row| {
-            let id = row.split_once("\">")?.1.split_once("</a>")?.0.to_owned();
-            let status = row
+        .filter_map(|card| {
+            let id = card
+                .split_once("data-pin=\"")?
+                .1
+                .split_once('"')?
+                .0
+                .to_owned();
+            let status = card
                 .split_once("<span class=\"st ")?
                 .1
                 .split_once("</span>")?

@@ -1,0 +1,156 @@
+//! Spend a user can trust: a pin without a `price` is named before the first call as one the
+//! spend cap cannot hold, and every output says "unpriced" (JSON `null`, JUnit `<skipped/>`)
+//! rather than a zero that reads as free. GitHub annotations carry what to do.
+
+use modelpin::provider::ProviderKind;
+use modelpin::sim::scenario::Reported;
+
+use crate::harness::{KEY_VAR, Sim, Test, one_pin};
+use crate::world::{model, reroute, single};
+
+const ID: &str = "acme-large-2024-08-06";
+const SWAP: &str = "acme-small-2024-09-01";
+
+/// A locked unpriced pin whose model is then served by another one (drift).
+fn unpriced_drift() -> (Sim, Test) {
+    let sim = Sim::start(single(ID, model(ID, 4.0, (2.5, 10.0))));
+    let test = Test::new()
+        .pins(&one_pin(
+            ProviderKind::OpenAi,
+            &sim.url(ProviderKind::OpenAi),
+            ID,
+            "",
+        ))
+        .probes();
+    test.run(&["lock"]).code(0);
+    sim.set(reroute(
+        sim.sim.scenario(),
+        ID,
+        model(SWAP, 4.0, (0.5, 2.0)),
+        Reported::Honest,
+    ));
+    (sim, test)
+}
+
+#[test]
+fn an_unpriced_pin_is_named_before_the_first_call_as_one_the_spend_cap_cannot_limit() {
+    let (sim, test) = unpriced_drift();
+    let before = sim.requests();
+    let run = test.run(&["check", "--max-cost", "0.50", "--format", "json"]);
+    run.code(1);
+    let warning = run
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("warning: 1 pin has no `price` (pin)"))
+        .unwrap_or_else(|| panic!("a warning about the unpriced pin:\n{}", run.stderr));
+    assert!(
+        warning.contains("the spend cap ($0.50) cannot limit it"),
+        "{warning}"
+    );
+    let plan = run.stderr.find("check: 1 pin: 6 calls planned").unwrap();
+    assert!(
+        plan < run.stderr.find(warning).unwrap(),
+        "the warning follows the plan, before any call: {}",
+        run.stderr
+    );
+    assert!(sim.requests() > before, "the check still runs");
+    let report = run.json();
+    assert_eq!(report.pin("pin").cost_usd, None);
+    assert_eq!(report.summary.cost_usd, None, "no pin priced: no total");
+    assert_eq!(report.summary.unpriced_pins, ["pin"]);
+
+    let human = test.run(&["check"]);
+    assert!(
+        human.stdout.contains("· unpriced · exit 1"),
+        "the total says unpriced, not $0.0000:\n{}",
+        human.stdout
+    );
+}
+
+#[test]
+fn junit_skips_the_cost_case_of_an_unpriced_pin_and_github_says_unpriced_and_what_to_do() {
+    let (_sim, test) = unpriced_drift();
+    let junit = test.run(&["check", "--format", "junit"]);
+    junit.code(1);
+    let cost = junit
+        .stdout
+        .split("<testcase ")
+        .find(|c| c.contains("name=\"cost\""))
+        .unwrap_or_else(|| panic!("a cost testcase:\n{}", junit.stdout));
+    let cost = cost.split("</testcase>").next().unwrap();
+    assert!(
+        cost.contains("<skipped message=\"unpriced"),
+        "the cost case is skipped, not passed: {cost}"
+    );
+
+    let summary = test.path("summary.md");
+    let test = test.env("GITHUB_STEP_SUMMARY", &summary.to_string_lossy());
+    let github = test.run(&["check", "--format", "github"]);
+    github.code(1);
+    let error = github
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("::error ") && l.contains("served_model_mismatch"))
+        .unwrap_or_else(|| panic!("an error annotation:\n{}", github.stdout));
+    assert!(
+        error.contains("%0A→ if `acme-small-2024-09-01` is a change you accept"),
+        "the annotation carries what to do: {error}"
+    );
+    assert!(
+        github
+            .stdout
+            .contains("::notice title=modelpin::checked config")
+    );
+    assert!(github.stdout.contains("drift (1 pin)"), "{}", github.stdout);
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert!(md.contains("| unpriced |"), "{md}");
+    assert!(
+        md.contains("6 calls, ") && md.contains(", unpriced; exit 1."),
+        "{md}"
+    );
+    assert!(!md.contains("$0.0000"), "{md}");
+    assert!(
+        md.contains("  → if `"),
+        "the summary lists what to do: {md}"
+    );
+}
+
+#[test]
+fn a_priced_and_an_unpriced_pin_total_the_priced_one_and_name_the_other() {
+    let sim = Sim::start(single(ID, model(ID, 4.0, (2.5, 10.0))));
+    let pins = format!(
+        "version = 1\n\n[settings]\ntimeout = \"3s\"\n\n[providers.p]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key_env = \"{KEY_VAR}\"\n\n[[pin]]\nid = \"priced\"\nprovider = \"p\"\nmodel = \"{ID}\"\nprobes = [\"probes/*.toml\"]\nsamples = 3\nprice = {{ input = 2.5, output = 10.0 }}\n\n[[pin]]\nid = \"free-ride\"\nprovider = \"p\"\nmodel = \"{ID}\"\nprobes = [\"probes/*.toml\"]\nsamples = 3\n",
+        sim.url(ProviderKind::OpenAi)
+    );
+    let test = Test::new().pins(&pins).probes();
+    let lock = test.run(&["lock"]);
+    lock.code(0);
+    assert!(
+        lock.stderr.contains("about $") && lock.stderr.contains(" for the 1 pin priced,"),
+        "{}",
+        lock.stderr
+    );
+    assert!(
+        lock.stderr
+            .contains("warning: 1 pin has no `price` (free-ride)"),
+        "{}",
+        lock.stderr
+    );
+    let run = test.run(&["check", "--format", "json"]);
+    run.code(0);
+    let report = run.json();
+    let priced = report.pin("priced").cost_usd.expect("priced");
+    assert!(priced > 0.0);
+    assert_eq!(
+        report.summary.cost_usd,
+        Some(priced),
+        "the priced pin's cost"
+    );
+    assert_eq!(report.summary.unpriced_pins, ["free-ride"]);
+    let human = test.run(&["check"]);
+    assert!(
+        human.stdout.contains(" + 1 pin unpriced · exit 0"),
+        "{}",
+        human.stdout
+    );
+}
