@@ -5,7 +5,7 @@
 use modelpin::provider::ProviderKind;
 use modelpin::sim::scenario::Reported;
 
-use crate::harness::{Sim, Test, one_pin};
+use crate::harness::{Sim, Test, SETTINGS, one_pin_with};
 use crate::world::{model, reroute, single};
 
 const SWAP: &str = "acme-small-2024-09-01";
@@ -14,7 +14,8 @@ const SWAP: &str = "acme-small-2024-09-01";
 fn drifting(requested: &str) -> (Sim, Test) {
     let sim = Sim::start(single(requested, model(requested, 4.0, (2.5, 10.0))));
     let test = Test::new()
-        .pins(&one_pin(
+        .pins(&one_pin_with(
+            SETTINGS,
             ProviderKind::OpenAi,
             &sim.url(ProviderKind::OpenAi),
             requested,

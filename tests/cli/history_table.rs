@@ -5,10 +5,9 @@ use std::time::Duration;
 
 use modelpin::provider::ProviderKind;
 
-use crate::daemon::{Daemon, until};
 use crate::harness::{ARITH, Sim, Test, one_pin_with};
-use crate::status_layout::{page_url, port_of};
-use crate::status_page::fetch;
+use crate::support::daemon::Daemon;
+use crate::support::wait::eventually;
 use crate::world::{model, single};
 
 const ID: &str = "acme-pro-001";
@@ -27,16 +26,16 @@ fn history_has_a_header_row_newest_first_and_no_trailing_spaces() {
         .file("probes/arith.toml", ARITH);
     test.run(&["lock"]).code(0);
     let mut daemon = Daemon::start(&test);
-    let port = port_of(&page_url(&daemon));
-    let three = until(Duration::from_secs(20), || {
-        fetch(port, "/api/history", "")
+    let three = eventually(Duration::from_secs(20), || {
+        daemon
+            .get("/api/history")
             .and_then(|r| serde_json::from_str::<Vec<serde_json::Value>>(&r.text()).ok())
             .is_some_and(|records| records.len() >= 3)
     });
     assert!(three, "three audits stored: {}", daemon.log());
     daemon.signal("TERM");
     assert_eq!(
-        daemon.wait(Duration::from_secs(20)),
+        daemon.wait_exit(Duration::from_secs(20)),
         Some(0),
         "{}",
         daemon.log()

@@ -5,7 +5,7 @@
 use modelpin::provider::ProviderKind;
 use modelpin::sim::scenario::Reported;
 
-use crate::harness::{KEY_VAR, Sim, Test, one_pin};
+use crate::harness::{KEY_VAR, Sim, Test, SETTINGS, one_pin_with};
 use crate::world::{model, reroute, single};
 
 const ID: &str = "acme-large-2024-08-06";
@@ -15,7 +15,8 @@ const SWAP: &str = "acme-small-2024-09-01";
 fn unpriced_drift() -> (Sim, Test) {
     let sim = Sim::start(single(ID, model(ID, 4.0, (2.5, 10.0))));
     let test = Test::new()
-        .pins(&one_pin(
+        .pins(&one_pin_with(
+            SETTINGS,
             ProviderKind::OpenAi,
             &sim.url(ProviderKind::OpenAi),
             ID,

@@ -15,9 +15,11 @@ use std::time::Duration;
 use modelpin::provider::ProviderKind;
 use modelpin::sim::scenario::Reported;
 
-use crate::daemon::{Daemon, until};
 use crate::harness::{KEY_VAR, Sim, Test};
-use crate::status_page::{fetch, rows};
+use crate::support::daemon::Daemon;
+use crate::support::http::fetch;
+use crate::support::status::rows;
+use crate::support::wait::eventually;
 use crate::world::{model, reroute, single};
 
 /// Bedrock cross-region profile IDs: the longest shape of ID providers hand out.
@@ -29,18 +31,9 @@ const DRIFTING: &str = "payments-support-summariser-eu-west-prod";
 const UNLOCKED: &str = "claims-intake-classifier-us-east-staging";
 const STEADY: &str = "search-query-rewriter-ap-south-canary-01";
 
-/// The URL of the status page, from the daemon's start line ("status page: http://…/").
+/// The URL of the status page: the address the daemon bound (its start line names it).
 pub fn page_url(daemon: &Daemon) -> String {
-    let mut url = None;
-    let found = until(Duration::from_secs(20), || {
-        url = daemon.log().lines().find_map(|line| {
-            let at = line.find("status page: ")?;
-            Some(line[at + "status page: ".len()..].trim().to_owned())
-        });
-        url.is_some()
-    });
-    assert!(found, "the start line names the page: {}", daemon.log());
-    url.unwrap()
+    format!("http://127.0.0.1:{}/", daemon.port())
 }
 
 /// The port of a page URL `http://127.0.0.1:PORT/`.
@@ -143,7 +136,7 @@ fn status_page_reads_at_1280_and_on_a_phone_with_long_ids_and_no_sideways_scroll
         (STEADY, "ok"),
     ];
     let mut html = String::new();
-    let ready = until(Duration::from_secs(60), || {
+    let ready = eventually(Duration::from_secs(60), || {
         html = fetch(port, "/", "").map(|r| r.text()).unwrap_or_default();
         let shown = rows(&html);
         shown.len() == 3
@@ -250,11 +243,13 @@ fn daemon_start_names_the_status_page_url_plainly() {
     let (_sim, test) = long_fleet();
     let daemon = Daemon::start(&test);
     let url = page_url(&daemon);
+    assert_ne!(daemon.port(), 0, "the bound port, not the configured 0");
+    // The start line is what a person reads: it names the page's URL in full.
     assert!(
-        url.starts_with("http://127.0.0.1:") && url.ends_with('/'),
-        "{url}"
+        daemon.log().contains(&format!("url={url}")),
+        "the start line names {url}: {}",
+        daemon.log()
     );
-    assert_ne!(port_of(&url), 0, "the bound port, not the configured 0");
     let answer = fetch(port_of(&url), "/", "").expect("the page answers at that URL");
     assert_eq!(answer.status, 200);
     assert!(answer.text().contains("<h1>modelpin status</h1>"));
@@ -264,7 +259,9 @@ fn daemon_start_names_the_status_page_url_plainly() {
 fn a_traffic_drift_stops_setting_the_status_once_a_later_probe_audit_finds_none() {
     use prost::Message as _;
 
-    use crate::traffic_daemon::{ID, post, request, span};
+    use crate::support::http::post;
+    use crate::support::traffic::ID;
+    use crate::traffic_daemon::{request, span};
     let sim = Sim::start(single(ID, model(ID, 4.0, (1.25, 10.0))));
     let settings = "timeout = \"5s\"\nschedule = \"* * * * * *\"\nmetrics = \"127.0.0.1:0\"\nstore = \"store\"";
     let test = Test::new()
@@ -288,7 +285,7 @@ fn a_traffic_drift_stops_setting_the_status_once_a_later_probe_audit_finds_none(
     )
     .expect("the receiver answers");
     assert_eq!(answer.status, 200);
-    let judged = until(Duration::from_secs(10), || {
+    let judged = eventually(Duration::from_secs(10), || {
         let page = fetch(port, "/api/history?limit=1000", "").map(|r| r.text());
         let records: Vec<serde_json::Value> = page
             .and_then(|t| serde_json::from_str(&t).ok())
@@ -301,7 +298,7 @@ fn a_traffic_drift_stops_setting_the_status_once_a_later_probe_audit_finds_none(
     // The probe audits that follow find nothing wrong: the pin stands on them, and the page
     // still says what traffic saw and why it no longer counts.
     let mut html = String::new();
-    let cleared = until(Duration::from_secs(20), || {
+    let cleared = eventually(Duration::from_secs(20), || {
         html = fetch(port, "/", "").map(|r| r.text()).unwrap_or_default();
         rows(&html) == [("pin".to_owned(), "ok".to_owned())]
     });

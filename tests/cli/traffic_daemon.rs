@@ -37,7 +37,7 @@ fn text(key: &str, value: &str) -> KeyValue {
 }
 
 /// A GenAI span as the OpenAI instrumentation writes it.
-fn span(i: u64, requested: &str, served: &str) -> Span {
+pub fn span(i: u64, requested: &str, served: &str) -> Span {
     Span {
         trace_id: [i.to_be_bytes(), i.to_be_bytes()].concat(),
         span_id: i.to_be_bytes().to_vec(),
@@ -55,7 +55,7 @@ fn span(i: u64, requested: &str, served: &str) -> Span {
     }
 }
 
-fn request(spans: Vec<Span>) -> ExportTraceServiceRequest {
+pub fn request(spans: Vec<Span>) -> ExportTraceServiceRequest {
     ExportTraceServiceRequest {
         resource_spans: vec![ResourceSpans {
             resource: Some(Resource {
