@@ -152,22 +152,27 @@ pub(crate) fn render(config: &Config, report: &Report, format: Format) -> String
         Format::Junit => junit::render(report),
         Format::Github => {
             let text = std::fs::read_to_string(&config.path).unwrap_or_default();
-            let line = |pin: &str| pin_line(&text, pin);
+            let lines = pin_lines(&text);
+            let line = |pin: &str| lines.get(pin).copied();
             github::render(report, &config.path.to_string_lossy(), &line)
         }
     }
 }
 
 /// The line of `id = "<pin>"` in pins.toml, for annotations that point at the pin.
-fn pin_line(text: &str, pin: &str) -> Option<usize> {
-    text.lines()
-        .position(|l| {
-            let l = l.trim();
-            l.starts_with("id")
-                && l.split_once('=')
-                    .is_some_and(|(k, v)| k.trim() == "id" && v.trim().trim_matches('"') == pin)
-        })
-        .map(|i| i + 1)
+/// The 1-based line of each pin's `id = "…"` in pins.toml (its first, if written twice): read
+/// once, so annotating every finding of every pin stays linear in the file.
+fn pin_lines(text: &str) -> std::collections::HashMap<&str, usize> {
+    let mut lines = std::collections::HashMap::new();
+    for (i, l) in text.lines().enumerate() {
+        let Some((key, value)) = l.trim().split_once('=') else {
+            continue;
+        };
+        if key.trim() == "id" {
+            lines.entry(value.trim().trim_matches('"')).or_insert(i + 1);
+        }
+    }
+    lines
 }
 
 /// Appends the Markdown summary to `$GITHUB_STEP_SUMMARY` when the runner sets it.
@@ -184,5 +189,32 @@ pub(crate) fn append_step_summary(report: &Report, out: Output) {
         out.progress(&format!(
             "warning: cannot append to $GITHUB_STEP_SUMMARY: {e}"
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pin_lines;
+
+    #[test]
+    fn pin_lines_finds_each_id_once_in_one_pass() {
+        let text = "version = 1\n\n[[pin]]\nid = \"a\"\nmodel = \"m\"\n\n[[pin]]\n  id=\"b\"\n# id = \"c\"\n[[pin]]\nid = \"a\"\n";
+        let lines = pin_lines(text);
+        let cases: [(&str, Option<usize>); 4] =
+            [("a", Some(4)), ("b", Some(8)), ("m", None), ("version", None)];
+        for (pin, want) in cases {
+            assert_eq!(lines.get(pin).copied(), want, "{pin}");
+        }
+    }
+
+    #[test]
+    fn pin_lines_of_ten_thousand_pins_are_all_found() {
+        let text: String = (0..10_000)
+            .map(|i| format!("[[pin]]\nid = \"p{i}\"\nprovider = \"x\"\n"))
+            .collect();
+        let lines = pin_lines(&text);
+        assert_eq!(lines.len(), 10_000);
+        assert_eq!(lines.get("p0"), Some(&2));
+        assert_eq!(lines.get("p9999"), Some(&(9_999 * 3 + 2)));
     }
 }
