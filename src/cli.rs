@@ -131,9 +131,10 @@ pub enum Command {
         /// Warnings fail the scan too (exit 1).
         #[arg(long)]
         strict: bool,
-        /// Report only findings at this level or above, in every format (and exit on them alone).
-        #[arg(long, value_enum, value_name = "LEVEL", default_value_t = Level::Info)]
-        min_level: Level,
+        /// Report only findings at this level or above, in every format (and exit on them alone)
+        /// [default: `[scan] min_level` of pins.toml, else info]
+        #[arg(long, value_enum, value_name = "LEVEL")]
+        min_level: Option<Level>,
         /// Print the replacements for retired and retiring IDs as a patch; no file is edited.
         #[arg(long, visible_alias = "suggest")]
         fix: bool,

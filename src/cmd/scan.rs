@@ -33,8 +33,9 @@ pub struct Options {
     pub walk: WalkOptions,
     pub format: ScanFormat,
     pub strict: bool,
-    /// Findings below this level are left out of every output and of the exit code.
-    pub min_level: Level,
+    /// Findings below this level are left out of every output and of the exit code; `None`:
+    /// pins.toml's `[scan] min_level`, else every level.
+    pub min_level: Option<Level>,
     pub fix: bool,
 }
 
@@ -148,7 +149,11 @@ pub fn run(
 ) -> Result<Exit, AppError> {
     let project = load_project(config_path, explicit, out)?;
     let mut scan = project.scan(&options.walk)?;
-    scan.keep_at_least(options.min_level);
+    let min_level = options
+        .min_level
+        .or_else(|| project.config.as_ref().and_then(|c| c.scan.min_level))
+        .unwrap_or(Level::Info);
+    scan.keep_at_least(min_level);
     let code = exit_code(&scan, options.strict);
     let text = if options.fix {
         render::patch(&scan, &|path| std::fs::read(path).ok())

@@ -202,6 +202,7 @@ fn validate(
     };
     let pins = pins::pins(&mut check, raw.pin, &refs, &mut probes);
     let traffic = traffic::traffic(&mut check, raw.traffic);
+    let scan = scan(&mut check, raw.scan);
     let warnings = ident::look_alikes(src, &check.names);
     let errors = check.finish();
     if !errors.is_empty() {
@@ -219,8 +220,21 @@ fn validate(
         probes,
         alerts,
         traffic,
+        scan,
         warnings,
     })
+}
+
+/// `[scan]`, each key checked where it is written.
+fn scan(check: &mut Check, raw: Option<raw::RawScan>) -> Scan {
+    use crate::scan::Level;
+    let levels = [Level::Info, Level::Warning, Level::Error];
+    let names: Vec<&str> = levels.iter().map(|l| l.as_str()).collect();
+    let min_level = raw.and_then(|r| r.min_level).and_then(|value| {
+        let name = check.choice(&value, "level", &names)?;
+        levels.into_iter().find(|l| l.as_str() == name)
+    });
+    Scan { min_level }
 }
 
 /// `version = 1` must be there before anything else is read: another version's keys would only
@@ -264,9 +278,17 @@ pub struct Config {
     /// In file order.
     pub alerts: Vec<AlertChannel>,
     pub traffic: Traffic,
+    pub scan: Scan,
     /// What the file allows but a reader should know (ids that differ only in look-alike
     /// characters), one line each, with the places; the commands print them as warnings.
     pub warnings: Vec<String>,
+}
+
+/// `[scan]`: defaults for `modelpin scan` run in this project.
+#[derive(Debug, Clone, Default)]
+pub struct Scan {
+    /// Findings below this level are left out (`--min-level` overrides it); `None`: every level.
+    pub min_level: Option<crate::scan::Level>,
 }
 
 /// `[traffic]`: the daemon's OTLP traces receiver and how spans match pins.

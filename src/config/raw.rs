@@ -28,6 +28,13 @@ pub(crate) struct RawPins {
     #[serde(default)]
     pub alerts: Named<RawAlert>,
     pub traffic: Option<RawTraffic>,
+    pub scan: Option<RawScan>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawScan {
+    pub min_level: Option<Str>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -154,7 +154,7 @@ fn scan_min_level_filters_every_format() {
     only_alias.code(0);
     assert!(
         only_alias.stdout.contains("0 info in 0 occurrences")
-            && only_alias.stdout.contains("2 below --min-level left out"),
+            && only_alias.stdout.contains("2 below the minimum level left out"),
         "{}",
         only_alias.stdout
     );
@@ -164,6 +164,34 @@ fn scan_min_level_filters_every_format() {
         bad.stderr.contains("info, warning, error"),
         "{}",
         bad.stderr
+    );
+}
+
+#[test]
+fn scan_min_level_from_pins_toml_applies_unless_the_flag_says_otherwise() {
+    let pins = "version = 1\n\n[scan]\nmin_level = \"warning\"\n";
+    let test = Test::new().pins(pins).file("alias.py", "M = 'gpt-9o'\n");
+    copy_docs(&test);
+    let set = |items: &[&str]| {
+        items
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect::<BTreeSet<_>>()
+    };
+    let run = test.run(&["scan", "--format", "json"]);
+    let from_file: BTreeSet<String> = occurrences(&run.stdout).into_iter().map(|o| o.4).collect();
+    assert_eq!(from_file, set(&["error"]), "pins.toml's level: {}", run.stdout);
+    assert_eq!(levels(&test, "json", "info"), set(&["error", "info"]), "the flag wins");
+
+    let bad = Test::new().pins("version = 1\n\n[scan]\nmin_level = \"warn\"\n");
+    let run = bad.run(&["scan"]);
+    run.code(2);
+    assert!(
+        run.stderr.contains("pins.toml:4:")
+            && run.stderr.contains("unknown level `warn`")
+            && run.stderr.contains("did you mean `warning`?"),
+        "{}",
+        run.stderr
     );
 }
 
