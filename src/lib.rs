@@ -6,30 +6,30 @@
 
 mod closed;
 
-pub mod alert;
+pub(crate) mod alert;
 pub mod app;
-pub mod audit;
+pub(crate) mod audit;
 pub mod cli;
 pub mod cmd;
 pub mod config;
 pub mod daemon;
-pub mod exit;
-pub mod fault;
-pub mod finding;
+pub(crate) mod exit;
+pub(crate) mod fault;
+pub(crate) mod finding;
 #[cfg(test)]
 pub(crate) mod fixtures;
-pub mod lifecycle;
-pub mod lock;
-pub mod logging;
+pub(crate) mod lifecycle;
+pub(crate) mod lock;
+pub(crate) mod logging;
 pub mod provider;
-pub mod redact;
-pub mod report;
-pub mod retry;
-pub mod scan;
+pub(crate) mod redact;
+pub(crate) mod report;
+pub(crate) mod retry;
+pub(crate) mod scan;
 pub mod sim;
 pub mod stats;
 pub mod store;
-pub mod text;
-pub mod traffic;
-pub mod transport;
-pub mod words;
+pub(crate) mod text;
+pub(crate) mod traffic;
+pub(crate) mod transport;
+pub(crate) mod words;

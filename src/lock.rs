@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 pub const LOCK_VERSION: u32 = 1;
 
 mod recover;
-pub use recover::{Recovered, conflict_marker, recover};
+pub use recover::{conflict_marker, recover};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -233,15 +233,6 @@ impl<'a> Plan<'a> {
             ctx.progress.clone(),
         )
     }
-
-    /// Calls the audit will make at most (retries not counted).
-    #[must_use]
-    pub fn planned_calls(&self) -> u64 {
-        self.pins
-            .iter()
-            .map(|p| u64::from(self.samples.unwrap_or(p.samples)) * p.probes.len() as u64)
-            .sum()
-    }
 }
 
 /// Observes every pin of the plan; pins come back in plan order.

@@ -227,7 +227,7 @@ fn validate(
 
 /// `[scan]`, each key checked where it is written.
 fn scan(check: &mut Check, raw: Option<raw::RawScan>) -> Scan {
-    use crate::scan::Level;
+    use crate::scan::code::Level;
     let levels = [Level::Info, Level::Warning, Level::Error];
     let names: Vec<&str> = levels.iter().map(|l| l.as_str()).collect();
     let min_level = raw.and_then(|r| r.min_level).and_then(|value| {
@@ -288,7 +288,7 @@ pub struct Config {
 #[derive(Debug, Clone, Default)]
 pub struct Scan {
     /// Findings below this level are left out (`--min-level` overrides it); `None`: every level.
-    pub min_level: Option<crate::scan::Level>,
+    pub min_level: Option<crate::scan::code::Level>,
 }
 
 /// `[traffic]`: the daemon's OTLP traces receiver and how spans match pins.

@@ -10,7 +10,6 @@ mod anthropic_sdk;
 mod deprecations_info;
 mod genai_prices;
 mod litellm;
-mod models_dev;
 
 use std::fmt;
 
@@ -18,10 +17,8 @@ use serde_json::Value;
 
 use crate::lifecycle::{Fact, Origin, table};
 
-pub use models_dev::parse_models_dev_model;
-
 /// The feed formats modelpin reads. models.dev is not here: its per-model files do not name the
-/// model they describe, see [`parse_models_dev_model`].
+/// model they describe (their path does), so one file alone is no feed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FeedFormat {
     /// modelpin's own TOML (`[[fact]]` rows, the schema of `builtin.toml`).
@@ -108,8 +105,8 @@ pub fn detect(text: &str) -> Result<FeedFormat, FeedError> {
                 Ok(FeedFormat::Modelpin)
             } else {
                 Err(FeedError::UnknownFormat(
-                    "TOML without `[[fact]]` rows (a models.dev model file needs \
-                     `parse_models_dev_model`)"
+                    "TOML without `[[fact]]` rows (a models.dev model file does not name its \
+                     model, so it is not a feed)"
                         .to_owned(),
                 ))
             }

@@ -20,11 +20,9 @@ use std::sync::OnceLock;
 use chrono::{DateTime, NaiveDate, Timelike, Utc};
 use serde::Serialize;
 
-pub use feeds::{FeedError, FeedFormat, parse_feed, parse_models_dev_model};
-pub use resolve::{
-    Evidence, Lifecycle, Match, PinRef, Role, Stage, WarnWindow, resolve, retirement_message,
-};
-pub use signals::{Signal, SignalKind};
+pub use feeds::parse_feed;
+pub use resolve::{Lifecycle, PinRef, Stage, resolve, retirement_message};
+pub use signals::Signal;
 
 /// What one source says about one provider's model IDs.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -20,7 +20,7 @@ use crate::lifecycle::resolve::PinRef;
 use crate::lifecycle::{Fact, Origin, Retirement, canonical_provider, dates};
 use crate::provider::LifecycleHint;
 
-pub use models_list::{SignalError, mistral_models, openai_models, openrouter_models};
+pub use models_list::{mistral_models, openai_models, openrouter_models};
 
 /// Which wire signal a [`Signal`] came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

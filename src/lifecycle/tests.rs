@@ -283,6 +283,5 @@ fn hostile_input_never_panics() {
         let _ = signals::mistral_models(bytes);
         let _ = signals::openrouter_models(bytes);
         let _ = feeds::parse_feed(bytes, None);
-        let _ = feeds::parse_models_dev_model("p", "m", bytes);
     }
 }

@@ -5,10 +5,10 @@ use std::time::Duration;
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 use serde_json::json;
 
-use super::{Lifecycle, PinRef, Role, Stage, WarnWindow, resolve, retirement_message};
+use super::{Lifecycle, Match, PinRef, Role, Stage, WarnWindow, resolve, retirement_message};
 use crate::lifecycle::feeds::parse_feed;
 use crate::lifecycle::signals::{openai_models, sunset_header};
-use crate::lifecycle::{Fact, Match, Origin, Retirement, builtin};
+use crate::lifecycle::{Fact, Origin, Retirement, builtin};
 use crate::provider::ProviderKind;
 
 const DAY: u64 = 86_400;
