@@ -151,7 +151,7 @@ pub enum Command {
         #[arg(long)]
         no_ignore: bool,
         /// Skip files larger than this, counted in the summary.
-        #[arg(long, value_name = "SIZE", default_value = "10M", value_parser = crate::cmd::scan::parse_size)]
+        #[arg(long, value_name = "SIZE", default_value = "10M", value_parser = parse_size)]
         max_filesize: u64,
     },
     /// Print a completion script for SHELL on stdout, e.g. `source <(modelpin completions bash)`.
@@ -344,11 +344,32 @@ pub struct CheckArgs {
     pub yes: bool,
 }
 
+/// Parses `10M`, `512K`, `1G` or a plain byte count.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let (digits, unit) = match text.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => text.split_at(i),
+        None => (text, ""),
+    };
+    let scale: u64 = match unit.to_ascii_uppercase().as_str() {
+        "" | "B" => 1,
+        "K" | "KB" => 1 << 10,
+        "M" | "MB" => 1 << 20,
+        "G" | "GB" => 1 << 30,
+        _ => return Err(format!("`{text}` is not a size like 10M, 512K or 1G")),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| format!("`{text}` is not a size like 10M, 512K or 1G"))
+}
+
 #[cfg(test)]
 mod tests {
     use std::ffi::OsStr;
 
-    use super::ColorWhen;
+    use super::{ColorWhen, parse_size};
 
     #[test]
     fn the_color_flag_is_found_before_clap_parses() {
@@ -392,6 +413,21 @@ mod tests {
                 want,
                 "{when:?} terminal={terminal} NO_COLOR={no_color:?}"
             );
+        }
+    }
+
+    #[test]
+    fn sizes() {
+        for (text, want) in [
+            ("10M", Some(10 << 20)),
+            ("512k", Some(512 << 10)),
+            ("7", Some(7)),
+            ("1G", Some(1 << 30)),
+            ("x", None),
+            ("10T", None),
+            ("99999999999999999999G", None),
+        ] {
+            assert_eq!(parse_size(text).ok(), want, "{text}");
         }
     }
 }

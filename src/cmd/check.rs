@@ -200,8 +200,12 @@ mod tests {
     fn pin_lines_finds_each_id_once_in_one_pass() {
         let text = "version = 1\n\n[[pin]]\nid = \"a\"\nmodel = \"m\"\n\n[[pin]]\n  id=\"b\"\n# id = \"c\"\n[[pin]]\nid = \"a\"\n";
         let lines = pin_lines(text);
-        let cases: [(&str, Option<usize>); 4] =
-            [("a", Some(4)), ("b", Some(8)), ("m", None), ("version", None)];
+        let cases: [(&str, Option<usize>); 4] = [
+            ("a", Some(4)),
+            ("b", Some(8)),
+            ("m", None),
+            ("version", None),
+        ];
         for (pin, want) in cases {
             assert_eq!(lines.get(pin).copied(), want, "{pin}");
         }

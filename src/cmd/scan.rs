@@ -195,27 +195,6 @@ pub fn exit_code(scan: &Scan, strict: bool) -> Exit {
     }
 }
 
-/// Parses `10M`, `512K`, `1G` or a plain byte count.
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let text = text.trim();
-    let (digits, unit) = match text.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
-        Some((i, _)) => text.split_at(i),
-        None => (text, ""),
-    };
-    let scale: u64 = match unit.to_ascii_uppercase().as_str() {
-        "" | "B" => 1,
-        "K" | "KB" => 1 << 10,
-        "M" | "MB" => 1 << 20,
-        "G" | "GB" => 1 << 30,
-        _ => return Err(format!("`{text}` is not a size like 10M, 512K or 1G")),
-    };
-    digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(scale))
-        .ok_or_else(|| format!("`{text}` is not a size like 10M, 512K or 1G"))
-}
-
 /// The paths to walk: the current directory when none are given.
 #[must_use]
 pub fn paths_or_here(paths: &[PathBuf]) -> Vec<PathBuf> {
@@ -223,25 +202,5 @@ pub fn paths_or_here(paths: &[PathBuf]) -> Vec<PathBuf> {
         vec![PathBuf::from(".")]
     } else {
         paths.to_vec()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_size;
-
-    #[test]
-    fn sizes() {
-        for (text, want) in [
-            ("10M", Some(10 << 20)),
-            ("512k", Some(512 << 10)),
-            ("7", Some(7)),
-            ("1G", Some(1 << 30)),
-            ("x", None),
-            ("10T", None),
-            ("99999999999999999999G", None),
-        ] {
-            assert_eq!(parse_size(text).ok(), want, "{text}");
-        }
     }
 }

@@ -20,7 +20,6 @@ pub mod sarif;
 pub mod stated;
 mod walk;
 
-
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 

@@ -130,7 +130,11 @@ pub fn summary_line(scan: &Scan) -> String {
         s.skipped_large, s.skipped_binary
     );
     if s.below_min_level > 0 {
-        let _ = write!(line, "; {} below the minimum level left out", s.below_min_level);
+        let _ = write!(
+            line,
+            "; {} below the minimum level left out",
+            s.below_min_level
+        );
     }
     if !s.unreadable.is_empty() {
         let list: Vec<String> = s

@@ -154,7 +154,9 @@ fn scan_min_level_filters_every_format() {
     only_alias.code(0);
     assert!(
         only_alias.stdout.contains("0 info in 0 occurrences")
-            && only_alias.stdout.contains("2 below the minimum level left out"),
+            && only_alias
+                .stdout
+                .contains("2 below the minimum level left out"),
         "{}",
         only_alias.stdout
     );
@@ -180,8 +182,17 @@ fn scan_min_level_from_pins_toml_applies_unless_the_flag_says_otherwise() {
     };
     let run = test.run(&["scan", "--format", "json"]);
     let from_file: BTreeSet<String> = occurrences(&run.stdout).into_iter().map(|o| o.4).collect();
-    assert_eq!(from_file, set(&["error"]), "pins.toml's level: {}", run.stdout);
-    assert_eq!(levels(&test, "json", "info"), set(&["error", "info"]), "the flag wins");
+    assert_eq!(
+        from_file,
+        set(&["error"]),
+        "pins.toml's level: {}",
+        run.stdout
+    );
+    assert_eq!(
+        levels(&test, "json", "info"),
+        set(&["error", "info"]),
+        "the flag wins"
+    );
 
     let bad = Test::new().pins("version = 1\n\n[scan]\nmin_level = \"warn\"\n");
     let run = bad.run(&["scan"]);
