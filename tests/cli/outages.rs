@@ -159,16 +159,18 @@ fn a_backlog_drains_with_several_notifications_in_flight() {
         "{}",
         daemon.log()
     );
-    let started = Instant::now();
     assert!(
         eventually(DEADLINE, || hook.hits().len() >= PINS),
         "{}",
         daemon.log()
     );
-    let took = started.elapsed();
-    eprintln!("measured: {PINS} notifications at {each:?} per request drained in {took:?}");
-    let serial = each * u32::try_from(PINS - 1).unwrap();
-    assert!(took < serial / 2, "{took:?} (one at a time: {serial:?})");
+    // Each request takes half a second to answer: a channel sending one at a time never has
+    // two open at once, whatever the machine's speed.
+    assert!(
+        hook.most_in_flight() >= 2,
+        "at most {} notification in flight at once",
+        hook.most_in_flight()
+    );
 }
 
 /// Kills the daemon (abort, as `kill -9`) at each step of the first drifted audit's commit, then

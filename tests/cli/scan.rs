@@ -568,19 +568,17 @@ fn scan_never_panics_on_odd_bytes() {
 }
 
 /// Columns and context were once counted from the start of the line for every ID: quadratic on
-/// a minified bundle.
+/// a minified bundle (its time is in BENCHMARKS.md; here, that every column is still right).
 #[test]
-fn scan_of_one_long_line_with_many_ids_is_linear() {
+fn scan_of_one_long_line_with_many_ids_places_every_one() {
     let line = "\"gpt-4-0613\",".repeat(20_000);
     let test = Test::new().file("bundle.min.js", &line);
-    let started = std::time::Instant::now();
     let run = test.run(&["scan", "--format", "json"]);
     run.code(1);
     let parsed: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     let occurrences = parsed["occurrences"].as_array().unwrap();
     assert_eq!(occurrences.len(), 20_000);
     assert_eq!(occurrences[19_999]["column"], 19_999 * 13 + 2);
-    assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
 }
 
 #[test]

@@ -208,6 +208,17 @@ fn assert_card_reads(card: &serde_json::Value, width: &serde_json::Value) {
         card["status_visible"], true,
         "{at}: status off screen: {card}"
     );
+    // A pin without a baseline is not called (nothing to compare with), so it serves nothing.
+    if card["pin"] == UNLOCKED {
+        assert_eq!(card["served"], serde_json::json!([]), "{at}: {card}");
+    } else {
+        assert_card_serves(card, &at);
+    }
+    assert_marks_read(card, &at);
+}
+
+/// The served model on screen, its whole ID in reach.
+fn assert_card_serves(card: &serde_json::Value, at: &str) {
     assert_eq!(
         card["served_visible"], true,
         "{at}: served model off screen: {card}"
@@ -222,6 +233,10 @@ fn assert_card_reads(card: &serde_json::Value, width: &serde_json::Value) {
         served, expected,
         "{at}: the whole ID is in the title: {card}"
     );
+}
+
+/// Marks a person can read and click; findings across the card.
+fn assert_marks_read(card: &serde_json::Value, at: &str) {
     // Marks a person can read and click: 8 px wide at least, probe marks 1.6rem tall.
     assert!(card["marks"].as_u64() >= Some(7), "{at}: {card}");
     assert!(card["mark_min_width"].as_f64() >= Some(8.0), "{at}: {card}");

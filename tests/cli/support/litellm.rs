@@ -87,12 +87,12 @@ impl Proxy {
                 line.clear();
             }
         });
-        // Loading the proxy takes tens of seconds on a loaded machine.
+        // Loading the proxy takes tens of seconds, and minutes on a loaded machine.
         let port = rx
-            .recv_timeout(Duration::from_secs(90))
+            .recv_timeout(Duration::from_secs(240))
             .unwrap_or_else(|_| {
                 panic!(
-                    "the LiteLLM proxy did not say where it listens within 90 s:\n{}",
+                    "the LiteLLM proxy did not say where it listens within 240 s:\n{}",
                     std::fs::read_to_string(&log).unwrap_or_default()
                 )
             });

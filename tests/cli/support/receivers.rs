@@ -42,6 +42,8 @@ impl Hit {
 #[derive(Clone)]
 struct Shared {
     hits: Arc<Mutex<Vec<Hit>>>,
+    /// Requests being answered now, and the most ever at once.
+    in_flight: Arc<Mutex<(usize, usize)>>,
     slow_first: Option<Duration>,
     /// How long every request takes to answer.
     each: Duration,
@@ -49,6 +51,7 @@ struct Shared {
 
 pub struct Webhook {
     pub addr: SocketAddr,
+    in_flight: Arc<Mutex<(usize, usize)>>,
     hits: Arc<Mutex<Vec<Hit>>>,
     runtime: tokio::runtime::Runtime,
 }
@@ -81,8 +84,10 @@ impl Webhook {
             .build()
             .unwrap();
         let hits = Arc::new(Mutex::new(Vec::new()));
+        let in_flight = Arc::new(Mutex::new((0, 0)));
         let shared = Shared {
             hits: hits.clone(),
+            in_flight: in_flight.clone(),
             slow_first,
             each,
         };
@@ -92,6 +97,7 @@ impl Webhook {
         runtime.spawn(async move { axum::serve(listener, app).await });
         Webhook {
             addr,
+            in_flight,
             hits,
             runtime,
         }
@@ -103,6 +109,11 @@ impl Webhook {
 
     pub fn hits(&self) -> Vec<Hit> {
         self.hits.lock().unwrap().clone()
+    }
+
+    /// The most requests this receiver was answering at one time.
+    pub fn most_in_flight(&self) -> usize {
+        self.in_flight.lock().unwrap().1
     }
 
     /// Goes down: connections are closed and new ones refused; the port stays held for a
@@ -126,10 +137,16 @@ async fn receive(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) 
         });
         hits.len() == 1
     };
+    {
+        let mut in_flight = shared.in_flight.lock().unwrap();
+        in_flight.0 += 1;
+        in_flight.1 = in_flight.1.max(in_flight.0);
+    }
     if let (true, Some(delay)) = (first, shared.slow_first) {
         tokio::time::sleep(delay).await;
     }
     tokio::time::sleep(shared.each).await;
+    shared.in_flight.lock().unwrap().0 -= 1;
     "ok"
 }
 
