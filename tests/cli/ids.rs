@@ -6,9 +6,9 @@ use std::time::Duration;
 use modelpin::provider::ProviderKind;
 use modelpin::sim::scenario::Reported;
 
+use crate::harness::{ARITH, SETTINGS, Sim, Test, one_pin_with};
 use crate::support::daemon::Daemon;
 use crate::support::wait::eventually;
-use crate::harness::{ARITH, SETTINGS, Sim, Test, one_pin_with};
 use crate::world::{model, single};
 
 const ID: &str = "acme-pro-001";

@@ -10,10 +10,10 @@ use std::time::Duration;
 use modelpin::provider::ProviderKind;
 use modelpin::sim::scenario::{FaultKind, Scenario};
 
-use crate::support::daemon::Daemon;
-use crate::support::wait::eventually;
 use crate::harness::{ARITH, KEY_VAR, SETTINGS, Sim, Test, one_pin_with};
+use crate::support::daemon::Daemon;
 use crate::support::receivers::Webhook;
+use crate::support::wait::eventually;
 use crate::world::{fault, model, single};
 
 const KEY: &str = "sk-escaped-Mk3y-0123456789";
