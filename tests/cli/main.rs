@@ -32,6 +32,7 @@ mod scan;
 mod scan_forms;
 mod secrets;
 mod status_page;
+mod store_damage;
 mod traffic;
 mod traffic_daemon;
 mod traffic_otel;

@@ -20,8 +20,13 @@ use sha2::{Digest as _, Sha256};
 
 /// The header file, in the store's directory.
 pub(super) const HEADER_FILE: &str = "header";
-/// Files of ours in the directory, not sled's: never part of the digest.
-const OURS: [&str; 3] = [HEADER_FILE, "header.new", "holder"];
+
+/// Whether `name` is one of the files sled 0.34 keeps in its directory (as found in a store:
+/// `conf`, `db`, `snap.<lsn>`, and `blobs/` for large values). Only these are compared; anything
+/// else beside them (modelpin's `header` and `holder`, a file of the user's) is not sled's.
+fn sleds(name: &str) -> bool {
+    matches!(name, "conf" | "db" | "blobs") || name.starts_with("snap.")
+}
 
 /// The header's format; a newer one is refused, not misread.
 pub const HEADER_FORMAT: u32 = 1;
@@ -117,7 +122,7 @@ pub(super) fn inspect(path: &Path) -> Result<Found, Refusal> {
 
 /// What the directory's names and header bytes say, before any file is compared.
 fn judge(names: &[String], header: Option<&[u8]>) -> Result<Found, Refusal> {
-    let sled_files = names.iter().any(|n| !OURS.contains(&n.as_str()));
+    let sled_files = names.iter().any(|n| sleds(n));
     let Some(bytes) = header else {
         return match (sled_files, names.iter().any(|n| n == "db")) {
             (false, _) => Ok(Found::Fresh),
@@ -127,10 +132,13 @@ fn judge(names: &[String], header: Option<&[u8]>) -> Result<Found, Refusal> {
             )),
         };
     };
-    let unreadable =
-        |e: serde_json::Error| Refusal::Damaged(format!("its header `{HEADER_FILE}` cannot be read: {e}"));
+    let unreadable = |e: serde_json::Error| {
+        Refusal::Damaged(format!("its header `{HEADER_FILE}` cannot be read: {e}"))
+    };
     // The format alone first: a newer header may have fields this one does not know.
-    let format = serde_json::from_slice::<Format>(bytes).map_err(unreadable)?.format;
+    let format = serde_json::from_slice::<Format>(bytes)
+        .map_err(unreadable)?
+        .format;
     if format > HEADER_FORMAT {
         return Err(Refusal::Newer(format));
     }
@@ -175,7 +183,7 @@ pub(super) fn digest(path: &Path) -> std::io::Result<Vec<FileDigest>> {
     for entry in std::fs::read_dir(path)? {
         let entry = entry?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        if OURS.contains(&name.as_str()) {
+        if !sleds(&name) {
             continue;
         }
         if entry.file_type()?.is_dir() {
@@ -262,15 +270,31 @@ mod tests {
         let sled = ["conf", "db", "blobs"];
         let cases: [(&[&str], Option<&[u8]>, &str); 10] = [
             (&[], None, "fresh"),
-            (&["holder"], None, "fresh"),
+            (&["holder", "filler"], None, "fresh"),
             (&sled, None, "unheaded"),
-            (&["conf", "blobs"], None, "damaged: its database file `db` is missing"),
+            (
+                &["conf", "blobs"],
+                None,
+                "damaged: its database file `db` is missing",
+            ),
             (&["conf", "db", "header"], Some(ok), "headed"),
-            (&["conf", "header"], Some(ok), "damaged: its database file `db` is missing"),
+            (
+                &["conf", "header"],
+                Some(ok),
+                "damaged: its database file `db` is missing",
+            ),
             (&["header"], Some(ok), "headed"),
             (&sled, Some(newer), "newer 7"),
-            (&sled, Some(zero), "damaged: its header `header` has the unknown format 0"),
-            (&sled, Some(garbage), "damaged: its header `header` cannot be read"),
+            (
+                &sled,
+                Some(zero),
+                "damaged: its header `header` has the unknown format 0",
+            ),
+            (
+                &sled,
+                Some(garbage),
+                "damaged: its header `header` cannot be read",
+            ),
         ];
         for (list, header, want) in cases {
             let got = match judge(&names(list), header) {
@@ -290,7 +314,10 @@ mod tests {
         let then = vec![file("conf", 62, "a"), file("db", 900, "b")];
         let cases = [
             (vec![file("conf", 62, "a"), file("db", 900, "b")], None),
-            (vec![file("conf", 62, "a")], Some("its file `db` is missing")),
+            (
+                vec![file("conf", 62, "a")],
+                Some("its file `db` is missing"),
+            ),
             (
                 vec![file("conf", 62, "a"), file("db", 100, "b")],
                 Some("its file `db` went from 900 to 100 bytes"),
@@ -300,7 +327,11 @@ mod tests {
                 Some("the bytes of its file `db` changed"),
             ),
             (
-                vec![file("conf", 62, "a"), file("db", 900, "b"), file("snap.1", 9, "d")],
+                vec![
+                    file("conf", 62, "a"),
+                    file("db", 900, "b"),
+                    file("snap.1", 9, "d"),
+                ],
                 Some("a file `snap.1` appeared in it"),
             ),
         ];

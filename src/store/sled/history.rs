@@ -61,29 +61,30 @@ impl SledStore {
             _ => (std::ops::Bound::Included(from), std::ops::Bound::Unbounded),
         };
         let pin = pin.map(keys::pin_prefix);
-        let (page, undecodable) = self.read(move |t| {
-            let mut page = Page::default();
-            let mut undecodable = 0;
-            let mut last = None;
-            for entry in t.by_time.range::<Vec<u8>, _>(range) {
-                let (index, key) = entry?;
-                if pin.as_ref().is_some_and(|p| !key.starts_with(p)) {
-                    continue;
+        let (page, undecodable) = self
+            .read(move |t| {
+                let mut page = Page::default();
+                let mut undecodable = 0;
+                let mut last = None;
+                for entry in t.by_time.range::<Vec<u8>, _>(range) {
+                    let (index, key) = entry?;
+                    if pin.as_ref().is_some_and(|p| !key.starts_with(p)) {
+                        continue;
+                    }
+                    if page.records.len() == limit {
+                        page.next = last.take();
+                        break;
+                    }
+                    match record_at(t, None, &key)? {
+                        At::Record(record) => page.records.push(record),
+                        At::Undecodable => undecodable += 1,
+                        At::None => {}
+                    }
+                    last = Some(Cursor(index.to_vec()));
                 }
-                if page.records.len() == limit {
-                    page.next = last.take();
-                    break;
-                }
-                match record_at(t, None, &key)? {
-                    At::Record(record) => page.records.push(record),
-                    At::Undecodable => undecodable += 1,
-                    At::None => {}
-                }
-                last = Some(Cursor(index.to_vec()));
-            }
-            Ok((page, undecodable))
-        })
-        .await?;
+                Ok((page, undecodable))
+            })
+            .await?;
         self.left_out(undecodable);
         Ok(page)
     }

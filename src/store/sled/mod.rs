@@ -141,8 +141,7 @@ impl SledStore {
     /// Counts and logs records a read had to leave out because they do not decode.
     fn left_out(&self, records: usize) {
         if records > 0 {
-            self.undecodable
-                .fetch_add(records as u64, Ordering::AcqRel);
+            self.undecodable.fetch_add(records as u64, Ordering::AcqRel);
             tracing::error!(store = %self.path.display(), records, "records in the store do not decode and were left out of what was read: the store is damaged");
         }
     }
@@ -367,7 +366,10 @@ mod tests {
         for i in 0..5 {
             let store = Store::open(&path, Holder::Daemon).await.unwrap();
             assert_eq!(store.history(None, None).await.unwrap().len(), i);
-            store.append(&record("a", 100 + i as i64, &i.to_string())).await.unwrap();
+            store
+                .append(&record("a", 100 + i as i64, &i.to_string()))
+                .await
+                .unwrap();
             store.close().await.unwrap();
             assert!(store.flush().await.is_err(), "closed");
         }
@@ -376,7 +378,10 @@ mod tests {
         std::fs::write(&db, &bytes[..bytes.len() / 2]).unwrap();
         let err = Store::open(&path, Holder::History).await.unwrap_err();
         assert!(err.wants_reset(), "{err}");
-        assert!(err.to_string().contains("its file `db` went from "), "{err}");
+        assert!(
+            err.to_string().contains("its file `db` went from "),
+            "{err}"
+        );
         assert_eq!(std::fs::read(&db).unwrap(), &bytes[..bytes.len() / 2]);
     }
 

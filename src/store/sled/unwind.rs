@@ -66,7 +66,10 @@ mod tests {
     fn a_panic_inside_becomes_its_message_and_place() {
         assert_eq!(caught(|| 7), Ok(7));
         let err = caught(|| -> u8 { panic!("page {} unreadable", 3) }).unwrap_err();
-        assert!(err.starts_with("sled failed: page 3 unreadable (at "), "{err}");
+        assert!(
+            err.starts_with("sled failed: page 3 unreadable (at "),
+            "{err}"
+        );
         assert!(err.contains("unwind.rs"), "{err}");
     }
 }
