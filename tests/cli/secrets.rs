@@ -264,7 +264,7 @@ fn a_key_echoed_json_escaped_reaches_no_daemon_page_metric_history_store_log_or_
         "alerts = [\"hook\", \"team\"]\n\n[alerts.hook]\nkind = \"webhook\"\nurl = \"{}\"\n\n[alerts.team]\nkind = \"slack\"\nurl_env = \"SLACK_URL\"\n",
         hook.url()
     );
-    let test = project(&sim, &settings, &channels)
+    let test = project(&sim, settings, &channels)
         .env("SLACK_URL", &slack)
         .env("RUST_LOG", "trace");
     test.run(&["lock"]).code(0);
