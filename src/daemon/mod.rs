@@ -194,7 +194,8 @@ impl Background {
 /// is moved aside, byte for byte, and a new one started, said at ERROR with where it went. An
 /// intact store is opened as it is: the flag never throws a healthy history away.
 async fn open_or_reset(path: &Path, reset_store: bool) -> Result<Store, DaemonError> {
-    if reset_store && !path.exists() {
+    let existed = path.exists();
+    if reset_store && !existed {
         tracing::info!(store = %path.display(), "no store to reset");
     }
     match open_store(path).await {
@@ -214,7 +215,7 @@ async fn open_or_reset(path: &Path, reset_store: bool) -> Result<Store, DaemonEr
             tracing::error!(store = %path.display(), moved_to = %aside.display(), cause, "--reset-store: the store was moved aside, byte for byte, and a new, empty store is started; its history and alert state stay in the moved copy");
             open_store(path).await
         }
-        Ok(store) if reset_store && path.exists() => {
+        Ok(store) if reset_store && existed => {
             tracing::info!(store = %path.display(), "--reset-store: the store is intact and was kept");
             Ok(store)
         }

@@ -11,6 +11,7 @@
 //! is refused and left exactly as it is. While the store is open the header says so (`open`):
 //! after a crash the next open has sled's own crash recovery to rely on, and nothing to compare.
 
+use std::fmt::Write as _;
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 
@@ -217,8 +218,10 @@ fn file_digest(name: &str, path: &Path) -> std::io::Result<FileDigest> {
     let sha256 = hasher
         .finalize()
         .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+        .fold(String::with_capacity(64), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        });
     Ok(FileDigest {
         name: name.to_owned(),
         len,
@@ -249,6 +252,9 @@ pub(super) fn open() -> Header {
 mod tests {
     use super::*;
 
+    /// Names in the directory, the header's bytes, what is found.
+    type Case<'a> = (&'a [&'a str], Option<&'a [u8]>, &'a str);
+
     fn names(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| (*s).to_owned()).collect()
     }
@@ -268,7 +274,7 @@ mod tests {
         let zero = br#"{"format":0}"#.as_slice();
         let garbage = b"\x00not json".as_slice();
         let sled = ["conf", "db", "blobs"];
-        let cases: [(&[&str], Option<&[u8]>, &str); 10] = [
+        let cases: [Case; 10] = [
             (&[], None, "fresh"),
             (&["holder", "filler"], None, "fresh"),
             (&sled, None, "unheaded"),

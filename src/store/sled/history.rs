@@ -30,7 +30,7 @@ impl SledStore {
                 for entry in t.by_time.range(from.as_slice()..) {
                     let (_, key) = entry?;
                     match record_at(t, pin.as_deref(), &key)? {
-                        At::Record(record) => records.push(record),
+                        At::Record(record) => records.push(*record),
                         At::Undecodable => undecodable += 1,
                         At::None => {}
                     }
@@ -76,7 +76,7 @@ impl SledStore {
                         break;
                     }
                     match record_at(t, None, &key)? {
-                        At::Record(record) => page.records.push(record),
+                        At::Record(record) => page.records.push(*record),
                         At::Undecodable => undecodable += 1,
                         At::None => {}
                     }
@@ -186,7 +186,7 @@ impl SledStore {
 
 /// What the time index leads to.
 enum At {
-    Record(AuditRecord),
+    Record(Box<AuditRecord>),
     /// Bytes that are not a record: damage, counted and said, never skipped silently.
     Undecodable,
     /// Another pin's record, or one pruned after the index was read.
@@ -200,6 +200,8 @@ fn record_at(t: &Trees, pin: Option<&[u8]>, key: &[u8]) -> Result<At, sled::Erro
     }
     Ok(match t.audits.get(key)? {
         None => At::None,
-        Some(bytes) => serde_json::from_slice(&bytes).map_or(At::Undecodable, At::Record),
+        Some(bytes) => {
+            serde_json::from_slice(&bytes).map_or(At::Undecodable, |r| At::Record(Box::new(r)))
+        }
     })
 }

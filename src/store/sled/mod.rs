@@ -363,11 +363,13 @@ mod tests {
     async fn a_closed_store_reopens_and_a_truncated_one_is_refused_untouched() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("store");
-        for i in 0..5 {
+        for i in 0..5u8 {
             let store = Store::open(&path, Holder::Daemon).await.unwrap();
-            assert_eq!(store.history(None, None).await.unwrap().len(), i);
+            let held = store.history(None, None).await.unwrap().len();
+            assert_eq!(held, usize::from(i));
+            let at = 100 + i64::from(i);
             store
-                .append(&record("a", 100 + i as i64, &i.to_string()))
+                .append(&record("a", at, &i.to_string()))
                 .await
                 .unwrap();
             store.close().await.unwrap();
@@ -383,6 +385,35 @@ mod tests {
             "{err}"
         );
         assert_eq!(std::fs::read(&db).unwrap(), &bytes[..bytes.len() / 2]);
+    }
+
+    /// A record whose bytes do not decode is left out of what is read, and counted.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_record_that_does_not_decode_is_counted_not_dropped_silently() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("store"), Holder::Daemon)
+            .await
+            .unwrap();
+        store.append(&record("a", 100, "1")).await.unwrap();
+        store.append(&record("a", 200, "2")).await.unwrap();
+        let Store::Sled(sled) = &store;
+        let trees = sled.trees().unwrap();
+        let key = super::keys::audit_key("a", 100_000, "1");
+        trees
+            .audits
+            .insert(key, b"{\"not\": \"a record\"".as_slice())
+            .unwrap();
+        drop(trees);
+        assert_eq!(store.undecodable(), 0);
+        let left = store.history(None, None).await.unwrap();
+        assert_eq!(
+            left.iter().map(|r| r.audit_id.as_str()).collect::<Vec<_>>(),
+            ["2"]
+        );
+        assert_eq!(store.undecodable(), 1);
+        let page = store.history_page(None, None, None, 10).await.unwrap();
+        assert_eq!(page.records.len(), 1);
+        assert_eq!(store.undecodable(), 2);
     }
 
     #[test]

@@ -248,10 +248,12 @@ pub fn reset(path: &Path) -> std::io::Result<Option<PathBuf>> {
         }
         PathBuf::from(aside)
     };
-    let aside = (1..)
-        .map(named)
-        .find(|p| !p.exists())
-        .unwrap_or_else(|| named(0));
+    let aside = (1..=100).map(named).find(|p| !p.exists()).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            "100 stores were moved aside this second already",
+        )
+    })?;
     std::fs::rename(path, &aside)?;
     Ok(Some(aside))
 }
