@@ -69,7 +69,8 @@ pub enum Command {
     /// Audit every pin on its cron schedule, keep history in the store, serve /metrics and
     /// /healthz. SIGTERM/SIGINT stop it cleanly; SIGHUP reloads pins.toml.
     Daemon {
-        /// Move a corrupt store aside (to `<store>.broken-<time>`) and start a new one.
+        /// When the store is refused as damaged (or from a newer modelpin), move it aside, byte
+        /// for byte, to `<store>.damaged-<UTC time>` and start a new one; an intact store is kept.
         #[arg(long)]
         reset_store: bool,
         /// Audit only the pins whose id matches GLOB (repeatable), to split pins across daemons.

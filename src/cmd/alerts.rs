@@ -135,7 +135,6 @@ async fn deliver_now(deliverer: &Deliverer, n: &Notification) -> Result<u32, Str
 /// `check --notify`: the audit's pins through the alert state machine and the outbox, then
 /// delivery for up to `WAIT`. Undelivered notifications stay in the outbox for the next run.
 pub async fn notify(config: &Config, report: &Report, out: Output) -> Result<(), AppError> {
-    const WAIT: Duration = Duration::from_secs(30);
     let store = match Store::open(&config.settings.store, Holder::CheckNotify).await {
         Ok(store) => store,
         Err(StoreError::InUse { .. }) => {
@@ -144,6 +143,21 @@ pub async fn notify(config: &Config, report: &Report, out: Output) -> Result<(),
         }
         Err(e) => return Err(e.into()),
     };
+    let outcome = notify_on(&store, config, report, out).await;
+    // Closed whatever happened, so the header records what the store holds.
+    let closed = store.close().await;
+    outcome?;
+    Ok(closed?)
+}
+
+/// `notify` on the opened store.
+async fn notify_on(
+    store: &Store,
+    config: &Config,
+    report: &Report,
+    out: Output,
+) -> Result<(), AppError> {
+    const WAIT: Duration = Duration::from_secs(30);
     let now = Utc::now();
     let mut queued = Vec::new();
     for pin in &report.pins {
@@ -156,12 +170,12 @@ pub async fn notify(config: &Config, report: &Report, out: Output) -> Result<(),
             source: None,
             pin: pin.clone(),
         };
-        queued.extend(crate::alert::process(&store, config, &record, Keep::AlertsOnly).await?);
+        queued.extend(crate::alert::process(store, config, &record, Keep::AlertsOnly).await?);
     }
     let deliverer = deliverer(config)?;
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
-        run_due(&store, &deliverer).await;
+        run_due(store, &deliverer).await;
         let pending: Vec<_> = store
             .outbox_all()
             .await?
@@ -176,7 +190,7 @@ pub async fn notify(config: &Config, report: &Report, out: Output) -> Result<(),
             .all(|e| e.delivery.attempts >= 2);
         let pending = pending.len();
         if pending == 0 || hopeless || tokio::time::Instant::now() >= deadline {
-            summarize(&store, &queued, pending, out).await?;
+            summarize(store, &queued, pending, out).await?;
             return Ok(());
         }
         tokio::time::sleep(Duration::from_millis(500)).await;

@@ -37,7 +37,7 @@ pub async fn run(
         // No store yet: nothing was audited; opening it would create one.
         Err(_) if !config.settings.store.exists() => Vec::new(),
         Err(daemon_error) => match Store::open(&config.settings.store, Holder::History).await {
-            Ok(store) => store.history(pin, Some(since)).await?,
+            Ok(store) => from_store(&store, &config.settings.store, pin, since).await?,
             Err(StoreError::InUse { .. }) => return Err(daemon_error),
             Err(e) => return Err(e.into()),
         },
@@ -54,6 +54,27 @@ pub async fn run(
     };
     crate::cmd::emit(&text);
     Ok(Exit::Ok)
+}
+
+/// History from the store itself, closed afterwards; records that do not decode are said.
+async fn from_store(
+    store: &Store,
+    path: &Path,
+    pin: Option<&str>,
+    since: DateTime<Utc>,
+) -> Result<Vec<AuditRecord>, AppError> {
+    let records = store.history(pin, Some(since)).await;
+    let closed = store.close().await;
+    let records = records?;
+    closed?;
+    let undecodable = store.undecodable();
+    if undecodable > 0 {
+        eprintln!(
+            "warning: {undecodable} records in the store at {} do not decode and are not shown: the store is damaged\n  = help: stop the daemon and run `modelpin daemon --reset-store` to move it aside and start a new one, or restore a backup",
+            path.display()
+        );
+    }
+    Ok(records)
 }
 
 /// Every page of the daemon's history, following its `Link: rel="next"` headers.

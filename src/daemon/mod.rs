@@ -71,11 +71,8 @@ pub async fn run(
         log,
         crate::redact::Redactor::from_config(&config, &|name| std::env::var(name).ok()),
     );
-    if reset_store {
-        reset(&config.settings.store)?;
-    }
     // The store before the port: a second daemon on the same store is told who holds it.
-    let store = open_store(&config.settings.store).await?;
+    let store = open_or_reset(&config.settings.store, reset_store).await?;
     store.index_older_entries().await?;
     let listener = bind(&config).await?;
     let address = listener
@@ -90,6 +87,10 @@ pub async fn run(
     background.stop().await;
     if let Err(e) = daemon.store.flush().await {
         tracing::error!(error = %e, "final flush failed");
+        return Ok(Exit::Error);
+    }
+    if let Err(e) = daemon.store.close().await {
+        tracing::error!(error = %e, "the store was flushed but its header not written: the next start checks it as after a crash");
         return Ok(Exit::Error);
     }
     tracing::info!("daemon stopped");
@@ -189,16 +190,37 @@ impl Background {
     }
 }
 
-/// `--reset-store`: the store moved aside, so a fresh one starts.
-fn reset(path: &Path) -> Result<(), DaemonError> {
-    match crate::store::reset(path) {
-        Ok(Some(aside)) => {
-            tracing::warn!(moved_to = %aside.display(), "store moved aside; starting a new one");
-        }
-        Ok(None) => tracing::info!("no store to reset"),
-        Err(e) => return Err(DaemonError::Io(format!("cannot move the store aside: {e}"))),
+/// Opens the store; with `--reset-store`, a store refused as damaged (or from a newer modelpin)
+/// is moved aside, byte for byte, and a new one started, said at ERROR with where it went. An
+/// intact store is opened as it is: the flag never throws a healthy history away.
+async fn open_or_reset(path: &Path, reset_store: bool) -> Result<Store, DaemonError> {
+    let existed = path.exists();
+    if reset_store && !existed {
+        tracing::info!(store = %path.display(), "no store to reset");
     }
-    Ok(())
+    match open_store(path).await {
+        Err(DaemonError::Store(e)) if reset_store && e.wants_reset() => {
+            let aside = match crate::store::reset(path) {
+                Ok(Some(aside)) => aside,
+                Ok(None) => return Err(DaemonError::Store(e)),
+                Err(io) => {
+                    return Err(DaemonError::Io(format!(
+                        "cannot move the store at {} aside: {io}",
+                        path.display()
+                    )));
+                }
+            };
+            let cause = e.to_string();
+            let cause = cause.lines().next().unwrap_or_default();
+            tracing::error!(store = %path.display(), moved_to = %aside.display(), cause, "--reset-store: the store was moved aside, byte for byte, and a new, empty store is started; its history and alert state stay in the moved copy");
+            open_store(path).await
+        }
+        Ok(store) if reset_store && existed => {
+            tracing::info!(store = %path.display(), "--reset-store: the store is intact and was kept");
+            Ok(store)
+        }
+        outcome => outcome,
+    }
 }
 
 /// Opens the store; while another process holds it, waits up to 5 s (a `modelpin history` run

@@ -1,12 +1,13 @@
 //! Why the store cannot be used, in terms of what to do next, and who holds it.
 //!
 //! A full disk, a read-only mount, another process holding the store and a corrupt database need
-//! different remedies; moving the store aside (`--reset-store`) helps only the last one and would
-//! throw a healthy history away in the others.
+//! different remedies; moving the store aside (`--reset-store`) helps only the last one (and a
+//! store from a newer modelpin, for whoever would rather start over) and would throw a healthy
+//! history away in the others.
 
 use std::path::PathBuf;
 
-use crate::store::SCHEMA_VERSION;
+use crate::store::{HEADER_FORMAT, SCHEMA_VERSION};
 
 /// Who opened the store: left with it, so a refusal can name the holder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,11 +43,13 @@ pub enum StoreError {
     )]
     ReadOnly { path: PathBuf, message: String },
     #[error(
-        "error: the store at {path} was written by a newer modelpin (schema version {found:?}, this one reads {SCHEMA_VERSION})\n  = help: run the modelpin version that wrote it"
+        "error: the store at {path} was written by a newer modelpin ({found}; this one reads schema version {SCHEMA_VERSION}, header format {HEADER_FORMAT}); it is left as it is\n  = help: run the modelpin version that wrote it, or `modelpin daemon --reset-store` to move it aside (kept, byte for byte, as {path}.damaged-<UTC time>) and start a new, empty one"
     )]
-    Newer { path: PathBuf, found: Vec<u8> },
+    Newer { path: PathBuf, found: String },
+    /// Damage found before or while the store was opened: its files changed since it was closed,
+    /// its header or database file is missing, its counts disagree, or sled failed reading it.
     #[error(
-        "error: the store at {path} cannot be opened: {message}\n  = help: run `modelpin daemon --reset-store` to move it aside (kept as {path}.broken-<time>) and start a new one"
+        "error: the store at {path} is damaged: {message}; it is left as it is\n  = help: run `modelpin daemon --reset-store` to move it aside (kept, byte for byte, as {path}.damaged-<UTC time>) and start a new, empty one, or restore the store from a backup"
     )]
     Corrupt { path: PathBuf, message: String },
     #[error("error: the store at {path} cannot be opened: {message}")]
@@ -58,6 +61,14 @@ pub enum StoreError {
     /// again from what is stored now.
     #[error("error: the outbox at {path} changed while a commit was prepared")]
     Conflict { path: PathBuf },
+}
+
+impl StoreError {
+    /// Whether `--reset-store` is the way out: a damaged store, or one from a newer modelpin.
+    #[must_use]
+    pub fn wants_reset(&self) -> bool {
+        matches!(self, StoreError::Corrupt { .. } | StoreError::Newer { .. })
+    }
 }
 
 fn in_use_help(holder: &str) -> &'static str {

@@ -30,7 +30,7 @@ pub use error::{Holder, StoreError};
 pub(crate) use outbox::Token;
 pub use outbox::{Commit, Delivery, DeliveryState, Entry, Queued, Replace};
 pub use record::{AuditRecord, Cursor, LatestKey, Page, RawRecord, RecordSource};
-pub use sled::{SledStore, reset};
+pub use sled::{HEADER_FORMAT, SledStore, reset};
 
 /// The layout version of the store: a store written by a newer layout is refused, not misread.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -58,7 +58,8 @@ macro_rules! each {
 }
 
 impl Store {
-    /// Opens (or creates) the store at `path` for `holder`.
+    /// Opens (or creates) the store at `path` for `holder`, refusing one that is damaged
+    /// (`StoreError::Corrupt`, left as it is) or from a newer modelpin.
     pub async fn open(path: &Path, holder: Holder) -> Result<Store, StoreError> {
         let at = path.to_owned();
         tokio::task::spawn_blocking(move || SledStore::open(&at, holder))
@@ -70,10 +71,23 @@ impl Store {
             .map(Store::Sled)
     }
 
+    /// Closes the store once every operation on it finished (up to 10 s): the header then
+    /// records what it holds, so damage before the next open is found. Every later operation on
+    /// any clone fails; a store never closed is opened again as after a crash.
+    pub async fn close(&self) -> Result<(), StoreError> {
+        each!(self, s => s.close().await)
+    }
+
     /// Why writes fail now (`None` while they succeed).
     #[must_use]
     pub fn failing(&self) -> Option<Failing> {
         each!(self, s => s.failing())
+    }
+
+    /// How many records read so far did not decode (each also logged as an error).
+    #[must_use]
+    pub fn undecodable(&self) -> u64 {
+        each!(self, s => s.undecodable())
     }
 
     /// The current generation, to pass to `recover` after a write on it failed.

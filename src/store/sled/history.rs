@@ -22,18 +22,24 @@ impl SledStore {
         since: Option<DateTime<Utc>>,
     ) -> Result<Vec<AuditRecord>, StoreError> {
         let pin = pin.map(keys::pin_prefix);
-        self.read(move |t| {
-            let from = since.map_or(0, keys::millis).to_be_bytes();
-            let mut records = Vec::new();
-            for entry in t.by_time.range(from.as_slice()..) {
-                let (_, key) = entry?;
-                if let Some(record) = record_at(t, pin.as_deref(), &key)? {
-                    records.push(record);
+        let (records, undecodable) = self
+            .read(move |t| {
+                let from = since.map_or(0, keys::millis).to_be_bytes();
+                let mut records = Vec::new();
+                let mut undecodable = 0;
+                for entry in t.by_time.range(from.as_slice()..) {
+                    let (_, key) = entry?;
+                    match record_at(t, pin.as_deref(), &key)? {
+                        At::Record(record) => records.push(*record),
+                        At::Undecodable => undecodable += 1,
+                        At::None => {}
+                    }
                 }
-            }
-            Ok(records)
-        })
-        .await
+                Ok((records, undecodable))
+            })
+            .await?;
+        self.left_out(undecodable);
+        Ok(records)
     }
 
     /// At most `limit` audits from `since` (or after `cursor`, the `next` of an earlier page),
@@ -55,43 +61,60 @@ impl SledStore {
             _ => (std::ops::Bound::Included(from), std::ops::Bound::Unbounded),
         };
         let pin = pin.map(keys::pin_prefix);
-        self.read(move |t| {
-            let mut page = Page::default();
-            let mut last = None;
-            for entry in t.by_time.range::<Vec<u8>, _>(range) {
-                let (index, key) = entry?;
-                if pin.as_ref().is_some_and(|p| !key.starts_with(p)) {
-                    continue;
+        let (page, undecodable) = self
+            .read(move |t| {
+                let mut page = Page::default();
+                let mut undecodable = 0;
+                let mut last = None;
+                for entry in t.by_time.range::<Vec<u8>, _>(range) {
+                    let (index, key) = entry?;
+                    if pin.as_ref().is_some_and(|p| !key.starts_with(p)) {
+                        continue;
+                    }
+                    if page.records.len() == limit {
+                        page.next = last.take();
+                        break;
+                    }
+                    match record_at(t, None, &key)? {
+                        At::Record(record) => page.records.push(*record),
+                        At::Undecodable => undecodable += 1,
+                        At::None => {}
+                    }
+                    last = Some(Cursor(index.to_vec()));
                 }
-                if page.records.len() == limit {
-                    page.next = last.take();
-                    break;
-                }
-                if let Some(record) = record_at(t, None, &key)? {
-                    page.records.push(record);
-                }
-                last = Some(Cursor(index.to_vec()));
-            }
-            Ok(page)
-        })
-        .await
+                Ok((page, undecodable))
+            })
+            .await?;
+        self.left_out(undecodable);
+        Ok(page)
     }
 
     /// The latest probe audit of a pin: traffic verdicts are history too, but not audits, and
     /// the schedule looks past them.
     pub async fn last_audit(&self, pin: &str) -> Result<Option<AuditRecord>, StoreError> {
         let prefix = keys::pin_prefix(pin);
-        self.read(move |t| {
-            for entry in t.audits.scan_prefix(prefix).rev() {
-                let (_, bytes) = entry?;
-                if serde_json::from_slice::<Source>(&bytes).is_ok_and(|s| s.source.is_some()) {
-                    continue;
+        let (last, undecodable) = self
+            .read(move |t| {
+                let mut undecodable = 0;
+                for entry in t.audits.scan_prefix(prefix).rev() {
+                    let (_, bytes) = entry?;
+                    let Ok(source) = serde_json::from_slice::<Source>(&bytes) else {
+                        undecodable += 1;
+                        continue;
+                    };
+                    if source.source.is_some() {
+                        continue;
+                    }
+                    match serde_json::from_slice::<AuditRecord>(&bytes) {
+                        Ok(record) => return Ok((Some(record), undecodable)),
+                        Err(_) => undecodable += 1,
+                    }
                 }
-                return Ok(serde_json::from_slice::<AuditRecord>(&bytes).ok());
-            }
-            Ok(None)
-        })
-        .await
+                Ok((None, undecodable))
+            })
+            .await?;
+        self.left_out(undecodable);
+        Ok(last)
     }
 
     /// The key of each pin's latest record, read without decoding it.
@@ -161,16 +184,24 @@ impl SledStore {
     }
 }
 
-/// The record at `key`, when it is `pin`'s (any pin's when `None`) and decodes.
-fn record_at(
-    t: &Trees,
-    pin: Option<&[u8]>,
-    key: &[u8],
-) -> Result<Option<AuditRecord>, sled::Error> {
+/// What the time index leads to.
+enum At {
+    Record(Box<AuditRecord>),
+    /// Bytes that are not a record: damage, counted and said, never skipped silently.
+    Undecodable,
+    /// Another pin's record, or one pruned after the index was read.
+    None,
+}
+
+/// The record at `key`, when it is `pin`'s (any pin's when `None`).
+fn record_at(t: &Trees, pin: Option<&[u8]>, key: &[u8]) -> Result<At, sled::Error> {
     if pin.is_some_and(|p| !key.starts_with(p)) {
-        return Ok(None);
+        return Ok(At::None);
     }
-    Ok(t.audits
-        .get(key)?
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok()))
+    Ok(match t.audits.get(key)? {
+        None => At::None,
+        Some(bytes) => {
+            serde_json::from_slice(&bytes).map_or(At::Undecodable, |r| At::Record(Box::new(r)))
+        }
+    })
 }

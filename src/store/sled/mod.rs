@@ -10,10 +10,12 @@
 //! comes back, without a restart.
 
 mod commit;
+mod header;
 mod history;
 mod keys;
 mod open;
 mod outbox;
+mod unwind;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -25,6 +27,7 @@ use sled::transaction::TransactionError;
 
 use crate::store::{Failing, Holder, StoreError};
 
+pub use header::HEADER_FORMAT;
 pub use open::reset;
 
 /// The open sled database and its trees; replaced whole when the store is reopened.
@@ -53,6 +56,10 @@ pub struct SledStore {
     /// sled failed a write since the last (re)open: only then is reopening the way back, and a
     /// write that failed otherwise (cut short, say) leaves a healthy database open.
     broken: Arc<AtomicBool>,
+    /// This process's claim on the store, given up once it is closed.
+    claim: Arc<Mutex<Option<open::Claim>>>,
+    /// Records read that did not decode, so a reader can say how many it could not show.
+    undecodable: Arc<AtomicU64>,
     /// Writes still to refuse, so tests can make the store fail on demand.
     #[cfg(test)]
     refuse: Arc<std::sync::atomic::AtomicU32>,
@@ -76,7 +83,14 @@ enum Refused {
 impl SledStore {
     /// Opens (or creates) the store for `holder`. A small page cache keeps memory flat.
     pub fn open(path: &Path, holder: Holder) -> Result<SledStore, StoreError> {
-        let trees = open::trees(path)?;
+        let claim = open::claim(path)?;
+        let trees = match open::verified(path) {
+            Ok(trees) => trees,
+            Err(e) => {
+                claim.refused();
+                return Err(e);
+            }
+        };
         open::leave_name(path, holder);
         Ok(SledStore {
             path: path.to_owned(),
@@ -86,9 +100,50 @@ impl SledStore {
             reopening: Arc::default(),
             generation: Arc::default(),
             broken: Arc::default(),
+            claim: Arc::new(Mutex::new(Some(claim))),
+            undecodable: Arc::default(),
             #[cfg(test)]
             refuse: Arc::default(),
         })
+    }
+
+    /// Closes the store once the operations holding it finished (up to 10 s), and records what
+    /// it holds in its header. A store still held then is left "open": the next open treats it
+    /// as after a crash.
+    pub async fn close(&self) -> Result<(), StoreError> {
+        let _one = self.reopening.lock().await;
+        let Some(trees) = self.trees.write().expect("store lock").take() else {
+            return Ok(());
+        };
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while Arc::strong_count(&trees) > 1 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let Ok(trees) = Arc::try_unwrap(trees) else {
+            tracing::warn!(store = %self.path.display(), "the store is still in use after 10 s; closed without recording what it holds");
+            return Ok(());
+        };
+        let path = self.path.clone();
+        let closed = tokio::task::spawn_blocking(move || open::close(&path, trees))
+            .await
+            .map_err(|e| self.write_error(e))?;
+        // Only now may another process read the header.
+        self.claim.lock().expect("claim lock").take();
+        closed
+    }
+
+    /// How many records read so far did not decode.
+    #[must_use]
+    pub fn undecodable(&self) -> u64 {
+        self.undecodable.load(Ordering::Acquire)
+    }
+
+    /// Counts and logs records a read had to leave out because they do not decode.
+    fn left_out(&self, records: usize) {
+        if records > 0 {
+            self.undecodable.fetch_add(records as u64, Ordering::AcqRel);
+            tracing::error!(store = %self.path.display(), records, "records in the store do not decode and were left out of what was read: the store is damaged");
+        }
     }
 
     /// Why writes fail now (`None` while they succeed).
@@ -144,7 +199,7 @@ impl SledStore {
             }
         }
         let path = self.path.clone();
-        let trees = tokio::task::spawn_blocking(move || open::trees(&path))
+        let trees = tokio::task::spawn_blocking(move || open::trees(&path, true))
             .await
             .map_err(|e| self.write_error(e))??;
         *self.trees.write().expect("store lock") = Some(Arc::new(trees));
@@ -181,9 +236,13 @@ impl SledStore {
         F: FnOnce(&Trees) -> Result<T, sled::Error> + Send + 'static,
     {
         let trees = self.trees()?;
-        match tokio::task::spawn_blocking(move || read(&trees)).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(self.read_error(&e)),
+        match tokio::task::spawn_blocking(move || unwind::caught(|| read(&trees))).await {
+            Ok(Ok(Ok(value))) => Ok(value),
+            Ok(Ok(Err(e))) => Err(self.read_error(&e)),
+            Ok(Err(panic)) => Err(StoreError::Corrupt {
+                path: self.path.clone(),
+                message: format!("reading it failed: {panic}"),
+            }),
             Err(e) => Err(self.write_error(e)),
         }
     }
@@ -217,12 +276,15 @@ impl SledStore {
         F: FnOnce(&Trees) -> Result<(), Refused> + Send + 'static,
     {
         let done = tokio::task::spawn_blocking(move || {
-            write(&trees)?;
-            trees
-                .db
-                .flush()
-                .map(|_| ())
-                .map_err(|e| Refused::Failed(e.to_string()))
+            let written = unwind::caught(|| {
+                write(&trees)?;
+                trees
+                    .db
+                    .flush()
+                    .map(|_| ())
+                    .map_err(|e| Refused::Failed(e.to_string()))
+            });
+            written.unwrap_or_else(|panic| Err(Refused::Failed(panic)))
         })
         .await;
         let failed = match done {
@@ -293,6 +355,65 @@ mod tests {
         });
         all.await.expect("every append finishes");
         assert_eq!(store.history(None, None).await.unwrap().len(), 100);
+    }
+
+    /// sled writes nothing after it is dropped: a store closed and opened again and again is
+    /// never taken for damaged, and a truncated one is refused without a byte changed.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_closed_store_reopens_and_a_truncated_one_is_refused_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store");
+        for i in 0..5u8 {
+            let store = Store::open(&path, Holder::Daemon).await.unwrap();
+            let held = store.history(None, None).await.unwrap().len();
+            assert_eq!(held, usize::from(i));
+            let at = 100 + i64::from(i);
+            store
+                .append(&record("a", at, &i.to_string()))
+                .await
+                .unwrap();
+            store.close().await.unwrap();
+            assert!(store.flush().await.is_err(), "closed");
+        }
+        let db = path.join("db");
+        let bytes = std::fs::read(&db).unwrap();
+        std::fs::write(&db, &bytes[..bytes.len() / 2]).unwrap();
+        let err = Store::open(&path, Holder::History).await.unwrap_err();
+        assert!(err.wants_reset(), "{err}");
+        assert!(
+            err.to_string().contains("its file `db` went from "),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&db).unwrap(), &bytes[..bytes.len() / 2]);
+    }
+
+    /// A record whose bytes do not decode is left out of what is read, and counted.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_record_that_does_not_decode_is_counted_not_dropped_silently() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("store"), Holder::Daemon)
+            .await
+            .unwrap();
+        store.append(&record("a", 100, "1")).await.unwrap();
+        store.append(&record("a", 200, "2")).await.unwrap();
+        let Store::Sled(sled) = &store;
+        let trees = sled.trees().unwrap();
+        let key = super::keys::audit_key("a", 100_000, "1");
+        trees
+            .audits
+            .insert(key, b"{\"not\": \"a record\"".as_slice())
+            .unwrap();
+        drop(trees);
+        assert_eq!(store.undecodable(), 0);
+        let left = store.history(None, None).await.unwrap();
+        assert_eq!(
+            left.iter().map(|r| r.audit_id.as_str()).collect::<Vec<_>>(),
+            ["2"]
+        );
+        assert_eq!(store.undecodable(), 1);
+        let page = store.history_page(None, None, None, 10).await.unwrap();
+        assert_eq!(page.records.len(), 1);
+        assert_eq!(store.undecodable(), 2);
     }
 
     #[test]
