@@ -31,6 +31,7 @@ mod retry;
 mod scan;
 mod scan_forms;
 mod secrets;
+mod slow_clients;
 mod status_page;
 mod traffic;
 mod traffic_daemon;
