@@ -3,10 +3,13 @@
 //!
 //! A request is `application/x-protobuf` or `application/json`, optionally gzip-compressed
 //! (OTLP/HTTP 1.x). A body is held to `MAX_BODY` bytes as sent and again once decompressed
-//! (decompression stops there, so a small gzip bomb is refused instead of filling memory): both
-//! decoders build values several times the size of their input. Protobuf and JSON decoders carry their own nesting
-//! limits (prost and serde_json: 100 and 128 levels), so deep `AnyValue` nesting is an error, not
-//! a stack overflow. Responses use the request's encoding: a success with `partial_success`
+//! (decompression stops there, so a small gzip bomb is refused instead of filling memory). Its
+//! size alone does not bound what decoding it takes, so both encodings are held to `MAX_SPANS`,
+//! counted before or while reading: protobuf is measured on the wire first (`wire`: every
+//! repeated entry counted, and the decoded structs held to `MAX_DECODED` bytes), JSON is read as
+//! it is parsed without building the document (`json`). Both carry nesting limits (the wire walk
+//! and prost: 100 levels, serde_json: 128), so deep `AnyValue` nesting is an error, not a stack
+//! overflow. Responses use the request's encoding: a success with `partial_success`
 //! naming the spans that could not be read, or a `google.rpc.Status` with the reason.
 
 use std::io::Read as _;
@@ -17,14 +20,20 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
 use prost::Message as _;
 
 use super::spans::{Extracted, bounded};
+use super::wire::{Limits, WireError};
 
 /// Largest request body accepted, as sent and once decompressed.
 pub const MAX_BODY: usize = 4 << 20;
 
-/// Most spans read from one request. An empty span is two bytes on the wire and a few hundred
-/// once decoded, so a body's size alone does not bound the memory decoding it takes; the spans
-/// are counted on the wire first (OTLP exporters send a few hundred to a few thousand).
+/// Most spans read from one request, in either encoding (OTLP exporters send a few hundred to a
+/// few thousand: the SDKs' batch processors default to 512).
 pub const MAX_SPANS: usize = 50_000;
+
+/// Most bytes the structs of one decoded protobuf request may take, summed on the wire before
+/// decoding (`wire::Tally::decoded`). The densest real bodies (many short attributes) take about
+/// eight times their size, so a full 4 MiB body of real spans fits; 4 MiB of empty entries
+/// (two bytes each, a whole struct decoded) does not.
+pub const MAX_DECODED: usize = 32 << 20;
 
 /// The two OTLP/HTTP encodings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,8 +76,17 @@ pub enum Rejected {
     TooLarge(usize),
     #[error("the request body did not arrive in full")]
     Incomplete,
+    #[error(
+        "the request body did not arrive within {0} s or came slower than {1} bytes per second: send it faster or in smaller batches"
+    )]
+    TooSlow(u64, usize),
     #[error("the request holds more than {0} spans: send smaller batches")]
     TooManySpans(usize),
+    #[error(
+        "the request would take more than {} MiB once decoded ({entries} entries of repeated fields counted before the limit: spans, attributes, events, links, values): send smaller batches",
+        limit >> 20
+    )]
+    TooManyEntries { limit: usize, entries: usize },
     #[error("the body is not valid gzip: {0}")]
     Gzip(String),
     #[error("the body is not an OTLP ExportTraceServiceRequest in protobuf: {0}")]
@@ -83,7 +101,10 @@ impl Rejected {
     pub fn status(&self) -> u16 {
         match self {
             Rejected::ContentType(_) | Rejected::ContentEncoding(_) => 415,
-            Rejected::TooLarge(_) | Rejected::TooManySpans(_) => 413,
+            Rejected::TooLarge(_) | Rejected::TooManySpans(_) | Rejected::TooManyEntries { .. } => {
+                413
+            }
+            Rejected::TooSlow(..) => 408,
             Rejected::Incomplete
             | Rejected::Gzip(_)
             | Rejected::Protobuf(_)
@@ -112,76 +133,30 @@ pub fn decode(encoding: Encoding, gzip: bool, body: &[u8]) -> Result<Extracted, 
         body
     };
     match encoding {
-        // Decoded protobuf takes many times its wire size: its spans are counted before
-        // anything is built.
-        Encoding::Protobuf if wire_spans(bytes) > MAX_SPANS => {
-            Err(Rejected::TooManySpans(MAX_SPANS))
+        Encoding::Protobuf => {
+            measure(bytes)?;
+            ExportTraceServiceRequest::decode(bytes)
+                .map(|request| super::proto::extract(&request))
+                .map_err(|e| Rejected::Protobuf(e.to_string()))
         }
-        Encoding::Protobuf => ExportTraceServiceRequest::decode(bytes)
-            .map(|request| super::proto::extract(&request))
-            .map_err(|e| Rejected::Protobuf(e.to_string())),
-        Encoding::Json => serde_json::from_slice::<serde_json::Value>(bytes)
-            .map(|document| super::spans::extract(&document))
-            .map_err(|e| Rejected::Json(e.to_string())),
+        Encoding::Json => super::json::extract(bytes, MAX_SPANS).map_err(|e| match e {
+            super::json::JsonError::TooManySpans(n) => Rejected::TooManySpans(n),
+            super::json::JsonError::Syntax(e) => Rejected::Json(e.to_string()),
+        }),
     }
 }
 
-/// The spans of a protobuf `ExportTraceServiceRequest`, counted on the wire without decoding
-/// them: `resource_spans` (1) → `scope_spans` (2) → `spans` (2). Stops counting past
-/// `MAX_SPANS`; malformed input counts what it can and is left to the decoder to refuse.
-fn wire_spans(request: &[u8]) -> usize {
-    let mut n = 0;
-    for resource in submessages(request, 1) {
-        for scope in submessages(resource, 2) {
-            n += submessages(scope, 2).count();
-            if n > MAX_SPANS {
-                return n;
-            }
-        }
-    }
-    n
-}
-
-/// The length-delimited fields numbered `field` of one protobuf message, in order; other fields
-/// are skipped by their wire type. Ends at the first malformed byte.
-fn submessages(mut buf: &[u8], field: u64) -> impl Iterator<Item = &[u8]> {
-    std::iter::from_fn(move || {
-        loop {
-            let key = varint(&mut buf)?;
-            let skip = match key & 7 {
-                0 => {
-                    varint(&mut buf)?;
-                    0
-                }
-                1 => 8,
-                5 => 4,
-                2 => {
-                    let len = usize::try_from(varint(&mut buf)?).ok()?;
-                    let payload = buf.get(..len)?;
-                    buf = &buf[len..];
-                    if key >> 3 == field {
-                        return Some(payload);
-                    }
-                    0
-                }
-                _ => return None,
-            };
-            buf = buf.get(skip..)?;
-        }
+/// A protobuf request measured on the wire against `MAX_SPANS` and `MAX_DECODED`.
+fn measure(bytes: &[u8]) -> Result<super::wire::Tally, Rejected> {
+    let limits = Limits {
+        spans: MAX_SPANS,
+        decoded: MAX_DECODED,
+    };
+    super::wire::measure(bytes, limits).map_err(|e| match e {
+        WireError::TooManySpans(n) => Rejected::TooManySpans(n),
+        WireError::TooLarge { limit, entries } => Rejected::TooManyEntries { limit, entries },
+        malformed @ WireError::Malformed(..) => Rejected::Protobuf(malformed.to_string()),
     })
-}
-
-/// A protobuf varint from the front of `buf`, which moves past it.
-fn varint(buf: &mut &[u8]) -> Option<u64> {
-    let mut value = 0u64;
-    for (i, byte) in buf.iter().enumerate().take(10) {
-        value |= u64::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            *buf = &buf[i + 1..];
-            return Some(value);
-        }
-    }
-    None
 }
 
 fn gunzip(body: &[u8], max: usize) -> Result<Vec<u8>, Rejected> {
@@ -299,19 +274,6 @@ mod tests {
 
     #[test]
     fn spans_are_counted_on_the_wire_before_decoding() {
-        let body = request(vec![text("gen_ai.request.model", "gpt-4o")]).encode_to_vec();
-        assert_eq!(super::wire_spans(&body), 2);
-        assert_eq!(super::wire_spans(&empty_spans(7)), 7);
-        assert_eq!(
-            super::wire_spans(b"\xff\xff"),
-            0,
-            "malformed counts nothing"
-        );
-        assert_eq!(
-            super::wire_spans(&wrap(0x0a, &[0x12, 0x05, 0x12])),
-            0,
-            "cut short"
-        );
         let many = empty_spans(super::MAX_SPANS + 1);
         assert!(many.len() < 128 * 1024);
         for gzip_it in [false, true] {
@@ -322,6 +284,35 @@ mod tests {
         }
         let fine = decode(Encoding::Protobuf, false, &empty_spans(super::MAX_SPANS)).unwrap();
         assert_eq!(fine.seen, super::MAX_SPANS as u64);
+    }
+
+    /// Regression: 4 MiB of empty `resource_spans` (two bytes each, no span at all) decoded to
+    /// a quarter of a gigabyte.
+    #[test]
+    fn empty_entries_of_any_repeated_field_are_refused_before_decoding() {
+        let resources = [0x0a, 0x00].repeat(2 << 20);
+        let attributes = wrap(
+            0x0a,
+            &wrap(0x12, &wrap(0x12, &[0x4a, 0x00].repeat(1 << 20))),
+        );
+        for body in [resources, attributes] {
+            let err = decode(Encoding::Protobuf, false, &body).unwrap_err();
+            assert!(matches!(err, Rejected::TooManyEntries { .. }), "{err}");
+            assert_eq!(err.status(), 413);
+            assert!(err.to_string().contains("32 MiB once decoded"), "{err}");
+        }
+    }
+
+    #[test]
+    fn json_is_held_to_the_same_span_limit() {
+        let spans = vec!["{}"; super::MAX_SPANS + 1].join(",");
+        let body = format!(r#"{{"resourceSpans":[{{"scopeSpans":[{{"spans":[{spans}]}}]}}]}}"#);
+        let err = decode(Encoding::Json, false, body.as_bytes()).unwrap_err();
+        assert!(
+            matches!(err, Rejected::TooManySpans(super::MAX_SPANS)),
+            "{err}"
+        );
+        assert_eq!(err.status(), 413);
     }
 
     #[test]

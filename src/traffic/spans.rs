@@ -211,6 +211,11 @@ const KEYS: [&str; 18] = [
     "litellm.provider.model",
 ];
 
+/// Whether `Fields` reads attributes of this key.
+pub(crate) fn is_read(key: &str) -> bool {
+    KEYS.contains(&key)
+}
+
 /// The GenAI attributes of one span, collected in a single pass over its attributes.
 #[derive(Default)]
 pub(crate) struct Fields<'a> {

@@ -38,6 +38,7 @@ mod retry;
 mod scan;
 mod scan_forms;
 mod secrets;
+mod slow_clients;
 mod status_layout;
 mod status_page;
 mod store_damage;

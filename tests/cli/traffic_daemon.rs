@@ -261,19 +261,22 @@ fn traffic_receiver_requires_the_token_when_one_is_set() {
 }
 
 #[test]
-fn traffic_receiver_answers_429_with_retry_after_when_every_slot_is_taken() {
+fn traffic_receiver_answers_429_with_retry_after_when_the_body_budget_is_spent() {
     let sim = Sim::start(single(ID, model(ID, 4.0, (1.25, 10.0))));
     let test = pins(&sim).traffic("max_requests", 1).locked();
     let daemon = Daemon::start(&test);
     let port = daemon.port();
-    // A request whose body is still arriving holds the only slot.
+    // One request body of nearly 4 MiB that has not quite arrived holds the whole budget
+    // (`max_requests` × 4 MiB) until its deadline.
     let hold = || {
         let mut slow = TcpStream::connect(("127.0.0.1", port)).unwrap();
         write!(
             slow,
-            "POST /v1/traces HTTP/1.1\r\nHost: localhost\r\n{PROTOBUF}\r\nContent-Length: 1000\r\n\r\nxx"
+            "POST /v1/traces HTTP/1.1\r\nHost: localhost\r\n{PROTOBUF}\r\nContent-Length: {}\r\n\r\n",
+            4 << 20
         )
         .unwrap();
+        slow.write_all(&vec![0u8; (4 << 20) - 1]).unwrap();
         slow.set_nonblocking(true).unwrap();
         slow
     };
@@ -282,15 +285,14 @@ fn traffic_receiver_answers_429_with_retry_after_when_every_slot_is_taken() {
     let mut busy = None;
     eventually(DEADLINE, || {
         busy = post(port, "/v1/traces", &[PROTOBUF], &body).filter(|a| a.status == 429);
-        // A probe that came first took the slot and the slow request was the one refused
-        // (it has an answer): start it again.
+        // The holder was the one refused, or ran out of time (it has an answer): start it again.
         let mut byte = [0u8; 1];
         if busy.is_none() && slow.peek(&mut byte).is_ok_and(|n| n > 0) {
             slow = hold();
         }
         busy.is_some()
     });
-    let busy = busy.unwrap_or_else(|| panic!("a 429 while the slot is held: {}", daemon.log()));
+    let busy = busy.unwrap_or_else(|| panic!("a 429 while the budget is held: {}", daemon.log()));
     assert_eq!(
         busy.header("retry-after").as_deref(),
         Some("1"),
@@ -301,7 +303,7 @@ fn traffic_receiver_answers_429_with_retry_after_when_every_slot_is_taken() {
     let freed = eventually(DEADLINE, || {
         post(port, "/v1/traces", &[PROTOBUF], &body).is_some_and(|a| a.status == 200)
     });
-    assert!(freed, "the slot is free again once that request ends");
+    assert!(freed, "the budget is free again once that request ends");
 }
 
 #[test]

@@ -1,11 +1,12 @@
 //! `POST /v1/traces`: the application's own LLM calls, as OpenTelemetry GenAI spans, judged by
 //! the probe rules at no probe cost.
 //!
-//! Bounded at every step, since anything that can reach the listener can send: at most
-//! `[traffic] max_requests` bodies are read and decoded at once, and one more is answered 429
-//! with `Retry-After` (the OTLP/HTTP back-pressure signal; exporters retry) instead of queueing;
-//! a body is at most `otlp::MAX_BODY` bytes, read within `BODY_DEADLINE`; each pin keeps only its
-//! newest `[traffic] window` spans. Every `[traffic] interval` the pins that received spans are
+//! Bounded at every step, since anything that can reach the listener can send: bodies being read
+//! hold at most `[traffic] max_requests` × `otlp::MAX_BODY` bytes together, counted as they
+//! arrive (a client that declares a length and sends nothing holds nothing), and each must keep
+//! up a minimum rate; at most `max_requests` bodies are decoded at once. A body that finds either
+//! full is answered 429 with `Retry-After` (the OTLP/HTTP back-pressure signal; exporters retry)
+//! instead of queueing. Each pin keeps only its newest `[traffic] window` spans. Every `[traffic] interval` the pins that received spans are
 //! judged; the verdict is committed like an audit's (`commit`: alert state machine, outbox,
 //! failures counted and retried), with its own alert state, so traffic and probes never resolve
 //! each other's alerts, and into history when it changed or `KEEP_EVERY` passed, marked as
@@ -46,7 +47,10 @@ const KEEP_EVERY: Duration = Duration::from_secs(600);
 /// What the receiver holds between requests and judgments.
 pub struct Traffic {
     windows: Mutex<BTreeMap<String, Window>>,
+    /// Bodies decoded at once.
     slots: Arc<Semaphore>,
+    /// Bytes of bodies being read, taken as they arrive.
+    bodies: Arc<Semaphore>,
     token: Option<Secret>,
     /// Set when judging has stopped (the daemon is shutting down): spans are refused with 503,
     /// which exporters retry, rather than accepted and never judged.
@@ -96,6 +100,9 @@ impl Traffic {
         Ok(Traffic {
             windows: Mutex::new(BTreeMap::new()),
             slots: Arc::new(Semaphore::new(config.traffic.max_requests)),
+            bodies: Arc::new(Semaphore::new(
+                config.traffic.max_requests * crate::traffic::otlp::MAX_BODY,
+            )),
             token,
             closed: AtomicBool::new(false),
         })

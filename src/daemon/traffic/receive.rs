@@ -1,6 +1,11 @@
 //! The `/v1/traces` handler: checks in the order that costs least first (receiver on, token,
-//! content type and encoding, declared length), then a request slot, the body within its
-//! deadline, decoding, and the spans into their pins' windows.
+//! content type and encoding, declared length), then the body, its bytes counted against the
+//! shared body budget as they arrive and held to a minimum rate, then a decoding slot, decoding,
+//! and the spans into their pins' windows.
+//!
+//! The decoding slot is taken only once the whole body is here: a client that sends its body
+//! slowly holds the bytes it has sent and nothing else, so slow clients cannot keep real
+//! exporters out (they did when the slot was taken before the body was read).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,13 +15,24 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt as _;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 
 use crate::daemon::metrics::labels::SpanResult;
 use crate::daemon::{Daemon, auth};
 use crate::traffic::otlp::{self, Encoding, MAX_BODY, Rejected};
 
-/// A body that has not fully arrived by then is refused.
+/// A body that has not fully arrived this long after its head is refused (408).
 const BODY_DEADLINE: Duration = Duration::from_secs(10);
+
+/// After `BODY_GRACE`, a body must have arrived at `MIN_BODY_RATE` bytes per second on average
+/// or it is refused (408): a client sending a byte a second is cut after about a second.
+const BODY_GRACE: Duration = Duration::from_secs(1);
+pub(crate) const MIN_BODY_RATE: usize = 64 * 1024;
+
+/// How long a body that has fully arrived waits for a decoding slot before it is answered 429.
+/// Decoding takes milliseconds, so a wait this long means the receiver is overloaded.
+const SLOT_WAIT: Duration = Duration::from_secs(1);
 
 /// The `/v1/traces` handler.
 pub async fn receive(
@@ -64,12 +80,14 @@ async fn receive_inner(daemon: &Daemon, headers: &HeaderMap, body: Body) -> Resp
     if declared.is_some_and(|n| n > MAX_BODY) {
         return refusal(encoding, &Rejected::TooLarge(MAX_BODY));
     }
-    let Ok(_slot) = daemon.traffic.slots.clone().try_acquire_owned() else {
-        return busy(encoding);
+    let (bytes, held) = match read_body(body, &daemon.traffic.bodies).await {
+        Ok(read) => read,
+        Err(BodyError::Busy) => return busy(encoding),
+        Err(BodyError::Refused(rejected)) => return refusal(encoding, &rejected),
     };
-    let bytes = match read_body(body).await {
-        Ok(bytes) => bytes,
-        Err(rejected) => return refusal(encoding, &rejected),
+    let slot = tokio::time::timeout(SLOT_WAIT, daemon.traffic.slots.clone().acquire_owned());
+    let Ok(Ok(_slot)) = slot.await else {
+        return busy(encoding);
     };
     // Decoded on this worker: a 4 MiB body takes milliseconds, and at most `max_requests` run at
     // once, where the blocking pool would add a thread (and a malloc arena) per request.
@@ -78,6 +96,7 @@ async fn receive_inner(daemon: &Daemon, headers: &HeaderMap, body: Body) -> Resp
         Err(rejected) => return refusal(encoding, &rejected),
     };
     drop(bytes);
+    drop(held);
     let genai = extracted.spans.len() as u64;
     let other = extracted
         .seen
@@ -110,30 +129,65 @@ async fn receive_inner(daemon: &Daemon, headers: &HeaderMap, body: Body) -> Resp
         .into_response()
 }
 
-/// The whole body, at most `MAX_BODY` bytes, within `BODY_DEADLINE`.
-async fn read_body(body: Body) -> Result<Vec<u8>, Rejected> {
-    let mut stream = body.into_data_stream();
-    let mut out = Vec::new();
-    let read = tokio::time::timeout(BODY_DEADLINE, async {
-        while let Some(chunk) = stream.next().await {
-            let chunk: Bytes = chunk.map_err(|_| Rejected::Incomplete)?;
-            if out.len() + chunk.len() > MAX_BODY {
-                return Err(Rejected::TooLarge(MAX_BODY));
-            }
-            out.extend_from_slice(&chunk);
-        }
-        Ok(())
-    })
-    .await;
-    read.unwrap_or(Err(Rejected::Incomplete)).map(|()| out)
+/// Why a body was not read.
+enum BodyError {
+    /// The body budget is spent: 429.
+    Busy,
+    Refused(Rejected),
 }
 
-/// 429 with `Retry-After`: every request slot is taken.
+/// The whole body, at most `MAX_BODY` bytes, within `BODY_DEADLINE` and at `MIN_BODY_RATE`;
+/// each chunk's bytes are taken from `budget` as it arrives and held (the permit) until the
+/// body is decoded.
+async fn read_body(
+    body: Body,
+    budget: &Arc<Semaphore>,
+) -> Result<(Vec<u8>, Option<OwnedSemaphorePermit>), BodyError> {
+    let started = Instant::now();
+    let mut stream = body.into_data_stream();
+    let mut out = Vec::new();
+    let mut held: Option<OwnedSemaphorePermit> = None;
+    loop {
+        let due = body_due(started, out.len());
+        let chunk = match tokio::time::timeout_at(due, stream.next()).await {
+            Err(_) => {
+                let rejected = Rejected::TooSlow(BODY_DEADLINE.as_secs(), MIN_BODY_RATE);
+                return Err(BodyError::Refused(rejected));
+            }
+            Ok(None) => return Ok((out, held)),
+            Ok(Some(Err(_))) => return Err(BodyError::Refused(Rejected::Incomplete)),
+            Ok(Some(Ok(chunk))) => chunk,
+        };
+        let chunk: Bytes = chunk;
+        if out.len() + chunk.len() > MAX_BODY {
+            return Err(BodyError::Refused(Rejected::TooLarge(MAX_BODY)));
+        }
+        let n = u32::try_from(chunk.len()).map_err(|_| BodyError::Busy)?;
+        let permit = budget
+            .clone()
+            .try_acquire_many_owned(n)
+            .map_err(|_| BodyError::Busy)?;
+        match &mut held {
+            Some(held) => held.merge(permit),
+            None => held = Some(permit),
+        }
+        out.extend_from_slice(&chunk);
+    }
+}
+
+/// When the next chunk of a body with `received` bytes so far must have arrived: the minimum
+/// rate's allowance for what came, after the grace, and never past the whole body's deadline.
+fn body_due(started: Instant, received: usize) -> Instant {
+    let allowance = Duration::from_secs_f64(received as f64 / MIN_BODY_RATE as f64);
+    (started + BODY_GRACE + allowance).min(started + BODY_DEADLINE)
+}
+
+/// 429 with `Retry-After`: the body budget or every decoding slot is taken.
 fn busy(encoding: Encoding) -> Response {
     let body = otlp::refused(
         encoding,
         429,
-        "busy: every request slot is taken; retry later",
+        "busy: the receiver holds as many request bodies as it takes; retry later",
     );
     let mut response = encoded(StatusCode::TOO_MANY_REQUESTS, encoding, body);
     response
