@@ -14,6 +14,7 @@
 //! that probe, so the tokenizer and per-call input cost checks compare it with the lock. Other
 //! probe checks (behaviour, `max_tokens`) are left to probes: spans carry no answer text.
 
+pub mod budget;
 pub mod otlp;
 pub mod proto;
 pub mod spans;

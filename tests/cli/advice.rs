@@ -5,7 +5,7 @@
 use modelpin::provider::ProviderKind;
 use modelpin::sim::scenario::Reported;
 
-use crate::harness::{Sim, Test, SETTINGS, one_pin_with};
+use crate::harness::{SETTINGS, Sim, Test, one_pin_with};
 use crate::world::{model, reroute, single};
 
 const SWAP: &str = "acme-small-2024-09-01";

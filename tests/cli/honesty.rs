@@ -288,11 +288,10 @@ fn answers_past_max_tokens_are_said_and_the_plan_is_an_estimate() {
         None,
         answer_with_usage(r#","usage":{"prompt_tokens":20,"completion_tokens":50}"#),
     ));
-    let test = pins(&sim).project()
-        .file(
-            "modelpin.lock",
-            &crate::baseline::bare_lock(&[("pin", MODEL)]),
-        );
+    let test = pins(&sim).project().file(
+        "modelpin.lock",
+        &crate::baseline::bare_lock(&[("pin", MODEL)]),
+    );
     let run = test.run(&["check", "--format", "json"]);
     assert!(
         run.stderr.contains("estimated") && !run.stderr.contains("at most"),
@@ -322,11 +321,10 @@ fn an_unanswered_call_among_answers_is_no_all_clear() {
             headers: vec![],
         },
     ));
-    let test = pins(&sim).project()
-        .file(
-            "modelpin.lock",
-            &crate::baseline::bare_lock(&[("pin", MODEL)]),
-        );
+    let test = pins(&sim).project().file(
+        "modelpin.lock",
+        &crate::baseline::bare_lock(&[("pin", MODEL)]),
+    );
     let run = test.run(&["check", "--format", "json"]);
     run.code(3);
     let report = run.json();

@@ -6,9 +6,9 @@ use std::time::Duration;
 use modelpin::provider::ProviderKind;
 use modelpin::sim::scenario::Reported;
 
+use crate::harness::{ARITH, SETTINGS, Sim, Test, one_pin_with};
 use crate::support::daemon::Daemon;
 use crate::support::wait::eventually;
-use crate::harness::{ARITH, SETTINGS, Sim, Test, one_pin_with};
 use crate::world::{model, single};
 
 const ID: &str = "acme-pro-001";
@@ -111,7 +111,7 @@ fn a_served_model_with_a_bidi_override_is_escaped_in_metric_labels() {
     let settings = "timeout = \"3s\"\nbudget = \"10s\"\nschedule = \"* * * * * *\"\nmetrics = \"127.0.0.1:0\"\nstore = \"store\"";
     let test = Test::new()
         .pins(&one_pin_with(
-            &settings,
+            settings,
             ProviderKind::OpenAi,
             &sim.url(ProviderKind::OpenAi),
             ID,

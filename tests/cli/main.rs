@@ -40,6 +40,7 @@ mod scan_forms;
 mod secrets;
 mod status_layout;
 mod status_page;
+mod storm;
 mod traffic;
 mod traffic_daemon;
 mod traffic_otel;

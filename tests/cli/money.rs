@@ -5,7 +5,7 @@
 use modelpin::provider::ProviderKind;
 use modelpin::sim::scenario::Reported;
 
-use crate::harness::{KEY_VAR, Sim, Test, SETTINGS, one_pin_with};
+use crate::harness::{KEY_VAR, SETTINGS, Sim, Test, one_pin_with};
 use crate::world::{model, reroute, single};
 
 const ID: &str = "acme-large-2024-08-06";

@@ -10,10 +10,10 @@ use std::time::Duration;
 use modelpin::provider::ProviderKind;
 use modelpin::sim::scenario::{FaultKind, Scenario};
 
-use crate::support::daemon::Daemon;
-use crate::support::wait::eventually;
 use crate::harness::{ARITH, KEY_VAR, SETTINGS, Sim, Test, one_pin_with};
+use crate::support::daemon::Daemon;
 use crate::support::receivers::Webhook;
+use crate::support::wait::eventually;
 use crate::world::{fault, model, single};
 
 const KEY: &str = "sk-escaped-Mk3y-0123456789";
@@ -264,7 +264,7 @@ fn a_key_echoed_json_escaped_reaches_no_daemon_page_metric_history_store_log_or_
         "alerts = [\"hook\", \"team\"]\n\n[alerts.hook]\nkind = \"webhook\"\nurl = \"{}\"\n\n[alerts.team]\nkind = \"slack\"\nurl_env = \"SLACK_URL\"\n",
         hook.url()
     );
-    let test = project(&sim, &settings, &channels)
+    let test = project(&sim, settings, &channels)
         .env("SLACK_URL", &slack)
         .env("RUST_LOG", "trace");
     test.run(&["lock"]).code(0);

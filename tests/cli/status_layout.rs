@@ -106,7 +106,9 @@ fn playwright() -> Option<(PathBuf, PathBuf)> {
 /// else the build's temporary directory.
 fn screenshot(name: &str) -> PathBuf {
     let path = match std::env::var_os("MODELPIN_SCREENSHOTS") {
-        Some(dir) => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(dir).join(name),
+        Some(dir) => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join(dir)
+            .join(name),
         // Apart from the browser test's own screenshots, which run beside these.
         None => PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("layout-{name}")),
     };
