@@ -274,6 +274,7 @@ mod tests {
                         action: None,
                     })
                     .collect(),
+                capped: std::collections::BTreeMap::new(),
             },
         }
     }

@@ -37,6 +37,7 @@ pub fn pin_report(case: &Case<'_>) -> PinReport {
         lifecycle: case.lifecycle.as_ref().and_then(summary),
         behaviour: verdict.as_ref().map(behaviour).unwrap_or_default(),
         findings,
+        capped: std::collections::BTreeMap::new(),
     }
 }
 

@@ -32,7 +32,7 @@ use tower::ServiceExt as _;
 use crate::daemon::listener::{Bounded, Connection, Guarded, IDLE_TIMEOUT, MAX_CONNECTIONS};
 use crate::daemon::metrics::CONTENT_TYPE;
 use crate::daemon::{Daemon, auth, page};
-use crate::store::Cursor;
+use crate::store::{Cursor, Store};
 
 /// Records per `/api/history` page unless `limit` says otherwise.
 pub const DEFAULT_PAGE: usize = 100;
@@ -47,6 +47,15 @@ pub const HEAD_DEADLINE: Duration = Duration::from_secs(10);
 
 /// On shutdown, connections still open this long after the listener stopped are cut.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// The most bytes of records one `/api/history` answer holds: a page stops before the record
+/// that would pass it, and its `Link` continues from there (one record is always sent; traffic
+/// records are at most `traffic::budget::MAX_RECORD` bytes).
+pub const MAX_ANSWER: usize = 1024 * 1024;
+
+/// Records read from the store at a time while a page is filled: what one answer holds decoded
+/// besides its bytes.
+const CHUNK: usize = 50;
 
 pub async fn serve(
     daemon: Arc<Daemon>,
@@ -169,21 +178,82 @@ async fn history(
         None => None,
     };
     let limit = q.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
-    let read = daemon
-        .store
-        .history_page(q.pin.as_deref(), q.since, cursor.as_ref(), limit)
-        .await;
-    match read {
-        Ok(page) => {
-            let mut response = axum::Json(page.records).into_response();
-            if let Some(next) = page.next
+    let Ok(_permit) = daemon.renders.acquire().await else {
+        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response();
+    };
+    let from = Filter {
+        pin: q.pin.as_deref(),
+        since: q.since,
+    };
+    match answer(&daemon.store, &from, cursor, limit, MAX_ANSWER).await {
+        Ok((body, next)) => {
+            let mut response = ([(header::CONTENT_TYPE, "application/json")], body).into_response();
+            if let Some(next) = next
                 && let Ok(link) = next_link(q.pin.as_deref(), q.since, &next, limit).parse()
             {
                 response.headers_mut().insert(header::LINK, link);
             }
             response
         }
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e).into_response(),
+    }
+}
+
+/// Which records a page is of.
+struct Filter<'q> {
+    pin: Option<&'q str>,
+    since: Option<DateTime<Utc>>,
+}
+
+/// The JSON array of at most `limit` records after `cursor`, at most `max` bytes (or one
+/// record), read `CHUNK` at a time; traffic records within their budget. With the cursor of the
+/// next page when records remain.
+async fn answer(
+    store: &Store,
+    q: &Filter<'_>,
+    mut cursor: Option<Cursor>,
+    limit: usize,
+    max: usize,
+) -> Result<(Vec<u8>, Option<Cursor>), String> {
+    let mut body = vec![b'['];
+    let mut sent = 0;
+    loop {
+        let want = (limit - sent).min(CHUNK);
+        let page = store
+            .history_page(q.pin, q.since, cursor.as_ref(), want)
+            .await
+            .map_err(|e| e.to_string())?;
+        for (i, mut record) in page.records.into_iter().enumerate() {
+            if record.source.is_some() {
+                crate::traffic::budget::cap_record(&mut record);
+            }
+            let bytes = serde_json::to_vec(&record)
+                .map_err(|e| format!("record {} cannot be written: {e}", record.audit_id))?;
+            if sent > 0 && body.len() + bytes.len() + 2 > max {
+                // The page ends before this record: the cursor of the one before it.
+                let next = if i == 0 {
+                    cursor
+                } else {
+                    store
+                        .history_page(q.pin, q.since, cursor.as_ref(), i)
+                        .await
+                        .map_err(|e| e.to_string())?
+                        .next
+                };
+                body.push(b']');
+                return Ok((body, next));
+            }
+            if sent > 0 {
+                body.push(b',');
+            }
+            body.extend_from_slice(&bytes);
+            sent += 1;
+        }
+        if page.next.is_none() || sent == limit {
+            body.push(b']');
+            return Ok((body, page.next));
+        }
+        cursor = page.next;
     }
 }
 
@@ -212,7 +282,51 @@ fn next_link(
 
 #[cfg(test)]
 mod tests {
-    use super::{Cursor, next_link};
+    use super::{Cursor, Filter, answer, next_link};
+    use crate::store::{Holder, Store};
+
+    /// Pages cut by bytes continue where they stopped: following the cursors yields every
+    /// record once, in order, and no answer is over its cap (or more than one record).
+    #[tokio::test]
+    async fn history_pages_cut_by_bytes_continue_where_they_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("store"), Holder::Daemon)
+            .await
+            .unwrap();
+        for i in 0..23 {
+            let mut r = crate::store::tests::record("p", 1_800_000_000 + i, &format!("a{i:02}"));
+            r.pin.model = "m".repeat(usize::try_from(i).unwrap() * 40);
+            store.append(&r).await.unwrap();
+        }
+        let q = Filter {
+            pin: None,
+            since: None,
+        };
+        // (byte cap, limit)
+        for (max, limit) in [(2_000, 1000), (1, 1000), (usize::MAX, 5), (3_000, 4)] {
+            let (mut seen, mut cursor) = (Vec::new(), None);
+            loop {
+                let (body, next) = answer(&store, &q, cursor, limit, max).await.unwrap();
+                let page: Vec<serde_json::Value> = serde_json::from_slice(&body).unwrap();
+                assert!(
+                    body.len() <= max || page.len() == 1,
+                    "{max}: {}",
+                    body.len()
+                );
+                assert!(!page.is_empty() && page.len() <= limit);
+                seen.extend(
+                    page.iter()
+                        .map(|r| r["audit_id"].as_str().unwrap().to_owned()),
+                );
+                match next {
+                    Some(next) => cursor = Some(next),
+                    None => break,
+                }
+            }
+            let all: Vec<String> = (0..23).map(|i| format!("a{i:02}")).collect();
+            assert_eq!(seen, all, "cap {max}, limit {limit}");
+        }
+    }
 
     #[test]
     fn next_link_keeps_the_filters_and_encodes_them() {

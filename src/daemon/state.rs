@@ -93,7 +93,14 @@ pub struct Daemon {
     pub api_token: Option<Secret>,
     /// The traces receiver's windows, request slots and token (`[traffic]`, read at start).
     pub traffic: Traffic,
+    /// Pages and `/api/history` answers built at once (`RENDERS`); the others wait for a
+    /// permit, so 20 browsers loading at once cost what `RENDERS` pages cost.
+    pub(crate) renders: tokio::sync::Semaphore,
 }
+
+/// Pages and history answers built at once. Each is bounded (`page::MAX_PAGE_BYTES`,
+/// `http::MAX_ANSWER`), so the memory answers take at once is bounded by this many of them.
+pub const RENDERS: usize = 2;
 
 type LockStamp = (Option<std::time::SystemTime>, u64);
 
@@ -118,6 +125,7 @@ impl Daemon {
             facts_loaded: tokio::sync::watch::Sender::new(false),
             api_token: parts.api_token,
             traffic: parts.traffic,
+            renders: tokio::sync::Semaphore::new(RENDERS),
         }
     }
 

@@ -54,6 +54,20 @@ pub struct PinReport {
     /// Every behaviour test run in this audit (also when nothing drifted).
     pub behaviour: Vec<BehaviourTest>,
     pub findings: Vec<Finding>,
+    /// What the traffic budget summed into an `(others)` entry, by field (`served_models`,
+    /// `upstreams`); absent when nothing was (every probe audit).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub capped: BTreeMap<String, Others>,
+}
+
+/// What one map or list of a traffic record lost to its byte budget (`traffic::budget`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Others {
+    /// Distinct IDs summed into `(others)` (for a list: entries left out).
+    pub ids: u64,
+    /// Their counts, summed (for a list: entries left out).
+    pub count: u64,
 }
 
 /// One behaviour test, for dashboards: the full evidence is in `behavior_drift`.

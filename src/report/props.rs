@@ -70,6 +70,7 @@ fn pin() -> impl Strategy<Value = PinReport> {
                 lifecycle: None,
                 behaviour: Vec::new(),
                 findings,
+                capped: BTreeMap::new(),
             },
         )
 }

@@ -247,6 +247,7 @@ pub(crate) mod tests {
                 lifecycle: None,
                 behaviour: Vec::new(),
                 findings: Vec::new(),
+                capped: std::collections::BTreeMap::new(),
             },
         }
     }

@@ -15,6 +15,7 @@
 //! probe checks (behaviour, `max_tokens`) are left to probes: spans carry no answer text.
 
 pub mod json;
+pub mod budget;
 pub mod otlp;
 pub mod proto;
 pub mod spans;

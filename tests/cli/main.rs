@@ -42,6 +42,7 @@ mod slow_clients;
 mod status_layout;
 mod status_page;
 mod store_damage;
+mod storm;
 mod traffic;
 mod traffic_daemon;
 mod traffic_otel;

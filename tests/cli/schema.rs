@@ -38,6 +38,16 @@ pub struct Pin {
     pub lifecycle: Option<Lifecycle>,
     pub behaviour: Vec<BehaviourTest>,
     pub findings: Vec<Finding>,
+    /// Traffic records only: what the byte budget summed into `(others)`, by field.
+    #[serde(default)]
+    pub capped: BTreeMap<String, Others>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Others {
+    pub ids: u64,
+    pub count: u64,
 }
 
 #[derive(Debug, Deserialize)]

@@ -245,10 +245,14 @@ pub fn served_cell(view: &PinView, fit: Fit) -> String {
         return "<span class=\"n\">nothing answered</span>".to_owned();
     }
     let many = latest.pin.served_models.len() > 1;
-    let items: Vec<String> = latest
-        .pin
-        .served_models
-        .iter()
+    // The most frequent few, like a traffic record's (`traffic::budget`), whatever was stored.
+    let mut shown: Vec<(&String, &u64)> = latest.pin.served_models.iter().collect();
+    shown.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+    let unlisted = shown.len().saturating_sub(SERVED_CELL_IDS);
+    shown.truncate(SERVED_CELL_IDS);
+    shown.sort();
+    let mut items: Vec<String> = shown
+        .into_iter()
         .map(|(id, n)| {
             let count = if many {
                 format!(" ×{n}")
@@ -264,11 +268,29 @@ pub fn served_cell(view: &PinView, fit: Fit) -> String {
             } else {
                 ""
             };
-            format!("{}{count}{flag}", id_code(id, fit))
+            // What the traffic budget summed: how many IDs `(others)` stands for.
+            let summed = latest
+                .pin
+                .capped
+                .get("served_models")
+                .filter(|_| id == crate::traffic::budget::OTHERS)
+                .map_or(String::new(), |o| {
+                    format!(" of {}", crate::words::count(o.ids, "distinct ID"))
+                });
+            format!("{}{count}{summed}{flag}", id_code(id, fit))
         })
         .collect();
+    if unlisted > 0 {
+        items.push(format!(
+            "and {unlisted} more {}",
+            crate::words::noun(unlisted as u64, "served ID")
+        ));
+    }
     items.join("<br>")
 }
+
+/// Served IDs a "served" cell lists: a traffic record's 16 and its `(others)`.
+const SERVED_CELL_IDS: usize = crate::traffic::budget::MAX_IDS + 1;
 
 #[must_use]
 pub fn locked_cell(view: &PinView, fit: Fit) -> String {

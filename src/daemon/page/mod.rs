@@ -28,6 +28,10 @@ pub const STRIP_AUDITS: usize = 30;
 /// Audits shown on a pin's page.
 pub const PIN_AUDITS: usize = 100;
 
+/// The most bytes a pin's page takes (before gzip), whatever the store holds: its rows, IDs per
+/// row, legend and texts are each bounded (`pin`). Checked on a page of hostile records.
+pub const MAX_PAGE_BYTES: usize = 512 * 1024;
+
 /// One pin as the overview shows it.
 #[derive(Debug, Clone)]
 pub struct PinView {

@@ -18,6 +18,14 @@ use crate::store::AuditRecord;
 /// Longest finding message or action shown on a pin's page, in characters.
 const PIN_TEXT_CHARS: usize = 1000;
 
+/// Served IDs in the legend and the served-models table (those seen in the most audits); the
+/// rest are counted in one row. With `PIN_AUDITS` rows of at most `SERVED_PER_ROW` IDs each,
+/// this bounds the page whatever the served IDs did (`MAX_PAGE_BYTES`).
+const LEGEND_IDS: usize = 24;
+
+/// Served IDs listed per audit row; the rest are counted.
+const SERVED_PER_ROW: usize = 4;
+
 #[must_use]
 pub fn page(history: &PinHistory, meta: &Meta) -> String {
     let view = &history.view;
@@ -118,7 +126,7 @@ fn charts(out: &mut String, history: &PinHistory) {
     let _ = write!(out, "<h2>Last {}</h2>", crate::words::count_of(n, "audit"));
     let marks: Vec<_> = records.iter().map(crate::daemon::page::Mark::of).collect();
     figure(out, "Status of each audit, oldest left", &strip("", &marks));
-    let legend = served_legend(records);
+    let (legend, unlisted) = served_legend(records);
     let served: Vec<Option<usize>> = records
         .iter()
         .map(|r| {
@@ -133,8 +141,18 @@ fn charts(out: &mut String, history: &PinHistory) {
         .collect();
     let title = format!(
         "Model served most in each audit: {} different",
-        legend.len()
+        legend.len() + unlisted
     );
+    let names = if unlisted > 0 {
+        let mut names = names;
+        names.push(format!(
+            "and {unlisted} more {}",
+            crate::words::noun(unlisted as u64, "ID")
+        ));
+        names
+    } else {
+        names
+    };
     figure(
         out,
         &format!("Served model: {}", names.join(" · ")),
@@ -179,8 +197,9 @@ fn charts(out: &mut String, history: &PinHistory) {
     );
 }
 
-/// Every served ID in order of first sight, with the audits it was seen in.
-fn served_legend(records: &[AuditRecord]) -> Vec<(String, Seen)> {
+/// The served IDs seen in the most audits (at most `LEGEND_IDS`) in order of first sight, with
+/// the audits each was seen in; and how many other IDs were seen.
+fn served_legend(records: &[AuditRecord]) -> (Vec<(String, Seen)>, usize) {
     let mut seen: BTreeMap<&str, Seen> = BTreeMap::new();
     for r in records {
         for id in r.pin.served_models.keys() {
@@ -195,8 +214,10 @@ fn served_legend(records: &[AuditRecord]) -> Vec<(String, Seen)> {
     }
     let mut legend: Vec<(String, Seen)> =
         seen.into_iter().map(|(id, s)| (id.to_owned(), s)).collect();
+    legend.sort_by(|a, b| b.1.audits.cmp(&a.1.audits).then(a.1.first.cmp(&b.1.first)));
+    let rest = legend.split_off(LEGEND_IDS.min(legend.len()));
     legend.sort_by_key(|(_, s)| s.first);
-    legend
+    (legend, rest.len())
 }
 
 struct Seen {
@@ -207,7 +228,8 @@ struct Seen {
 
 fn served_table(out: &mut String, records: &[AuditRecord]) {
     out.push_str("<table><caption>Served models</caption><thead><tr><th scope=\"col\">Model</th><th scope=\"col\">First seen</th><th scope=\"col\">Last seen</th><th scope=\"col\">Audits</th></tr></thead><tbody>");
-    for (i, (id, seen)) in served_legend(records).iter().enumerate() {
+    let (legend, unlisted) = served_legend(records);
+    for (i, (id, seen)) in legend.iter().enumerate() {
         let _ = write!(
             out,
             "<tr><th scope=\"row\">{} {}</th><td data-l=\"First seen\">{}</td><td data-l=\"Last seen\">{}</td><td data-l=\"Audits\">{}</td></tr>",
@@ -218,18 +240,33 @@ fn served_table(out: &mut String, records: &[AuditRecord]) {
             seen.audits
         );
     }
+    if unlisted > 0 {
+        let _ = write!(
+            out,
+            "<tr><th scope=\"row\">{} not listed</th><td colspan=\"3\">seen in fewer audits than those above</td></tr>",
+            crate::words::count(unlisted as u64, "other served ID")
+        );
+    }
     out.push_str("</tbody></table>");
 }
 
 fn audits_table(out: &mut String, records: &[AuditRecord]) {
     out.push_str("<table><caption>Audits, newest first</caption><thead><tr><th scope=\"col\">Started</th><th scope=\"col\">Status</th><th scope=\"col\">Served</th><th scope=\"col\">Calls ok</th><th scope=\"col\">Tokens in / out</th><th scope=\"col\">Cost per call</th><th scope=\"col\">Smallest p</th><th scope=\"col\">Findings</th></tr></thead><tbody>");
     for r in records.iter().rev() {
-        let served: Vec<String> = r
+        let mut served: Vec<String> = r
             .pin
             .served_models
             .iter()
+            .take(SERVED_PER_ROW)
             .map(|(id, n)| format!("{} ×{n}", id_code(id, Fit::Full)))
             .collect();
+        let more = r.pin.served_models.len().saturating_sub(SERVED_PER_ROW);
+        if more > 0 {
+            served.push(format!(
+                "and {more} more {}",
+                crate::words::noun(more as u64, "ID")
+            ));
+        }
         let ok = r.pin.calls.ok;
         let cost = r
             .pin
@@ -268,4 +305,55 @@ fn audits_table(out: &mut String, records: &[AuditRecord]) {
         );
     }
     out.push_str("</tbody></table>");
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use crate::daemon::page::{MAX_PAGE_BYTES, Meta, PIN_AUDITS, PinHistory};
+    use crate::finding::{Code, Finding};
+
+    /// A page of the longest records anything could have stored before the budget: a thousand
+    /// served IDs of markup per audit, every finding code with a long message of markup.
+    #[test]
+    fn a_pin_page_of_hostile_records_stays_within_its_bound() {
+        let served: BTreeMap<String, u64> = (0..1000)
+            .map(|i| (format!("{i:04}{}", "&<".repeat(200)), 1))
+            .collect();
+        let findings: Vec<Finding> = Code::ALL
+            .iter()
+            .map(|c| Finding {
+                code: *c,
+                severity: c.severity(),
+                message: "&\"".repeat(3000),
+                evidence: serde_json::json!({}),
+                action: Some("<&".repeat(3000)),
+            })
+            .collect();
+        let records: Vec<_> = (0..PIN_AUDITS)
+            .map(|i| {
+                let at = 1_800_000_000 + i64::try_from(i).unwrap();
+                let mut r = crate::store::tests::record("p", at, &"&".repeat(200));
+                r.pin.served_models = served.clone();
+                r.pin.findings = findings.clone();
+                r
+            })
+            .collect();
+        let mut view = crate::daemon::page::tests::view("p", None, None);
+        view.latest = records.last().cloned();
+        view.locked = Some(vec!["m".to_owned()]);
+        let history = PinHistory {
+            view,
+            records,
+            alpha: 0.001,
+        };
+        let meta = Meta {
+            generated: chrono::Utc::now(),
+            etag: String::new(),
+        };
+        let html = super::page(&history, &meta);
+        assert!(html.len() <= MAX_PAGE_BYTES, "{} bytes", html.len());
+        assert!(html.contains("and 983 more served IDs"), "the rest counted");
+    }
 }

@@ -89,6 +89,7 @@ fn pin(i: usize, now: DateTime<Utc>) -> PinView {
                 rejected: false,
             }],
             findings,
+            capped: std::collections::BTreeMap::new(),
         },
     };
     PinView {

@@ -45,6 +45,14 @@ async fn respond(daemon: Arc<Daemon>, headers: HeaderMap, which: Which) -> Respo
     if !auth::authorized(daemon.api_token.as_ref(), &headers) {
         return auth::unauthorized();
     }
+    // Gathering and rendering hold a permit: pages are built `RENDERS` at a time.
+    let permits = daemon.clone();
+    let Ok(_permit) = permits.renders.acquire().await else {
+        return plain(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the daemon is shutting down\n".to_owned(),
+        );
+    };
     match build(daemon, headers, which).await {
         Ok(response) => response,
         Err(e) => plain(
@@ -205,9 +213,14 @@ async fn fill(
                 .find(|r| Mark::decode(r.bytes()).is_some_and(|m| m.traffic == traffic))
                 .and_then(RawRecord::decode)
         };
-        (newest(false), newest(true))
+        (newest(false), newest(true).map(bounded))
     } else {
-        records = raw.iter().rev().filter_map(RawRecord::decode).collect();
+        records = raw
+            .iter()
+            .rev()
+            .filter_map(RawRecord::decode)
+            .map(bounded)
+            .collect();
         view.marks = records.iter().map(Mark::of).collect();
         let newest = |traffic: bool| {
             records
@@ -225,6 +238,14 @@ async fn fill(
     };
     (view.latest, view.aside) = standing_record(probe, traffic, Utc::now());
     Ok((view, records))
+}
+
+/// A traffic record within its byte budget (`traffic::budget`), however it was stored.
+fn bounded(mut record: AuditRecord) -> AuditRecord {
+    if record.source.is_some() {
+        crate::traffic::budget::cap_record(&mut record);
+    }
+    record
 }
 
 /// `html`, gzipped when `gzip` and it pays, with the page's security and cache headers.

@@ -31,6 +31,7 @@ use crate::daemon::commit::{self, Patience, audit_id};
 use crate::daemon::{Daemon, DaemonError};
 use crate::provider::Secret;
 use crate::store::{AuditRecord, RecordSource};
+use crate::traffic::budget::{self, Others};
 use crate::traffic::spans::GenAiSpan;
 
 /// Served-model label values exported per pin; more become `(other)`, so a provider answering
@@ -43,6 +44,13 @@ const COMMIT_DEADLINE: Duration = Duration::from_secs(10);
 
 /// An unchanged traffic verdict is written to history at most this often.
 const KEEP_EVERY: Duration = Duration::from_secs(600);
+
+/// Traffic records written per pin per `KEEP_EVERY` window, changed or not: a verdict that
+/// flips at every interval (served IDs that churn) writes at most this many; the verdicts past
+/// it are counted and the count is written with the pin's next record (`capped.verdicts`).
+/// With `budget::MAX_RECORD` this bounds what traffic writes to history per pin:
+/// 6 windows an hour × `KEPT_PER_WINDOW` × 16 KiB = 576 KiB an hour.
+pub const KEPT_PER_WINDOW: u32 = 6;
 
 /// What the receiver holds between requests and judgments.
 pub struct Traffic {
@@ -66,6 +74,25 @@ struct Window {
     labels: BTreeSet<String>,
     /// The last verdict written to history, and when.
     kept: Option<(Verdict, Instant)>,
+    /// The records written in the current `KEEP_EVERY` window and the verdicts not written.
+    quota: Quota,
+}
+
+/// What one pin's traffic wrote to history in the current window.
+#[derive(Debug, Default)]
+struct Quota {
+    started: Option<Instant>,
+    written: u32,
+    /// Verdicts that would have been written but for the quota, and the spans they judged,
+    /// since the last record written.
+    unkept: Others,
+}
+
+/// Whether a verdict goes to history, and what the quota held back before it.
+#[derive(Debug, PartialEq, Eq)]
+enum Kept {
+    Write { unkept: Others },
+    Skip,
 }
 
 /// What makes two traffic verdicts the same for history.
@@ -159,18 +186,38 @@ impl Traffic {
             .unwrap_or_default()
     }
 
-    /// Whether this verdict goes to history: it differs from the last kept, or that is old.
-    fn keep(&self, pin: &str, verdict: Verdict) -> bool {
+    /// Whether this verdict (judged over `spans`) goes to history: it differs from the last
+    /// kept, that is old, or verdicts were held back since; and the window's quota allows.
+    fn keep(&self, pin: &str, verdict: Verdict, spans: u64) -> Kept {
         let mut windows = self.windows.lock().expect("traffic windows");
         let window = windows.entry(pin.to_owned()).or_default();
-        let stale = window
-            .kept
-            .as_ref()
-            .is_none_or(|(kept, at)| *kept != verdict || at.elapsed() >= KEEP_EVERY);
-        if stale {
-            window.kept = Some((verdict, Instant::now()));
+        let now = Instant::now();
+        let quota = &mut window.quota;
+        if quota
+            .started
+            .is_none_or(|at| now.duration_since(at) >= KEEP_EVERY)
+        {
+            quota.started = Some(now);
+            quota.written = 0;
         }
-        stale
+        let stale = quota.unkept.ids > 0
+            || window
+                .kept
+                .as_ref()
+                .is_none_or(|(kept, at)| *kept != verdict || at.elapsed() >= KEEP_EVERY);
+        if !stale {
+            return Kept::Skip;
+        }
+        if quota.written >= KEPT_PER_WINDOW {
+            quota.unkept.ids += 1;
+            quota.unkept.count += spans;
+            return Kept::Skip;
+        }
+        quota.written += 1;
+        window.kept = Some((verdict, now));
+        Kept::Write {
+            unkept: std::mem::take(&mut quota.unkept),
+        }
     }
 
     /// A verdict that could not be committed: judged again at the next tick, and not taken as
@@ -180,6 +227,15 @@ impl Traffic {
         if let Some(window) = windows.get_mut(pin) {
             window.fresh = true;
             window.kept = None;
+        }
+    }
+
+    /// Verdicts counted in a record that was not stored: counted again for the next.
+    fn hold_back(&self, pin: &str, unkept: Others) {
+        let mut windows = self.windows.lock().expect("traffic windows");
+        if let Some(window) = windows.get_mut(pin) {
+            window.quota.unkept.ids += unkept.ids;
+            window.quota.unkept.count += unkept.count;
         }
     }
 
@@ -249,7 +305,7 @@ async fn judge_pin(daemon: &Daemon, pin: &str, spans: &[GenAiSpan], deadline: In
         return true;
     }
     let report = crate::traffic::pin_report(config, lock, pinned, &refs, &snapshot.facts);
-    let record = AuditRecord {
+    let mut record = AuditRecord {
         audit_id: audit_id(started),
         started_at: started,
         finished_at: Utc::now(),
@@ -258,22 +314,32 @@ async fn judge_pin(daemon: &Daemon, pin: &str, spans: &[GenAiSpan], deadline: In
         pin: report,
         source: Some(RecordSource::Traffic),
     };
+    budget::cap_record(&mut record);
     daemon.metrics.traffic_verdict(&record.pin);
-    let keep = if daemon.traffic.keep(pin, verdict_of(&record)) {
-        crate::alert::Keep::Audit
-    } else {
-        crate::alert::Keep::AlertsOnly
+    let kept = daemon
+        .traffic
+        .keep(pin, verdict_of(&record), refs.len() as u64);
+    let keep = match kept {
+        Kept::Write { unkept } => {
+            if unkept.ids > 0 {
+                record.pin.capped.insert("verdicts".to_owned(), unkept);
+            }
+            crate::alert::Keep::Audit
+        }
+        Kept::Skip => crate::alert::Keep::AlertsOnly,
     };
     let patience = Patience::Until(deadline);
-    match commit::commit(daemon, config, &record, keep, patience).await {
-        Ok(queued) => {
-            if !queued.is_empty() {
-                tracing::info!(pin, queued = queued.len(), "traffic: notifications queued");
-            }
-            true
+    let Ok(queued) = commit::commit(daemon, config, &record, keep, patience).await else {
+        // The count held back goes with the next record instead.
+        if let Kept::Write { unkept } = kept {
+            daemon.traffic.hold_back(pin, unkept);
         }
-        Err(_) => false,
+        return false;
+    };
+    if !queued.is_empty() {
+        tracing::info!(pin, queued = queued.len(), "traffic: notifications queued");
     }
+    true
 }
 
 /// What makes the verdict the same as an earlier one for history.
@@ -286,20 +352,18 @@ fn verdict_of(record: &AuditRecord) -> Verdict {
             .iter()
             .map(|f| f.code.as_str().to_owned())
             .collect(),
-        // Bounded like the metric labels: a stream of ever-new served IDs is one verdict.
-        record
-            .pin
-            .served_models
-            .keys()
-            .take(SERVED_LABELS)
-            .cloned()
-            .collect(),
+        // A capped map (ever-new served IDs) is one verdict whatever its first IDs are.
+        if record.pin.capped.contains_key("served_models") {
+            vec![budget::OTHERS.to_owned()]
+        } else {
+            record.pin.served_models.keys().cloned().collect()
+        },
     )
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{SERVED_LABELS, Traffic};
+    use super::{KEPT_PER_WINDOW, Kept, Others, SERVED_LABELS, Traffic};
     use crate::config::tests_support::minimal_config;
     use crate::traffic::spans::GenAiSpan;
 
@@ -345,13 +409,56 @@ mod tests {
         traffic.admit(&config, vec![span("gpt-4o-2024-08-06")]);
         assert_eq!(traffic.take_fresh(), ["support-bot"]);
         let verdict = ("ok".to_owned(), Vec::new(), Vec::new());
-        assert!(traffic.keep("support-bot", verdict.clone()));
+        let written = Kept::Write {
+            unkept: Others::default(),
+        };
+        assert_eq!(traffic.keep("support-bot", verdict.clone(), 1), written);
         traffic.retry("support-bot");
         assert_eq!(traffic.take_fresh(), ["support-bot"], "judged again");
-        assert!(traffic.keep("support-bot", verdict), "and kept again");
+        assert_eq!(
+            traffic.keep("support-bot", verdict, 1),
+            written,
+            "and kept again"
+        );
         config.pins.clear();
         traffic.forget_unconfigured(&config);
         assert!(traffic.spans_of("support-bot").is_empty());
+    }
+
+    /// A verdict that changes at every pass writes `KEPT_PER_WINDOW` records per window; the
+    /// rest are counted, and the count (verdicts, spans) rides with the next record written.
+    #[tokio::test(start_paused = true)]
+    async fn a_verdict_that_flips_at_every_pass_writes_a_bounded_number_of_records() {
+        let config = minimal_config();
+        let traffic = Traffic::new(&config).unwrap();
+        let verdict = |i: u32| ("drift".to_owned(), Vec::new(), vec![format!("m-{i}")]);
+        // (passes in the window, written, held back at its end)
+        let mut decisions = Vec::new();
+        for i in 0..(KEPT_PER_WINDOW + 4) {
+            decisions.push(traffic.keep("support-bot", verdict(i), 10));
+            tokio::time::advance(std::time::Duration::from_secs(1)).await;
+        }
+        let written = decisions.iter().filter(|k| **k != Kept::Skip).count();
+        assert_eq!(written, KEPT_PER_WINDOW as usize);
+        assert!(
+            decisions[KEPT_PER_WINDOW as usize..]
+                .iter()
+                .all(|k| *k == Kept::Skip)
+        );
+        // The next window's first verdict is written, even unchanged, with what was held back.
+        tokio::time::advance(super::KEEP_EVERY).await;
+        let last = verdict(KEPT_PER_WINDOW + 3);
+        assert_eq!(
+            traffic.keep("support-bot", last.clone(), 10),
+            Kept::Write {
+                unkept: Others { ids: 4, count: 40 }
+            }
+        );
+        assert_eq!(
+            traffic.keep("support-bot", last, 10),
+            Kept::Skip,
+            "unchanged"
+        );
     }
 
     /// Through the commit path: a verdict the store refuses until the pass's deadline is not
