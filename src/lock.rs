@@ -16,6 +16,7 @@ pub use recover::{conflict_marker, recover};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[allow(clippy::struct_field_names)] // `lock_version` is the file's own key
 pub struct Lock {
     pub lock_version: u32,
     pub modelpin_version: String,

@@ -68,7 +68,7 @@ impl<'a> Case<'a> {
     /// Judged as real traffic: served identity and lifecycle against `accept` and the lock,
     /// without asking for a probe baseline.
     #[must_use]
-    pub fn from_traffic(mut self) -> Case<'a> {
+    pub fn judged_as_traffic(mut self) -> Case<'a> {
         self.traffic = true;
         self
     }

@@ -213,9 +213,12 @@ mod tests {
 
     #[test]
     fn pin_lines_of_ten_thousand_pins_are_all_found() {
-        let text: String = (0..10_000)
-            .map(|i| format!("[[pin]]\nid = \"p{i}\"\nprovider = \"x\"\n"))
-            .collect();
+        let mut text = String::new();
+        for i in 0..10_000 {
+            text.push_str("[[pin]]\nid = \"p");
+            text.push_str(&i.to_string());
+            text.push_str("\"\nprovider = \"x\"\n");
+        }
         let lines = pin_lines(&text);
         assert_eq!(lines.len(), 10_000);
         assert_eq!(lines.get("p0"), Some(&2));

@@ -61,7 +61,7 @@ pub fn run(
     let text = match format {
         Format::Human => human::render_with(
             &report,
-            human::Detail::for_stdout(out.verbose).from_traffic(),
+            human::Detail::for_stdout(out.verbose).for_traffic(),
         ),
         other => crate::cmd::check::render(&config, &report, other),
     };

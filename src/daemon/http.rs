@@ -185,7 +185,7 @@ async fn history(
         pin: q.pin.as_deref(),
         since: q.since,
     };
-    match answer(&daemon.store, &from, cursor, limit, MAX_ANSWER).await {
+    match history_answer(&daemon.store, &from, cursor, limit, MAX_ANSWER).await {
         Ok((body, next)) => {
             let mut response = ([(header::CONTENT_TYPE, "application/json")], body).into_response();
             if let Some(next) = next
@@ -208,7 +208,7 @@ struct Filter<'q> {
 /// The JSON array of at most `limit` records after `cursor`, at most `max` bytes (or one
 /// record), read `CHUNK` at a time; traffic records within their budget. With the cursor of the
 /// next page when records remain.
-async fn answer(
+async fn history_answer(
     store: &Store,
     q: &Filter<'_>,
     mut cursor: Option<Cursor>,
@@ -282,7 +282,7 @@ fn next_link(
 
 #[cfg(test)]
 mod tests {
-    use super::{Cursor, Filter, answer, next_link};
+    use super::{Cursor, Filter, history_answer, next_link};
     use crate::store::{Holder, Store};
 
     /// Pages cut by bytes continue where they stopped: following the cursors yields every
@@ -306,7 +306,9 @@ mod tests {
         for (max, limit) in [(2_000, 1000), (1, 1000), (usize::MAX, 5), (3_000, 4)] {
             let (mut seen, mut cursor) = (Vec::new(), None);
             loop {
-                let (body, next) = answer(&store, &q, cursor, limit, max).await.unwrap();
+                let (body, next) = history_answer(&store, &q, cursor, limit, max)
+                    .await
+                    .unwrap();
                 let page: Vec<serde_json::Value> = serde_json::from_slice(&body).unwrap();
                 assert!(
                     body.len() <= max || page.len() == 1,

@@ -551,6 +551,7 @@ pub enum Unmeasured {
 
 /// What the retry layer did before giving up.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[allow(clippy::struct_field_names)] // `retries` is the key reports have always carried
 pub struct Retries {
     pub attempts: u64,
     pub retries: u64,

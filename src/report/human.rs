@@ -54,7 +54,7 @@ impl Detail {
 
     /// The same, for a report judged from traffic: its own header, spans counted as spans.
     #[must_use]
-    pub fn from_traffic(self) -> Detail {
+    pub fn for_traffic(self) -> Detail {
         Detail {
             traffic: true,
             ..self

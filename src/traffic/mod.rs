@@ -14,8 +14,8 @@
 //! that probe, so the tokenizer and per-call input cost checks compare it with the lock. Other
 //! probe checks (behaviour, `max_tokens`) are left to probes: spans carry no answer text.
 
-pub mod json;
 pub mod budget;
+pub mod json;
 pub mod otlp;
 pub mod proto;
 pub mod spans;
@@ -151,7 +151,7 @@ pub fn pin_report(
     let case = Case::new(pin, probes, &obs, locked)
         .with_lifecycle(life, Vec::new())
         .with_alpha(config.settings.alpha)
-        .from_traffic();
+        .judged_as_traffic();
     verdict::pin_report(&case)
 }
 
