@@ -39,7 +39,7 @@ fn unknown_key_far_from_any_lists_the_valid_ones() {
   |
 1 | colour = 1
   | ^^^^^^
-  = note: valid keys: `version`, `settings`, `providers`, `pin`, `alerts`, `traffic`"
+  = note: valid keys: `version`, `settings`, `providers`, `pin`, `alerts`, `traffic`, `scan`"
     );
 }
 
