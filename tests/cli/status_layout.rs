@@ -278,7 +278,7 @@ fn a_traffic_drift_stops_setting_the_status_once_a_later_probe_audit_finds_none(
 
     use crate::support::http::post;
     use crate::support::traffic::ID;
-    use crate::traffic_daemon::{request, span};
+    use crate::support::traffic::{request, span};
     let sim = Sim::start(single(ID, model(ID, 4.0, (1.25, 10.0))));
     let settings = "timeout = \"5s\"\nschedule = \"* * * * * *\"\nmetrics = \"127.0.0.1:0\"\nstore = \"store\"";
     let test = Test::new()

@@ -14,8 +14,8 @@ use crate::harness::Sim;
 use crate::support::daemon::Daemon;
 use crate::support::http::{fetch, next_link, post};
 use crate::support::traffic::{ID, pins};
+use crate::support::traffic::{request, span};
 use crate::support::wait::{DEADLINE, poll};
-use crate::traffic_daemon::{request, span};
 use crate::world::{model, single};
 
 /// Posts in the storm, each of `SPANS` spans; scaled to stay well within a minute on a loaded
