@@ -48,6 +48,18 @@ pub fn bounded_owned(text: String, max: usize) -> String {
     }
 }
 
+/// The width in characters of each column of a table: its widest cell, the header included.
+#[must_use]
+pub fn column_widths<const N: usize>(header: &[String; N], rows: &[[String; N]]) -> [usize; N] {
+    std::array::from_fn(|i| {
+        rows.iter()
+            .chain([header])
+            .map(|r| r[i].chars().count())
+            .max()
+            .unwrap_or(0)
+    })
+}
+
 /// An ID as a table cell or progress line shows it: escaped for a terminal, and shortened with
 /// a hash when it is longer than `DISPLAY_ID_CHARS`.
 #[must_use]

@@ -173,15 +173,7 @@ fn render(records: &[AuditRecord]) -> String {
             ]
         })
         .collect();
-    let widths: Vec<usize> = (0..header.len())
-        .map(|i| {
-            rows.iter()
-                .chain([&header])
-                .map(|r| r[i].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
+    let widths = crate::text::column_widths(&header, &rows);
     let mut out = String::new();
     for row in [&header].into_iter().chain(&rows) {
         let mut line = String::new();

@@ -99,15 +99,7 @@ pub fn render_with(report: &Report, detail: Detail) -> String {
         "COST",
     ]
     .map(String::from);
-    let widths: Vec<usize> = (0..7)
-        .map(|i| {
-            rows.iter()
-                .chain([&header])
-                .map(|r| r[i].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
+    let widths = crate::text::column_widths(&header, &rows);
     let table: usize = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
     let stacked = detail.width.is_some_and(|w| table > w);
     if !stacked {

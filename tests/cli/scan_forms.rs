@@ -99,6 +99,10 @@ fn scan_docstrings_and_doc_comments_are_prose_at_info() {
     );
 }
 
+fn set(items: &[&str]) -> BTreeSet<String> {
+    items.iter().map(|s| (*s).to_owned()).collect()
+}
+
 /// Every level a finding of the docs fixture has, per format, with `--min-level`.
 fn levels(test: &Test, format: &str, min: &str) -> BTreeSet<String> {
     let run = test.run(&["scan", "--format", format, "--min-level", min]);
@@ -131,12 +135,6 @@ fn levels(test: &Test, format: &str, min: &str) -> BTreeSet<String> {
 fn scan_min_level_filters_every_format() {
     let test = Test::new().file("alias.py", "M = 'gpt-9o'\n");
     copy_docs(&test);
-    let set = |items: &[&str]| {
-        items
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect::<BTreeSet<_>>()
-    };
     assert_eq!(levels(&test, "json", "info"), set(&["error", "info"]));
     assert_eq!(levels(&test, "human", "info"), set(&["error", "info"]));
     for format in ["json", "human"] {
@@ -174,12 +172,6 @@ fn scan_min_level_from_pins_toml_applies_unless_the_flag_says_otherwise() {
     let pins = "version = 1\n\n[scan]\nmin_level = \"warning\"\n";
     let test = Test::new().pins(pins).file("alias.py", "M = 'gpt-9o'\n");
     copy_docs(&test);
-    let set = |items: &[&str]| {
-        items
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect::<BTreeSet<_>>()
-    };
     let run = test.run(&["scan", "--format", "json"]);
     let from_file: BTreeSet<String> = occurrences(&run.stdout).into_iter().map(|o| o.4).collect();
     assert_eq!(
