@@ -160,6 +160,17 @@ pub struct TestResult {
     pub effect: Effect,
 }
 
+/// Asserts that `hits` rejections in `runs` null runs at level 0.05 are within three binomial
+/// standard errors above the level.
+#[cfg(test)]
+pub(crate) fn assert_false_alarms_at_level(hits: usize, runs: u32) {
+    let rate = hits as f64 / f64::from(runs);
+    assert!(
+        rate <= 0.05 + 3.0 * (0.05f64 * 0.95 / f64::from(runs)).sqrt(),
+        "{hits} false alarms in {runs} runs: {rate}"
+    );
+}
+
 #[cfg(test)]
 mod names {
     use super::TestKind;
