@@ -328,6 +328,16 @@ pub async fn run_channel(store: &Store, deliverer: &Deliverer, channel: &str) ->
         .await
 }
 
+/// When the channel's next waiting notification is due: the earliest `next_attempt_at` at the
+/// head of its pins' queues (each queue is sent in order), or `None` when nothing waits.
+pub async fn next_due(store: &Store, channel: &str) -> Option<DateTime<Utc>> {
+    let pins = store.queued(channel).await.ok()?;
+    pins.iter()
+        .filter_map(|queue| queue.first())
+        .map(|head| head.entry.delivery.next_attempt_at)
+        .min()
+}
+
 async fn run_pin(store: &Store, deliverer: &Deliverer, queue: Vec<Queued>) -> Vec<Outcome> {
     let mut outcomes = Vec::new();
     for queued in queue {

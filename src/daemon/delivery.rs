@@ -1,7 +1,8 @@
 //! The daemon's delivery workers: one per channel (those configured now, and any with
-//! notifications waiting), so a slow or dead receiver delays only its own queue. Woken by every
-//! commit that queued notifications, and every second for retries; the channel is read from the
-//! current config on every pass, so a reload applies.
+//! notifications waiting), so a slow or dead receiver delays only its own queue. A worker is
+//! woken by every commit that queued notifications and otherwise sleeps until its next retry is
+//! due (at most `IDLE`); the channel is read from the current config on every pass, so a reload
+//! applies.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -10,7 +11,16 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use chrono::Utc;
+
 use crate::daemon::Daemon;
+
+/// The longest a worker sleeps with nothing due: a bound on how late a notification whose wake
+/// was missed (a store write that failed after queueing) is sent.
+const IDLE: Duration = Duration::from_secs(60);
+/// The shortest: a queue whose head is due but was not sent (its outbox update failed) is tried
+/// again after this, not at once.
+const AGAIN: Duration = Duration::from_secs(1);
 
 /// Starts a worker for each channel as it appears; stops them all on `stop`. Undelivered
 /// notifications stay in the outbox and are sent after a restart.
@@ -51,9 +61,15 @@ async fn channel_worker(daemon: Arc<Daemon>, channel: String, stop: Cancellation
             }
             () = stop.cancelled() => return,
         }
+        let wait = match crate::alert::deliver::next_due(&daemon.store, &channel).await {
+            Some(due) => (due - Utc::now())
+                .to_std()
+                .map_or(AGAIN, |d| d.clamp(AGAIN, IDLE)),
+            None => IDLE,
+        };
         tokio::select! {
             _ = wake.changed() => {}
-            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            () = tokio::time::sleep(wait) => {}
             () = stop.cancelled() => return,
         }
     }
