@@ -9,7 +9,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-pub const LOCK_VERSION: u32 = 1;
+/// Version 2 adds each pin's first-token tier; version 1 locks are read as pins without it.
+pub const LOCK_VERSION: u32 = 2;
+
+/// Lock versions this modelpin reads.
+const READS: [u32; 2] = [1, 2];
 
 mod recover;
 pub use recover::{conflict_marker, recover};
@@ -41,6 +45,49 @@ pub struct LockedPin {
     /// else the pin's list price; `None` when neither is known.
     pub effective_price: Option<LockedPrice>,
     pub probes: BTreeMap<String, LockedProbe>,
+    /// The first-token tier's inputs and baseline; `None` when the pin has none (`tiers_missing`
+    /// says why) or the lock predates it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_tokens: Option<LockedFirstTokens>,
+    /// Why a tier is missing for this pin, by tier (`first_tokens`, `logprobs`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tiers_missing: BTreeMap<String, String>,
+}
+
+/// Border inputs found for a pin and what their first output token was at the lock.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockedFirstTokens {
+    /// The provider reported logprobs at the lock: audits ask for `top_logprobs` of this many
+    /// tokens and run the logprob and sampling tests; 0 when it did not.
+    pub top_logprobs: u8,
+    /// What finding the inputs cost: candidates tried and one-token calls made.
+    pub discovery: Discovery,
+    /// By tier probe id (`first-token:<digest prefix>`).
+    pub inputs: BTreeMap<String, LockedInput>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Discovery {
+    pub candidates: u32,
+    pub calls: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockedInput {
+    pub system: Option<String>,
+    pub prompt: String,
+    /// The tier probe's digest (system, prompt, one token, temperature 1).
+    pub digest: String,
+    /// Distinct prompt token counts seen.
+    pub prompt_tokens: Vec<u64>,
+    /// The first token of each call, in call order.
+    pub tokens: Vec<String>,
+    /// Each call's reported top tokens with their logprobs, most probable first; empty lists
+    /// where the provider gave none.
+    pub top: Vec<Vec<(String, f64)>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -171,7 +218,7 @@ pub(crate) fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>, LockError> {
 }
 
 fn check_version(lock: &Lock) -> Result<(), String> {
-    if lock.lock_version == LOCK_VERSION {
+    if READS.contains(&lock.lock_version) {
         return Ok(());
     }
     Err(format!(
@@ -219,6 +266,7 @@ pub(crate) fn within_bounds(pin: &LockedPin) -> Result<(), String> {
         }
         let counts = locked.prompt_tokens.iter().chain(&locked.completion_tokens);
         if let Some(n) = counts
+            .clone()
             .copied()
             .find(|&n| n > crate::provider::MAX_TOKEN_COUNT)
         {
@@ -226,6 +274,70 @@ pub(crate) fn within_bounds(pin: &LockedPin) -> Result<(), String> {
                 "probe `{probe}` holds a token count of {n}, more than any model's context window"
             ));
         }
+    }
+    if let Some(tier) = &pin.first_tokens {
+        first_tokens_within_bounds(tier)?;
+    }
+    Ok(())
+}
+
+/// What no first-token tier of ours holds: more inputs than discovery keeps, more calls per
+/// input than `samples` allows, more top tokens than providers list, longer tokens or prompts
+/// than modelpin keeps, probabilities that are none.
+fn first_tokens_within_bounds(tier: &LockedFirstTokens) -> Result<(), String> {
+    let most = crate::config::MAX_SAMPLES as usize;
+    if tier.inputs.len() > crate::audit::first_tokens::MAX_INPUTS {
+        return Err(format!(
+            "{} first-token inputs, more than the {} modelpin keeps",
+            tier.inputs.len(),
+            crate::audit::first_tokens::MAX_INPUTS
+        ));
+    }
+    for (id, input) in &tier.inputs {
+        if input.tokens.len() > most || input.top.len() > most || input.prompt_tokens.len() > most {
+            return Err(format!(
+                "first-token input `{id}` holds more than {most} calls"
+            ));
+        }
+        let long_prompt = input.prompt.chars().count() > crate::text::MAX_ANSWER_CHARS
+            || input
+                .system
+                .as_ref()
+                .is_some_and(|s| s.chars().count() > crate::text::MAX_ANSWER_CHARS);
+        let tokens = input
+            .tokens
+            .iter()
+            .chain(input.top.iter().flatten().map(|(t, _)| t));
+        let long_token = tokens
+            .clone()
+            .any(|t| t.chars().count() > crate::provider::MAX_TOKEN_CHARS);
+        let wide = input
+            .top
+            .iter()
+            .any(|t| t.len() > crate::provider::MAX_TOP_LOGPROBS);
+        let bad_lp = input
+            .top
+            .iter()
+            .flatten()
+            .any(|(_, lp)| !lp.is_finite() || *lp > 0.0);
+        let counts = input.prompt_tokens.iter();
+        let why = if long_prompt {
+            "a prompt longer than modelpin keeps"
+        } else if long_token {
+            "a token longer than any tokenizer's"
+        } else if wide {
+            "more top tokens than a provider lists"
+        } else if bad_lp {
+            "a logprob that is no log-probability"
+        } else if counts
+            .copied()
+            .any(|n| n > crate::provider::MAX_TOKEN_COUNT)
+        {
+            "a token count past any context window"
+        } else {
+            continue;
+        };
+        return Err(format!("first-token input `{id}` holds {why}"));
     }
     Ok(())
 }
@@ -362,6 +474,8 @@ mod tests {
                 source: PriceSource::List,
             }),
             probes: BTreeMap::from([("arith".into(), probe)]),
+            first_tokens: None,
+            tiers_missing: BTreeMap::new(),
         };
         Lock {
             lock_version: LOCK_VERSION,

@@ -33,6 +33,8 @@ pub fn record(
         system_fingerprints: fingerprints,
         effective_price: effective_price(pin, obs),
         probes,
+        first_tokens: None,
+        tiers_missing: std::collections::BTreeMap::new(),
     })
 }
 

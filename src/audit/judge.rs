@@ -10,11 +10,13 @@ use std::time::Duration;
 
 use crate::audit::retirement;
 use crate::audit::{CallRecord, CallResult, Observation};
+use crate::audit::{first_tokens, scripts};
 use crate::config::{Pin, Price, Probe};
 use crate::finding::evidence::{
     BilledVsPrice, ChangedProbe, CostChanged, FingerprintChanged, InputCostPerCall,
-    MaxTokensExceeded, NoBaseline, NotFound, OverLimit, PricePerMtok, ProbeChanged, Retries,
-    ServedMismatch, TokenCounts, TokenizerChanged, Unmeasured, UpstreamMismatch,
+    MaxTokensExceeded, NewScript, NoBaseline, NotFound, OverLimit, PricePerMtok, ProbeChanged,
+    Retries, ScriptChanged, ServedMismatch, TokenCounts, TokenizerChanged, Unmeasured,
+    UpstreamMismatch,
 };
 use crate::finding::reason::{Halt, Reason, Reasons, Stop};
 use crate::finding::{Evidence, Finding};
@@ -22,7 +24,7 @@ use crate::lifecycle::{Lifecycle, Signal};
 use crate::lock::{LockedPin, LockedPrice, LockedProbe};
 use crate::provider::{ErrorClass, Reply, normalize_model_id};
 use crate::retry::StopClass;
-use crate::stats::drift::{DriftVerdict, ProbeSamples, Samples, compare_pin};
+use crate::stats::drift::{DriftVerdict, ProbeSamples, Samples, compare_pin_with_tiers};
 
 /// Everything the judge needs about one pin.
 pub struct Case<'a> {
@@ -151,12 +153,14 @@ fn evidence(case: &Case<'_>) -> (Vec<Evidence>, Option<DriftVerdict>) {
     found.extend(cost(case).map(Evidence::CostChanged));
     found.extend(fingerprint(case).map(Evidence::FingerprintChanged));
     found.extend(over_max_tokens(case).map(Evidence::MaxTokensExceeded));
+    found.extend(script_changed(case).map(Evidence::ScriptChanged));
     let verdict = behaviour_verdict(case);
     if let Some(v) = verdict.as_ref().filter(|v| v.drift) {
         found.push(Evidence::BehaviorDrift(Box::new(v.clone())));
     }
     found.extend(unmeasured_probes(case));
     found.extend(tokens_missing(case).map(Evidence::Inconclusive));
+    found.extend(logprobs_missing(case).map(Evidence::Inconclusive));
     found.extend(tokens_implausible(case.observation).map(Evidence::Inconclusive));
     found.extend(calls_missing(case.observation).map(Evidence::Inconclusive));
     retirement::after_answers(case, &mut found);
@@ -195,6 +199,43 @@ fn nothing_measured(obs: &Observation) -> Unmeasured {
 }
 
 /// Probes whose answers were longer than their `max_tokens`.
+/// Letters of a script no baseline answer used, in this audit's probe answers. The baseline's
+/// scripts are those of its probe answers and first tokens; this audit's first tokens are not
+/// read: one token sampled from a wide distribution can come from its far tail.
+fn script_changed(case: &Case<'_>) -> Option<ScriptChanged> {
+    let locked = case.baseline?;
+    if case.traffic {
+        return None;
+    }
+    let tier_tokens = locked
+        .first_tokens
+        .iter()
+        .flat_map(|t| t.inputs.values())
+        .flat_map(|i| &i.tokens);
+    let outputs = locked.probes.values().flat_map(|p| &p.outputs);
+    let baseline = scripts::scripts(outputs.chain(tier_tokens).map(String::as_str));
+    let current = case
+        .observation
+        .replies()
+        .filter(|(c, _)| !first_tokens::is_tier_probe(&c.probe))
+        .map(|(_, r)| r.text.as_str());
+    let new = scripts::new_scripts(&baseline, current);
+    if new.is_empty() {
+        return None;
+    }
+    Some(ScriptChanged {
+        baseline: baseline.iter().map(|s| (*s).to_owned()).collect(),
+        new: new
+            .into_iter()
+            .map(|(script, (answers, characters))| NewScript {
+                script: script.to_owned(),
+                answers,
+                characters,
+            })
+            .collect(),
+    })
+}
+
 fn over_max_tokens(case: &Case<'_>) -> Option<MaxTokensExceeded> {
     // A span's completion count may include tokens the application asked for beyond the probe.
     if case.traffic {
@@ -689,6 +730,27 @@ fn unmeasured_probes(case: &Case<'_>) -> Vec<Evidence> {
     found
 }
 
+/// Logprobs the lock's tier had and this audit's tier calls lack: more than a tenth of the calls
+/// without them leaves the logprob and sampling tests short of what they claim to watch.
+fn logprobs_missing(case: &Case<'_>) -> Option<Unmeasured> {
+    let tier = case.baseline?.first_tokens.as_ref()?;
+    if tier.top_logprobs == 0 {
+        return None;
+    }
+    let (calls, with_logprobs) = case
+        .observation
+        .replies()
+        .filter(|(c, _)| first_tokens::is_tier_probe(&c.probe))
+        .fold((0u64, 0u64), |(n, w), (_, r)| {
+            let has = r.first_token.as_ref().is_some_and(|t| t.top.len() > 1);
+            (n + 1, w + u64::from(has))
+        });
+    (calls > 0 && (calls - with_logprobs) * 10 > calls).then_some(Unmeasured::LogprobsMissing {
+        calls,
+        with_logprobs,
+    })
+}
+
 /// The behaviour statistics over every comparable probe: the baseline's outputs and completion
 /// lengths against this audit's, Holm-corrected across all of the pin's tests at `alpha`.
 #[must_use]
@@ -721,10 +783,28 @@ pub fn behaviour_verdict(case: &Case<'_>) -> Option<DriftVerdict> {
             })
         })
         .collect();
-    if probes.is_empty() {
+    let tier = case
+        .baseline
+        .and_then(|b| b.first_tokens.as_ref())
+        .filter(|_| {
+            case.observation
+                .replies()
+                .any(|(c, _)| first_tokens::is_tier_probe(&c.probe))
+        });
+    if probes.is_empty() && tier.is_none() {
         return None;
     }
-    Some(compare_pin(&probes, case.alpha, behaviour_seed(case)))
+    let seed = behaviour_seed(case);
+    Some(compare_pin_with_tiers(
+        &probes,
+        |budget| {
+            tier.map_or_else(Vec::new, |t| {
+                first_tokens::tests(t, case.observation, budget, seed)
+            })
+        },
+        case.alpha,
+        seed,
+    ))
 }
 
 /// A seed derived from the pin and what this audit saw: the same inputs give the same

@@ -3,15 +3,16 @@
 //! The `lock` command prints what this returns and writes the file; the decisions — what was
 //! recorded, what was partial, what does not exist, which warnings a user needs — are made here.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::audit::baseline::record;
+use crate::audit::first_tokens::{self, Found, TierCalls};
 use crate::audit::judge::{Case, judge, served_counts};
 use crate::audit::run::{Context, Request};
 use crate::audit::{Observation, Plan, observe};
 use crate::config::{Config, Pin};
 use crate::finding::Code;
-use crate::lock::{LOCK_VERSION, LoadedLock, Lock};
+use crate::lock::{LOCK_VERSION, LoadedLock, Lock, LockedPin};
 use crate::provider::normalize_model_id;
 use crate::stats::{PlannedProbe, minimum_detectable};
 use crate::text::display_id;
@@ -38,8 +39,40 @@ pub async fn lock(
     request: &Request<'_>,
     ctx: &Context<'_>,
 ) -> Locking {
-    let plan = Plan::for_request(config, request, ctx);
+    let mut plan = Plan::for_request(config, request, ctx);
+    let discovery: BTreeMap<String, TierCalls> = request
+        .pins
+        .iter()
+        .filter_map(|pin| Some((pin.id.clone(), first_tokens::discovery(config, pin)?)))
+        .collect();
+    plan.tiers.clone_from(&discovery);
     let observations = observe(&plan, ctx.transport).await;
+    // Discovery's answers choose each pin's border inputs; their baseline is completed in a
+    // second round, under the same spend cap.
+    let found: BTreeMap<String, Found> = request
+        .pins
+        .iter()
+        .zip(&observations)
+        .filter_map(|(pin, obs)| {
+            let calls = discovery.get(&pin.id)?;
+            Some((pin.id.clone(), first_tokens::select(calls, obs)))
+        })
+        .collect();
+    let mut second = Plan::for_request(config, request, ctx);
+    second.samples = Some(0);
+    second.spend = plan.spend.clone();
+    second.tiers = found
+        .iter()
+        .filter_map(|(id, f)| Some((id.clone(), first_tokens::baseline_calls(f)?)))
+        .collect();
+    second.pins.retain(|pin| second.tiers.contains_key(&pin.id));
+    let completed = if second.pins.is_empty() || ctx.cancel.is_cancelled() {
+        Vec::new()
+    } else {
+        observe(&second, ctx.transport).await
+    };
+    let completed: BTreeMap<&str, &Observation> =
+        completed.iter().map(|o| (o.pin.as_str(), o)).collect();
     let mut lock = previous.map_or_else(|| empty_lock(config), |l| l.lock);
     lock.config_digest.clone_from(&config.digest);
     env!("CARGO_PKG_VERSION").clone_into(&mut lock.modelpin_version);
@@ -52,7 +85,19 @@ pub async fn lock(
         .map(|o| o.planned.saturating_sub(o.unanswered()))
         .sum();
     for (pin, obs) in request.pins.iter().zip(&observations) {
-        let locked = lock_one(config, pin, obs, &mut lock, &mut notices);
+        let tier_planned = discovery.get(&pin.id).map_or(0, TierCalls::calls);
+        let (probes_only, discovered) = obs.split_tier(tier_planned);
+        let locked = lock_one(config, pin, &probes_only, &mut lock, &mut notices);
+        if matches!(locked, Locked::Recorded | Locked::Partial)
+            && let Some(entry) = lock.pins.get_mut(&pin.id)
+        {
+            let rounds: Vec<&Observation> =
+                [Some(&discovered), completed.get(pin.id.as_str()).copied()]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+            record_tier(pin, found.get(&pin.id), &rounds, entry, &mut notices);
+        }
         recorded += usize::from(matches!(locked, Locked::Recorded | Locked::Partial));
         worst = worst.max(locked);
     }
@@ -68,6 +113,47 @@ pub async fn lock(
         planned,
         answered,
     }
+}
+
+/// Puts the pin's first-token tier (or why it has none) into its new lock entry, and says so.
+fn record_tier(
+    pin: &Pin,
+    found: Option<&Found>,
+    rounds: &[&Observation],
+    entry: &mut LockedPin,
+    notices: &mut Vec<String>,
+) {
+    entry.first_tokens = None;
+    entry.tiers_missing.clear();
+    match found {
+        None => {
+            let why = first_tokens::opted_out(pin).unwrap_or("off");
+            entry
+                .tiers_missing
+                .insert("first_tokens".into(), why.to_owned());
+        }
+        Some(found) => {
+            entry.first_tokens = first_tokens::record(found, rounds);
+            if let Some(why) = &found.no_logprobs {
+                entry.tiers_missing.insert("logprobs".into(), why.clone());
+            }
+            if entry.first_tokens.is_none() {
+                let why = found
+                    .no_inputs
+                    .clone()
+                    .unwrap_or_else(|| "no border input was answered; lock again".to_owned());
+                entry.tiers_missing.insert("first_tokens".into(), why);
+            }
+            let missing: u64 = rounds.iter().map(|o| o.unanswered()).sum();
+            if missing > 0 && entry.first_tokens.is_some() {
+                notices.push(format!(
+                    "warning: {}: {missing} first-token calls were not answered; the tier's baseline is smaller than planned (lock again to complete it)",
+                    pin.id
+                ));
+            }
+        }
+    }
+    notices.push(first_tokens::describe(&pin.id, entry));
 }
 
 /// How locking one pin went; ordered so the worst decides the exit code.

@@ -9,12 +9,14 @@
 //! in-flight requests, which closes their connections; such calls are recorded as cancelled.
 
 pub mod baseline;
+pub mod first_tokens;
 pub mod judge;
 pub mod lifecycle;
 pub mod locking;
 pub mod plan;
 pub mod retirement;
 pub mod run;
+pub mod scripts;
 pub mod tally;
 pub mod verdict;
 
@@ -105,6 +107,32 @@ impl Observation {
         self.planned.saturating_sub(self.replies().count() as u64)
     }
 
+    /// The observation without its first-token tier calls, and those calls alone; `tier_planned`
+    /// of the planned calls were the tier's. Calls never started are counted with the probes'.
+    #[must_use]
+    pub fn split_tier(&self, tier_planned: u64) -> (Observation, Observation) {
+        let (tier, probes): (Vec<CallRecord>, Vec<CallRecord>) = self
+            .calls
+            .iter()
+            .cloned()
+            .partition(|c| first_tokens::is_tier_probe(&c.probe));
+        let tier_planned = tier_planned.max(tier.len() as u64);
+        (
+            Observation {
+                pin: self.pin.clone(),
+                calls: probes,
+                planned: self.planned.saturating_sub(tier_planned),
+                not_started: self.not_started.clone(),
+            },
+            Observation {
+                pin: self.pin.clone(),
+                planned: tier.len() as u64,
+                calls: tier,
+                not_started: Reasons::default(),
+            },
+        )
+    }
+
     pub fn replies(&self) -> impl Iterator<Item = (&CallRecord, &Reply)> {
         self.calls.iter().filter_map(|c| match &c.result {
             CallResult::Reply(r) => Some((c, r)),
@@ -126,6 +154,8 @@ pub struct Plan<'a> {
     pub spend: Arc<Spend>,
     /// Calls finished so far, for a progress bar.
     pub progress: Arc<tally::Tally>,
+    /// Each pin's one-token calls of the first-token tier, by pin id, after its probe calls.
+    pub tiers: BTreeMap<String, first_tokens::TierCalls>,
     /// Per provider, the calls that may exist at once (its concurrency, capped by the overall
     /// one): a call takes a slot before it builds its request, so calls waiting their turn hold
     /// a few bytes each instead of a request and a full retry state.
@@ -206,6 +236,7 @@ impl<'a> Plan<'a> {
             cancel,
             spend: Arc::new(Spend::new(max_cost.or(config.settings.max_cost_usd))),
             progress,
+            tiers: BTreeMap::new(),
             slots: config
                 .providers
                 .iter()
@@ -279,16 +310,25 @@ async fn observe_pin(plan: &Plan<'_>, pin: &Pin, transport: &Transport) -> Obser
     plan.progress.pin_started(&pin.id);
     let samples = plan.samples.unwrap_or(pin.samples);
     let probes = config.probes_of(pin);
-    let planned = u64::from(samples) * probes.len() as u64;
+    let tier = plan.tiers.get(&pin.id);
+    let planned =
+        u64::from(samples) * probes.len() as u64 + tier.map_or(0, first_tokens::TierCalls::calls);
     // Lazily: a plan is never held in memory, only the calls in flight.
-    let mut jobs = probes
-        .iter()
-        .flat_map(|probe| (0..samples).map(move |s| (*probe, s)));
+    let mut groups = vec![(probes, samples, None)];
+    if let Some(t) = tier {
+        groups.push((t.probes.iter().collect(), t.samples, t.top_logprobs));
+    }
+    let mut jobs = Jobs {
+        groups,
+        group: 0,
+        probe: 0,
+        sample: 0,
+    };
     // The first call goes alone: when the model is gone (or the key is wrong) the provider says
     // so once, and the stop flag keeps the remaining calls from repeating the question.
     let mut records = Vec::new();
-    if let Some((probe, sample)) = jobs.next() {
-        let first = run.call(probe, sample).await;
+    if let Some((probe, sample, logprobs)) = jobs.next() {
+        let first = run.call(probe, sample, logprobs).await;
         run.stop_if_unresponsive(&first);
         records.push(first);
     }
@@ -296,10 +336,10 @@ async fn observe_pin(plan: &Plan<'_>, pin: &Pin, transport: &Transport) -> Obser
     let mut in_flight = futures::stream::FuturesUnordered::new();
     loop {
         while in_flight.len() < limit && run.not_starting().is_none() {
-            let Some((probe, sample)) = jobs.next() else {
+            let Some((probe, sample, logprobs)) = jobs.next() else {
                 break;
             };
-            in_flight.push(run.call(probe, sample));
+            in_flight.push(run.call(probe, sample, logprobs));
         }
         match in_flight.next().await {
             Some(record) => records.push(record),
@@ -322,6 +362,34 @@ async fn observe_pin(plan: &Plan<'_>, pin: &Pin, transport: &Transport) -> Obser
         calls: records,
         planned,
         not_started,
+    }
+}
+
+/// A pin's calls in order, made as they are taken: each group's probes `samples` times each, with
+/// the group's `top_logprobs`. (A struct, not iterator adapters over closures: those trip
+/// rustc's higher-ranked lifetime inference inside the daemon's spawned futures.)
+struct Jobs<'a> {
+    groups: Vec<(Vec<&'a Probe>, u32, Option<u8>)>,
+    group: usize,
+    probe: usize,
+    sample: u32,
+}
+
+impl<'a> Iterator for Jobs<'a> {
+    type Item = (&'a Probe, u32, Option<u8>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let (probes, samples, logprobs) = self.groups.get(self.group)?;
+            if self.probe >= probes.len() {
+                (self.group, self.probe, self.sample) = (self.group + 1, 0, 0);
+            } else if self.sample >= *samples {
+                (self.probe, self.sample) = (self.probe + 1, 0);
+            } else {
+                self.sample += 1;
+                return Some((probes[self.probe], self.sample - 1, *logprobs));
+            }
+        }
     }
 }
 
@@ -372,13 +440,13 @@ impl Attempt {
 }
 
 impl PinRun<'_> {
-    async fn call(&self, probe: &Probe, sample: u32) -> CallRecord {
+    async fn call(&self, probe: &Probe, sample: u32, logprobs: Option<u8>) -> CallRecord {
         let slot = match self.plan.slots.get(&self.pin.provider) {
             Some(slots) => slots.acquire().await.ok(),
             None => None,
         };
         // Boxed: the heavy state (request, retry loop, response) exists only while a slot is held.
-        let record = Box::pin(self.call_inner(probe, sample)).await;
+        let record = Box::pin(self.call_inner(probe, sample, logprobs)).await;
         drop(slot);
         self.plan.progress.calls(1);
         if record.attempts > 0 {
@@ -389,7 +457,7 @@ impl PinRun<'_> {
         record
     }
 
-    async fn call_inner(&self, probe: &Probe, sample: u32) -> CallRecord {
+    async fn call_inner(&self, probe: &Probe, sample: u32, logprobs: Option<u8>) -> CallRecord {
         let started = Instant::now();
         let mut record = CallRecord {
             probe: probe.id.clone(),
@@ -412,7 +480,7 @@ impl PinRun<'_> {
             record.result = CallResult::Cancelled(halt);
             return record;
         }
-        let request = self.request(probe);
+        let request = self.request(probe, logprobs);
         let attempts = retry::run(
             self.plan.retry,
             self.until,
@@ -494,7 +562,7 @@ impl PinRun<'_> {
         }
     }
 
-    fn request(&self, probe: &Probe) -> provider::HttpRequest {
+    fn request(&self, probe: &Probe, top_logprobs: Option<u8>) -> provider::HttpRequest {
         let model = match self.pin.kind {
             provider::ProviderKind::Azure => self.pin.deployment.as_str(),
             _ => self.pin.model.as_str(),
@@ -507,6 +575,7 @@ impl PinRun<'_> {
                 prompt: &probe.prompt,
                 max_tokens: probe.max_tokens,
                 temperature: probe.temperature,
+                top_logprobs,
             },
         )
     }

@@ -63,6 +63,9 @@ pub struct Estimate {
     pub usd: f64,
     /// Pins without a price, whose cost is unknown in advance, in config order.
     pub unpriced: Vec<String>,
+    /// Of `calls`, the first-token tier's one-token calls (at most: a lock's baseline calls
+    /// depend on what discovery keeps).
+    pub tier_calls: u64,
 }
 
 impl Estimate {
@@ -75,6 +78,7 @@ impl Estimate {
             tokens: 0,
             usd: 0.0,
             unpriced: Vec::new(),
+            tier_calls: 0,
         };
         for pin in pins {
             let n = u64::from(samples.unwrap_or(pin.samples));
@@ -96,6 +100,22 @@ impl Estimate {
             }
         }
         estimate
+    }
+
+    /// Adds a pin's first-token calls (one output token each).
+    pub fn add_tier(&mut self, pin: &Pin, calls: &crate::audit::first_tokens::TierCalls) {
+        let n = u64::from(calls.samples);
+        for probe in &calls.probes {
+            let prompt_chars = probe.prompt.chars().count()
+                + probe.system.as_ref().map_or(0, |s| s.chars().count());
+            let input = (prompt_chars as u64).div_ceil(4) + 8;
+            self.calls += n;
+            self.tier_calls += n;
+            self.tokens += n * (input + 1);
+            if let Some(p) = pin.price {
+                self.usd += n as f64 * (input as f64 * p.input + p.output) / 1e6;
+            }
+        }
     }
 }
 
@@ -143,9 +163,14 @@ impl fmt::Display for Estimate {
                 count_of(self.pins - n, "pin")
             ),
         };
+        let tier = if self.tier_calls > 0 {
+            format!(", {} of them one-token (first-token tier)", self.tier_calls)
+        } else {
+            String::new()
+        };
         write!(
             f,
-            "{}: {} planned (estimated {}{cost}, if providers keep to max_tokens)",
+            "{}: {} planned{tier} (estimated {}{cost}, if providers keep to max_tokens)",
             count_of(self.pins, "pin"),
             count(self.calls, "call"),
             count(self.tokens, "token")

@@ -69,6 +69,10 @@ pub async fn audit(
     let mut plan = Plan::for_request(config, request, ctx);
     // A pin without a baseline would spend calls on answers nothing can be compared with.
     plan.pins.retain(|pin| has_baseline(lock, pin));
+    // `check --no-probes` asks for identity only: one call per probe, no tier.
+    if request.samples.is_none() {
+        plan.tiers = crate::audit::first_tokens::for_check(lock, &plan.pins);
+    }
     // Lookups are advisory and must not hold an interrupted audit: on a signal they give way to
     // the built-in table and no provider signals.
     let facts = async {

@@ -87,7 +87,14 @@ pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<E
             ids.join(", ")
         ));
     }
-    let progress = crate::cmd::announce("check", &config, &called, samples, spend, out)?;
+    let tiers: Vec<_> = if options.no_probes {
+        Vec::new()
+    } else {
+        crate::audit::first_tokens::for_check(lock.as_ref(), &called)
+            .into_iter()
+            .collect()
+    };
+    let progress = crate::cmd::announce("check", &config, &called, samples, &tiers, spend, out)?;
     let planned = progress.planned().calls;
     let request = Request {
         pins,

@@ -62,10 +62,16 @@ pub fn announce(
     config: &Config,
     pins: &[&crate::config::Pin],
     samples: Option<u32>,
+    tiers: &[(String, crate::audit::first_tokens::TierCalls)],
     (max_cost, yes): (Option<f64>, bool),
     out: Output,
 ) -> Result<progress::Progress, AppError> {
-    let estimate = Estimate::of(config, pins, samples);
+    let mut estimate = Estimate::of(config, pins, samples);
+    for (id, calls) in tiers {
+        if let Some(pin) = pins.iter().find(|p| p.id == *id) {
+            estimate.add_tier(pin, calls);
+        }
+    }
     out.progress(&format!("{label}: {estimate}"));
     let cap = max_cost.or(config.settings.max_cost_usd);
     if let Some(warning) = estimate.unpriced_warning(cap) {

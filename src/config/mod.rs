@@ -25,6 +25,7 @@ pub mod schedule;
 mod secrets;
 mod settings;
 pub(crate) use pins::MAX_SAMPLES;
+pub(crate) use probe::probe_digest;
 pub use settings::DEFAULT_MAX_COST_USD;
 pub(crate) use settings::DEFAULT_WARN_BEFORE_DAYS;
 mod source;
@@ -392,6 +393,9 @@ pub struct Pin {
     pub schedule: Option<Schedule>,
     /// Alert channel names; empty means all.
     pub alerts: Vec<String>,
+    /// The first-token tier (border inputs, and logprobs where the provider reports them); on
+    /// unless `first_tokens = false`.
+    pub first_tokens: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

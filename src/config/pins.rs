@@ -100,6 +100,7 @@ fn one(check: &mut Check, raw: &RawPin, refs: &Refs, probes: &mut Probes) -> Opt
         retires_on: retires_on?,
         schedule: schedule?,
         alerts: alerts?,
+        first_tokens: raw.first_tokens.unwrap_or(true),
     })
 }
 

@@ -97,6 +97,7 @@ pub(crate) struct RawPin {
     pub retires_on: Option<Spanned<Datetime>>,
     pub schedule: Option<Str>,
     pub alerts: Option<Vec<Str>>,
+    pub first_tokens: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]

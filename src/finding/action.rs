@@ -42,6 +42,9 @@ impl Evidence {
             Evidence::FingerprintChanged(_) => {
                 "nothing unless another check moves: the provider changed its serving configuration".to_owned()
             }
+            Evidence::ScriptChanged(_) => {
+                "read the answers in the evidence and ask the provider what changed: letters of a new script behind the same ID have been a serving fault before (Anthropic, September 2025)".to_owned()
+            }
             Evidence::MaxTokensExceeded(_) => {
                 "give the pin a `price` and keep `max_cost_usd` so the spend stays bounded; raise the probe's `max_tokens` if the longer answers are expected".to_owned()
             }
@@ -61,6 +64,7 @@ impl Unmeasured {
             Unmeasured::TokensMissing { .. } => Some(Remedy::Usage),
             Unmeasured::TokensImplausible { .. } => Some(Remedy::ImplausibleUsage),
             Unmeasured::ServedNotReported { .. } => Some(Remedy::Instrumentation),
+            Unmeasured::LogprobsMissing { .. } => Some(Remedy::Relock),
             Unmeasured::Streak { latest_action, .. } => {
                 if let Some(action) = latest_action {
                     return action.clone();

@@ -29,6 +29,7 @@ pub enum Evidence {
     SunsetAnnounced(Sunset),
     FingerprintChanged(FingerprintChanged),
     MaxTokensExceeded(MaxTokensExceeded),
+    ScriptChanged(ScriptChanged),
     NoBaseline(NoBaseline),
     ProbeChanged(ProbeChanged),
     Inconclusive(Unmeasured),
@@ -49,6 +50,7 @@ impl Evidence {
             Evidence::SunsetAnnounced(_) => Code::SunsetAnnounced,
             Evidence::FingerprintChanged(_) => Code::FingerprintChanged,
             Evidence::MaxTokensExceeded(_) => Code::MaxTokensExceeded,
+            Evidence::ScriptChanged(_) => Code::ScriptChanged,
             Evidence::NoBaseline(_) => Code::NoBaseline,
             Evidence::ProbeChanged(_) => Code::ProbeChanged,
             Evidence::Inconclusive(_) => Code::Inconclusive,
@@ -82,6 +84,7 @@ impl Evidence {
             Evidence::SunsetAnnounced(e) => e.message(),
             Evidence::FingerprintChanged(e) => e.message(),
             Evidence::MaxTokensExceeded(e) => e.message(),
+            Evidence::ScriptChanged(e) => e.message(),
             Evidence::NoBaseline(e) => e.message(),
             Evidence::ProbeChanged(e) => e.message(),
             Evidence::Inconclusive(e) => e.message(),
@@ -103,6 +106,7 @@ impl Evidence {
             Evidence::SunsetAnnounced(e) => serde_json::to_value(e),
             Evidence::FingerprintChanged(e) => serde_json::to_value(e),
             Evidence::MaxTokensExceeded(e) => serde_json::to_value(e),
+            Evidence::ScriptChanged(e) => serde_json::to_value(e),
             Evidence::NoBaseline(e) => serde_json::to_value(e),
             Evidence::ProbeChanged(e) => serde_json::to_value(e),
             Evidence::Inconclusive(e) => serde_json::to_value(e),
@@ -404,6 +408,50 @@ impl FingerprintChanged {
     }
 }
 
+/// Answers written in a script none of the baseline's answers used.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScriptChanged {
+    /// The scripts the baseline's answers used.
+    pub baseline: Vec<String>,
+    /// At least one.
+    pub new: Vec<NewScript>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NewScript {
+    pub script: String,
+    /// Answers of this audit with a letter of it.
+    pub answers: u64,
+    /// Some of its letters as they came.
+    pub characters: String,
+}
+
+impl ScriptChanged {
+    fn message(&self) -> String {
+        let new: Vec<String> = self
+            .new
+            .iter()
+            .map(|n| {
+                format!(
+                    "{} in {} answer{}",
+                    n.script,
+                    n.answers,
+                    if n.answers == 1 { "" } else { "s" }
+                )
+            })
+            .collect();
+        let baseline = if self.baseline.is_empty() {
+            "no script at all".to_owned()
+        } else {
+            self.baseline.join(", ")
+        };
+        format!(
+            "answers are written in a script the baseline never used: {} (the baseline's answers used {baseline})",
+            new.join("; ")
+        )
+    }
+}
+
 /// Answers longer than the probe's `max_tokens`: the provider ignored the limit, so spend can
 /// pass the plan's estimate.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -537,6 +585,9 @@ pub enum Unmeasured {
     },
     /// Traffic whose spans did not say which model answered: the served identity is unmeasured.
     ServedNotReported { spans: u64 },
+    /// The lock's first-token calls came with logprobs; this audit's came without (or with too
+    /// few tokens to test): the logprob and sampling tests could not measure.
+    LogprobsMissing { calls: u64, with_logprobs: u64 },
     /// Several audits in a row measured nothing (what the alert says).
     Streak {
         consecutive: u32,
@@ -614,6 +665,13 @@ impl Unmeasured {
                 bound,
             } => format!(
                 "{answers} of {of} answers reported a token count no call can have (`{field}` = {value}, above {bound}, ten times the largest context window offered): their tokens and cost are unmeasured, and the spend cap could not count them"
+            ),
+            Unmeasured::LogprobsMissing {
+                calls,
+                with_logprobs,
+            } => format!(
+                "the provider reported logprobs at the lock, but {} of {calls} first-token calls came without them: the logprob and sampling tests could not measure (the provider's API or serving stack changed)",
+                calls - with_logprobs
             ),
             Unmeasured::ServedNotReported { spans } => format!(
                 "none of {spans} span{} named the model that answered (`gen_ai.response.model` or `llm.model_name`): the served model was not measured",

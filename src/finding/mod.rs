@@ -32,6 +32,7 @@ pub enum Code {
     SunsetAnnounced,
     FingerprintChanged,
     MaxTokensExceeded,
+    ScriptChanged,
     NoBaseline,
     ProbeChanged,
     Inconclusive,
@@ -48,6 +49,7 @@ impl Code {
             | Code::TokenizerChanged
             | Code::CostChanged
             | Code::BehaviorDrift
+            | Code::ScriptChanged
             | Code::ModelNotFound
             | Code::RetiredStillServed => Some(Severity::Error),
             Code::DeprecationScheduled | Code::SunsetAnnounced | Code::MaxTokensExceeded => {
@@ -82,6 +84,7 @@ impl Code {
             Code::SunsetAnnounced => "sunset_announced",
             Code::FingerprintChanged => "fingerprint_changed",
             Code::MaxTokensExceeded => "max_tokens_exceeded",
+            Code::ScriptChanged => "script_changed",
             Code::NoBaseline => "no_baseline",
             Code::ProbeChanged => "probe_changed",
             Code::Inconclusive => "inconclusive",
@@ -138,7 +141,7 @@ impl Code {
             Code::UpstreamMismatch => Some(Check::Upstream),
             Code::TokenizerChanged => Some(Check::Tokenizer),
             Code::CostChanged | Code::MaxTokensExceeded => Some(Check::Cost),
-            Code::BehaviorDrift => Some(Check::Behaviour),
+            Code::BehaviorDrift | Code::ScriptChanged => Some(Check::Behaviour),
             Code::RetiredStillServed | Code::DeprecationScheduled | Code::SunsetAnnounced => {
                 Some(Check::Lifecycle)
             }

@@ -160,6 +160,7 @@ pub enum Remedy {
     Reachability,
     ProviderFailing,
     Instrumentation,
+    Relock,
 }
 
 impl Remedy {
@@ -198,6 +199,9 @@ impl Remedy {
                     .to_owned()
             }
             Remedy::Instrumentation => "make the application's instrumentation record the answering model (`gen_ai.response.model`, or OpenInference `llm.model_name`)".to_owned(),
+            Remedy::Relock => format!(
+                "ask the provider why its answers changed shape; if that is expected, record a new baseline with `modelpin lock --pin {pin}`"
+            ),
         }
     }
 }

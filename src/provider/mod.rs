@@ -130,6 +130,25 @@ pub struct ProbeCall<'a> {
     pub prompt: &'a str,
     pub max_tokens: u32,
     pub temperature: f64,
+    /// Ask for the top `n` logprobs of each output token (OpenAI-shaped providers only).
+    pub top_logprobs: Option<u8>,
+}
+
+/// Most top tokens a provider may report per position: OpenAI's `top_logprobs` ceiling (the API
+/// reference: "an integer between 0 and 20"). More entries are dropped.
+pub const MAX_TOP_LOGPROBS: usize = 20;
+
+/// Longest token text kept (a token is a few characters; a longer one is no token).
+pub const MAX_TOKEN_CHARS: usize = 64;
+
+/// The first output token as the provider reported it, where it reports logprobs.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FirstToken {
+    /// The token the provider returned first.
+    pub sampled: String,
+    /// Its top tokens with their natural-log probabilities, most probable first, each token once,
+    /// at most `MAX_TOP_LOGPROBS`, every value finite and at most 0.
+    pub top: Vec<(String, f64)>,
 }
 
 /// A fully built HTTP request: always `POST` with a JSON body.
@@ -259,6 +278,8 @@ pub struct Reply {
     pub lifecycle: Vec<LifecycleHint>,
     /// What a gateway in front of the provider said about the answer (LiteLLM, Kong, ...).
     pub gateway: Option<Box<gateway::Gateway>>,
+    /// The first output token and its reported top logprobs, when they were asked for and given.
+    pub first_token: Option<FirstToken>,
 }
 
 /// How a provider refused a call. Classification lives here because only the adapter knows the
@@ -387,6 +408,14 @@ fn mask(parsed: Parsed, redactor: &Redactor) -> Parsed {
                     ..*g
                 })
             }),
+            first_token: r.first_token.map(|t| FirstToken {
+                sampled: m(t.sampled),
+                top: t
+                    .top
+                    .into_iter()
+                    .map(|(token, lp)| (m(token), lp))
+                    .collect(),
+            }),
             ..r
         }),
         Parsed::Rejected(r) => Parsed::Rejected(Rejected {
@@ -415,6 +444,7 @@ fn bound(parsed: Parsed) -> Parsed {
             text: text::bounded_owned(r.text, text::MAX_ANSWER_CHARS),
             request_id: r.request_id.map(id),
             lifecycle: r.lifecycle.into_iter().map(|h| h.map(message)).collect(),
+            first_token: r.first_token.map(bound_first_token),
             ..r
         }),
         Parsed::Rejected(r) => Parsed::Rejected(Rejected {
@@ -428,6 +458,23 @@ fn bound(parsed: Parsed) -> Parsed {
             status,
             reason: message(reason),
         },
+    }
+}
+
+/// Token texts cut to `MAX_TOKEN_CHARS`; tokens that became equal by the cut (or by masking)
+/// keep their first, most probable entry.
+fn bound_first_token(t: FirstToken) -> FirstToken {
+    let token = |s: String| text::bounded_owned(s, MAX_TOKEN_CHARS);
+    let mut top: Vec<(String, f64)> = Vec::with_capacity(t.top.len());
+    for (tok, lp) in t.top.into_iter().take(MAX_TOP_LOGPROBS) {
+        let tok = token(tok);
+        if !top.iter().any(|(seen, _)| *seen == tok) {
+            top.push((tok, lp));
+        }
+    }
+    FirstToken {
+        sampled: token(t.sampled),
+        top,
     }
 }
 
@@ -488,6 +535,7 @@ pub fn models_request(
         prompt: "",
         max_tokens: 1,
         temperature: 0.0,
+        top_logprobs: None,
     };
     let headers = build_request(endpoint, &call)
         .headers
@@ -556,6 +604,7 @@ mod tests {
             prompt: "What is 17 * 23?",
             max_tokens: 8,
             temperature: 1.0,
+            top_logprobs: None,
         }
     }
 

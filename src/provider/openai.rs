@@ -13,8 +13,8 @@ use crate::provider::gateway;
 use crate::provider::json;
 use crate::provider::refusal::ProviderError;
 use crate::provider::{
-    Endpoint, ErrorClass, HttpRequest, LifecycleHint, Parsed, ProbeCall, ProviderKind, RawResponse,
-    Reply, Usage, normalize_model_id, path_segment,
+    Endpoint, ErrorClass, FirstToken, HttpRequest, LifecycleHint, MAX_TOP_LOGPROBS, Parsed,
+    ProbeCall, ProviderKind, RawResponse, Reply, Usage, normalize_model_id, path_segment,
 };
 
 /// Used when a pin names no Azure `api_version`: the GA version that first took
@@ -29,6 +29,12 @@ pub(crate) fn request(endpoint: &Endpoint, base: &str, call: &ProbeCall<'_>) -> 
         "temperature": call.temperature,
     });
     body[max_tokens_field(endpoint)] = json!(call.max_tokens);
+    if let Some(n) = call.top_logprobs {
+        // Chat completions: `logprobs` turns them on, `top_logprobs` (0–20) is how many
+        // alternatives each position lists (OpenAI API reference, "Create chat completion").
+        body["logprobs"] = json!(true);
+        body["top_logprobs"] = json!(n);
+    }
     if endpoint.kind == ProviderKind::OpenRouter {
         // Without this OpenRouter omits `usage.cost`, the only provider-reported price we get.
         body["usage"] = json!({"include": true});
@@ -128,7 +134,40 @@ fn read_reply(kind: ProviderKind, body: &Value) -> Result<Reply, String> {
         request_id: json::owned_text(body, &["x_groq", "id"]),
         lifecycle: body_warning(body).into_iter().collect(),
         gateway: None,
+        first_token: first_token(body),
     })
+}
+
+/// `choices[0].logprobs.content[0]`: the first output token and its `top_logprobs`, in the chat
+/// completions shape OpenAI, vLLM, llama.cpp and Together share. Entries whose logprob is not a
+/// finite number at most 0 are no probabilities and are dropped; so is a repeated token. `None`
+/// when the reply has no logprobs or its first position names no token.
+fn first_token(body: &Value) -> Option<FirstToken> {
+    let first = json::at(body, &["choices"])?
+        .as_array()?
+        .first()?
+        .get("logprobs")?
+        .get("content")?
+        .as_array()?
+        .first()?;
+    let sampled = json::owned_text(first, &["token"])?;
+    let mut top: Vec<(String, f64)> = Vec::new();
+    for entry in json::items(first, &["top_logprobs"]) {
+        let (Some(token), Some(lp)) = (
+            json::owned_text(entry, &["token"]),
+            entry.get("logprob").and_then(Value::as_f64),
+        ) else {
+            continue;
+        };
+        if lp.is_finite() && lp <= 0.0 && !top.iter().any(|(t, _)| *t == token) {
+            top.push((token, lp));
+        }
+        if top.len() == MAX_TOP_LOGPROBS {
+            break;
+        }
+    }
+    top.sort_by(|a, b| b.1.total_cmp(&a.1));
+    Some(FirstToken { sampled, top })
 }
 
 fn answer_text(body: &Value) -> Result<String, String> {

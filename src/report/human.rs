@@ -305,6 +305,7 @@ fn decisive_paths(code: Code, evidence: &Value) -> Vec<String> {
         ],
         Code::SunsetAnnounced => &["signals[0]."],
         Code::FingerprintChanged => &["locked", "new"],
+        Code::ScriptChanged => &["new[0].script", "new[0].answers", "new[0].characters"],
         Code::MaxTokensExceeded => &[
             "probes[0].probe",
             "probes[0].max_tokens",

@@ -508,6 +508,8 @@ mod tests {
             system_fingerprints: Vec::new(),
             effective_price: None,
             probes: BTreeMap::new(),
+            first_tokens: None,
+            tiers_missing: BTreeMap::new(),
         };
         Lock {
             lock_version: LOCK_VERSION,

@@ -29,6 +29,7 @@ fn model(id: &str, tokenizer: Tokenizer, price: SimPrice, answers: Vec<AnswerRul
         latency_ms: 5,
         fingerprint: None,
         upstream: Some("Google AI Studio".to_owned()),
+        sampling_temperature: None,
     }
 }
 

@@ -276,6 +276,10 @@ fn authorized(scenario: &Scenario, flavour: Flavour, headers: &HeaderMap) -> boo
 fn answer(scenario: &Scenario, route: &Route, model: &SimModel, ask: &Ask, serial: u64) -> Value {
     let text = sample_answer(model, &ask.prompt, scenario.seed, serial);
     let text = truncate_tokens(&text, model, ask.max_tokens);
+    let top_logprobs = ask
+        .top_logprobs
+        .filter(|_| ask.flavour != Flavour::Anthropic && ask.flavour != Flavour::Gemini)
+        .map(|n| reported_logprobs(model, &ask.prompt, n));
     let prompt_chars = format!("{}{}", ask.system, ask.prompt);
     let prompt_tokens = u64::from(model.tokenizer.overhead) + model.tokenizer.count(&prompt_chars);
     let completion_tokens = model.tokenizer.count(&text).max(1);
@@ -298,8 +302,31 @@ fn answer(scenario: &Scenario, route: &Route, model: &SimModel, ask: &Ask, seria
             fingerprint: model.fingerprint.as_deref(),
             upstream: model.upstream.as_deref(),
             serial,
+            top_logprobs,
         },
     )
+}
+
+/// The answer distribution of the rule for `prompt`, as logprobs, most probable first, at most
+/// `n` of them (the rule's own weights: what the model reports whatever its sampler does).
+fn reported_logprobs(model: &SimModel, prompt: &str, n: u64) -> Vec<(String, f64)> {
+    let Some(rule) = model
+        .answers
+        .iter()
+        .find(|r| prompt.contains(&r.prompt_contains))
+    else {
+        return vec![("ok".to_owned(), 0.0)];
+    };
+    let total: f64 = rule.answers.iter().map(|(_, w)| w.max(0.0)).sum();
+    let mut top: Vec<(String, f64)> = rule
+        .answers
+        .iter()
+        .filter(|(_, w)| *w > 0.0)
+        .map(|(t, w)| (t.clone(), (w / total).ln()))
+        .collect();
+    top.sort_by(|a, b| b.1.total_cmp(&a.1));
+    top.truncate(usize::try_from(n.max(1)).unwrap_or(usize::MAX));
+    top
 }
 
 /// Draws an answer from the first matching rule, by a counter-based generator so a scenario with
@@ -312,10 +339,14 @@ fn sample_answer(model: &SimModel, prompt: &str, seed: u64, serial: u64) -> Stri
     else {
         return "ok".to_owned();
     };
-    let total: f64 = rule.answers.iter().map(|(_, w)| w.max(0.0)).sum();
+    let power = model
+        .sampling_temperature
+        .map_or(1.0, |t| 1.0 / t.max(0.01));
+    let weight = |w: f64| w.max(0.0).powf(power);
+    let total: f64 = rule.answers.iter().map(|(_, w)| weight(*w)).sum();
     let mut pick = unit_interval(seed, serial) * total;
-    for (text, weight) in &rule.answers {
-        pick -= weight.max(0.0);
+    for (text, w) in &rule.answers {
+        pick -= weight(*w);
         if pick < 0.0 {
             return text.clone();
         }
@@ -433,6 +464,7 @@ mod tests {
             latency_ms: 0,
             fingerprint: None,
             upstream: None,
+            sampling_temperature: None,
         }
     }
 

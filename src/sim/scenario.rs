@@ -53,6 +53,10 @@ pub struct SimModel {
     /// OpenRouter `provider` field: the upstream host serving this model.
     #[serde(default)]
     pub upstream: Option<String>,
+    /// Samples answers at this temperature (weights raised to 1/T) while reporting logprobs of
+    /// the rule's own weights, as a provider that silently changed its sampler would.
+    #[serde(default)]
+    pub sampling_temperature: Option<f64>,
 }
 
 /// A deterministic token counting rule: `overhead + ceil(chars / chars_per_token)`. Two models

@@ -24,6 +24,8 @@ pub struct Ask {
     pub system: String,
     pub prompt: String,
     pub max_tokens: u64,
+    /// `top_logprobs` when the request turned `logprobs` on (chat completions only).
+    pub top_logprobs: Option<u64>,
 }
 
 /// Routes a path to a flavour and the model named in the URL, if any.
@@ -75,12 +77,18 @@ pub fn read_ask(flavour: Flavour, url_model: Option<String>, body: &Value) -> Op
         Some(m) => m,
         None => body.get("model")?.as_str()?.to_owned(),
     };
+    let top_logprobs = (body.get("logprobs").and_then(Value::as_bool) == Some(true)).then(|| {
+        body.get("top_logprobs")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    });
     Some(Ask {
         flavour,
         model,
         system,
         prompt,
         max_tokens,
+        top_logprobs,
     })
 }
 
@@ -122,6 +130,8 @@ pub struct Answer<'a> {
     pub fingerprint: Option<&'a str>,
     pub upstream: Option<&'a str>,
     pub serial: u64,
+    /// The first token's top alternatives with their logprobs, when they were asked for.
+    pub top_logprobs: Option<Vec<(String, f64)>>,
 }
 
 #[must_use]
@@ -174,6 +184,16 @@ fn openai_body(flavour: Flavour, a: &Answer<'_>, total: u64) -> Value {
         },
         "system_fingerprint": a.fingerprint
     });
+    if let Some(top) = &a.top_logprobs {
+        let entry = |token: &str, logprob: f64| json!({"token": token, "logprob": logprob, "bytes": token.as_bytes()});
+        let sampled = top
+            .iter()
+            .find(|(t, _)| t == a.text)
+            .map_or(-30.0, |(_, lp)| *lp);
+        let mut first = entry(a.text, sampled);
+        first["top_logprobs"] = top.iter().map(|(t, lp)| entry(t, *lp)).collect();
+        body["choices"][0]["logprobs"] = json!({"content": [first]});
+    }
     if flavour == Flavour::OpenRouter {
         body["id"] = json!(format!("gen-sim{:08}", a.serial));
         body["provider"] = json!(a.upstream.unwrap_or("Simulated"));

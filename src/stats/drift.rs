@@ -17,7 +17,7 @@ use serde::Serialize;
 use super::detectability::{family, floor};
 use super::expect::{Expectation, normalized};
 use super::fisher::{Rate, fisher_pass_rate};
-use super::holm::holm;
+use super::holm::weighted_holm;
 use super::mann_whitney::mann_whitney;
 use super::mmd::{Kernel, Stratum, text_mmd};
 use super::permutation::PermutationBudget;
@@ -127,9 +127,52 @@ enum Planned {
     Mmd(Vec<usize>),
 }
 
+/// A test of the first-token tier, run by the caller with the budget it is given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TierTest {
+    /// The tier probes it read.
+    pub probes: Vec<String>,
+    pub result: TestResult,
+}
+
+/// The share of α the first-token tier's tests spend together when a pin has them; the text
+/// tests spend the rest. Fixed before any data (weighted Holm's condition): half, because each
+/// side sees changes the other cannot — the tier sees a requantization or a sampling change
+/// that leaves answers readable as before, the text tests see what a user reads.
+pub const TIER_SHARE: f64 = 0.5;
+
+/// Each tier test's weight within the tier's share: the sampling test half (it alone sees a
+/// changed sampler, and needs the most calls to see it), the other two a quarter each; with
+/// first tokens alone (no logprobs) it takes the whole share.
+fn tier_weights(tiers: &[TierTest]) -> Vec<f64> {
+    let sampling = tiers.iter().any(|t| t.result.test == TestKind::Sampling);
+    tiers
+        .iter()
+        .map(|t| match (t.result.test, sampling) {
+            (TestKind::Sampling, _) => 0.5,
+            (_, true) => 0.25,
+            _ => 1.0 / tiers.len() as f64,
+        })
+        .collect()
+}
+
 /// Runs every applicable test on each probe and applies Holm across all of them at `alpha`.
 #[must_use]
 pub fn compare_pin(probes: &[ProbeSamples], alpha: f64, seed: u64) -> DriftVerdict {
+    compare_pin_with_tiers(probes, |_| Vec::new(), alpha, seed)
+}
+
+/// `compare_pin` with the first-token tier's tests in the same family: weighted Holm, the text
+/// tests sharing `1 − TIER_SHARE` of α equally and the tier's `TIER_SHARE` by `tier_weights`
+/// (all of α to one side when the other has no test). `tier` runs the tier's tests with a
+/// permutation budget that resolves the smallest threshold.
+#[must_use]
+pub fn compare_pin_with_tiers(
+    probes: &[ProbeSamples],
+    tier: impl FnOnce(PermutationBudget) -> Vec<TierTest>,
+    alpha: f64,
+    seed: u64,
+) -> DriftVerdict {
     let read: Vec<Read> = probes.iter().map(Read::new).collect();
     let (plan, skipped) = plan(&read);
     let floors: Vec<f64> = plan
@@ -138,16 +181,33 @@ pub fn compare_pin(probes: &[ProbeSamples], alpha: f64, seed: u64) -> DriftVerdi
         .collect();
     let in_family = family(&floors, alpha);
     let members = in_family.iter().filter(|&&f| f).count();
-    let budget = PermutationBudget::resolving(alpha / members.max(1) as f64);
+    // The smallest threshold any test can meet: a text test's when the tier is absent, else the
+    // smaller of a text test's and the smallest tier weight's.
+    let text_level = alpha * (1.0 - TIER_SHARE) / members.max(1) as f64;
+    let tier_level = alpha * TIER_SHARE * 0.25;
+    let budget = PermutationBudget::resolving(text_level.min(tier_level));
     let results: Vec<TestResult> = plan.iter().map(|t| t.run(&read, budget, seed)).collect();
-    let raw: Vec<f64> = results
-        .iter()
-        .zip(&in_family)
-        .filter(|(_, f)| **f)
-        .map(|(r, _)| r.p_value)
-        .collect();
-    let mut adjusted = holm(&raw).into_iter();
-    let tests: Vec<DriftTest> = plan
+    let tiers = tier(budget);
+    let text_weight = if tiers.is_empty() {
+        1.0
+    } else {
+        (1.0 - TIER_SHARE) / members.max(1) as f64
+    };
+    let tier_share = if members == 0 { 1.0 } else { TIER_SHARE };
+    let mut raw: Vec<f64> = Vec::new();
+    let mut weights: Vec<f64> = Vec::new();
+    for (r, member) in results.iter().zip(&in_family) {
+        if *member {
+            raw.push(r.p_value);
+            weights.push(text_weight);
+        }
+    }
+    for (t, w) in tiers.iter().zip(tier_weights(&tiers)) {
+        raw.push(t.result.p_value);
+        weights.push(tier_share * w);
+    }
+    let mut adjusted = weighted_holm(&raw, &weights).into_iter();
+    let mut tests: Vec<DriftTest> = plan
         .iter()
         .zip(results)
         .zip(in_family)
@@ -161,6 +221,15 @@ pub fn compare_pin(probes: &[ProbeSamples], alpha: f64, seed: u64) -> DriftVerdi
             }
         })
         .collect();
+    for t in tiers {
+        let adjusted_p = adjusted.next();
+        tests.push(DriftTest {
+            probes: t.probes,
+            result: t.result,
+            rejected: adjusted_p.is_some_and(|p| p <= alpha),
+            adjusted_p,
+        });
+    }
     DriftVerdict {
         alpha,
         seed,

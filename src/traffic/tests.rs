@@ -95,6 +95,8 @@ fn lock(probe_digest: &str) -> LoadedLock {
         system_fingerprints: Vec::new(),
         effective_price: None,
         probes: BTreeMap::from([("arith-17x23".to_owned(), probe)]),
+        first_tokens: None,
+        tiers_missing: BTreeMap::new(),
     };
     LoadedLock {
         lock: Lock {

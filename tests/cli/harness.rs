@@ -170,7 +170,8 @@ compare = "choice"
 /// Settings most tests use: short deadlines so a broken case fails fast.
 pub const SETTINGS: &str = "timeout = \"3s\"\nbudget = \"20s\"";
 
-/// The same with its own `[settings]` body; `extra` may set `samples` (default 3).
+/// The same with its own `[settings]` body; `extra` may set `samples` (default 3) and
+/// `first_tokens` (default off: these tests count probe calls; the tier has its own tests).
 pub fn one_pin_with(
     settings: &str,
     kind: ProviderKind,
@@ -182,6 +183,11 @@ pub fn one_pin_with(
         ""
     } else {
         "samples = 3"
+    };
+    let tier = if extra.contains("first_tokens") {
+        ""
+    } else {
+        "first_tokens = false"
     };
     format!(
         r#"version = 1
@@ -200,6 +206,7 @@ provider = "p"
 model = "{model}"
 probes = ["probes/*.toml"]
 {samples}
+{tier}
 {extra}
 "#,
         api_version = if kind == ProviderKind::Azure {

@@ -19,6 +19,7 @@ mod dashboard;
 mod demo;
 mod docs;
 mod first_hour;
+mod first_tokens;
 mod history_table;
 mod honesty;
 mod hostile;

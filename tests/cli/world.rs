@@ -30,6 +30,7 @@ pub fn model(id: &str, chars_per_token: f64, price: (f64, f64)) -> SimModel {
         latency_ms: 0,
         fingerprint: None,
         upstream: None,
+        sampling_temperature: None,
     }
 }
 

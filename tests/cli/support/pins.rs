@@ -114,7 +114,9 @@ pub struct Pin {
 }
 
 impl Pin {
-    /// Pin `id` of `model` on provider `p`, every probe under `probes/`, 3 samples.
+    /// Pin `id` of `model` on provider `p`, every probe under `probes/`, 3 samples, without the
+    /// first-token tier (`first_tokens = false`): most tests count probe calls, and the tier has
+    /// its own tests (`first_tokens.rs`, `real_model.rs`), which set it back on.
     pub fn new(id: &str, model: &str) -> Pin {
         let mut fields = Table::default();
         fields.set("id", Value::from(id));
@@ -122,6 +124,7 @@ impl Pin {
         fields.set("model", Value::from(model));
         fields.set("probes", Value::from(["probes/*.toml"]));
         fields.set("samples", Value::from(3));
+        fields.set("first_tokens", Value::from(false));
         Pin {
             id: id.to_owned(),
             fields,

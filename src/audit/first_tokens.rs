@@ -1,0 +1,683 @@
+//! The first-token tier: border inputs asked for one output token, with logprobs where the
+//! provider reports them.
+//!
+//! A swap that keeps the model family — requantized weights, other kernels, a changed sampler —
+//! barely moves long answers but tips the first token of a prompt whose first token is nearly
+//! tied (B3IT, arXiv 2602.11083), moves the logprobs the provider reports for it (Logprob
+//! Tracking, arXiv 2512.03816), or makes the sampled token disagree with the reported
+//! probabilities. `lock` finds such inputs for each pin (discovery: every candidate asked
+//! `DISCOVERY_SAMPLES` times), keeps the `KEEP` most uncertain, and records `BASELINE_SAMPLES`
+//! first tokens of each; every audit asks each kept input `CHECK_SAMPLES` times for one token.
+//! The tests themselves are in `stats::{first_token, logprob, sampling}`.
+
+use std::collections::BTreeMap;
+
+use crate::audit::Observation;
+use crate::config::{Compare, Config, Pin, Probe, probe_digest};
+use crate::lock::{Discovery, LoadedLock, LockedFirstTokens, LockedInput, LockedPin};
+use crate::provider::{ProviderKind, Reply};
+use crate::stats::PermutationBudget;
+use crate::stats::drift::TierTest;
+use crate::stats::first_token::{FirstTokens, first_tokens};
+use crate::stats::logprob::{PromptLogprobs, logprobs};
+use crate::stats::sampling::{SampledToken, sampling};
+
+/// Built-in candidates: open questions whose first word has many plausible answers. The pin's
+/// own probes are candidates too.
+pub const CANDIDATES: &[&str] = &[
+    "Name a color.",
+    "Name an animal.",
+    "Name a fruit.",
+    "Pick a number between 1 and 10.",
+    "Say one word.",
+    "Name a country.",
+    "Name a city.",
+    "Pick a letter of the alphabet.",
+    "Name a day of the week.",
+    "Name a month.",
+    "Name a musical instrument.",
+    "Give a first name.",
+    "Name a sport.",
+    "Name a vegetable.",
+    "Name a planet.",
+    "Name a flower.",
+    "Name a tree.",
+    "Name a drink.",
+    "Name a bird.",
+    "Name a programming language.",
+];
+
+/// Calls per candidate in discovery; they count towards the baseline of the inputs kept.
+pub const DISCOVERY_SAMPLES: u32 = 4;
+/// Inputs kept per pin.
+pub const KEEP: usize = 8;
+/// First tokens recorded per kept input at the lock.
+pub const BASELINE_SAMPLES: u32 = 60;
+/// One-token calls per kept input in each audit: `KEEP × CHECK_SAMPLES` output tokens at most.
+pub const CHECK_SAMPLES: u32 = 32;
+/// Top tokens asked for per call where logprobs exist (OpenAI allows up to 20).
+pub const TOP_LOGPROBS: u8 = 10;
+/// Most inputs a lock may hold.
+pub const MAX_INPUTS: usize = KEEP;
+/// Most candidates one discovery tries: the built-in ones and at most this many of the pin's
+/// probes beyond them.
+pub const MAX_CANDIDATES: usize = 40;
+/// An input whose most probable first token has more than this share is no border input.
+const DECIDED: f64 = 0.95;
+
+/// The id tier probes carry in observations and the lock (config probe ids cannot hold `:`).
+const PREFIX: &str = "first-token:";
+
+/// Whether a probe id is a tier probe's.
+#[must_use]
+pub fn is_tier_probe(id: &str) -> bool {
+    id.starts_with(PREFIX)
+}
+
+/// Whether the provider's wire format carries logprobs (chat completions' `logprobs` and
+/// `top_logprobs`). Anthropic's Messages API has none; Gemini's `responseLogprobs` is not read
+/// by this version.
+#[must_use]
+pub fn speaks_logprobs(kind: ProviderKind) -> bool {
+    matches!(
+        kind,
+        ProviderKind::OpenAi
+            | ProviderKind::OpenAiCompatible
+            | ProviderKind::OpenRouter
+            | ProviderKind::Azure
+    )
+}
+
+/// A candidate as a probe: the same system and prompt, one output token, temperature 1.
+#[must_use]
+pub fn tier_probe(system: Option<&str>, prompt: &str) -> Probe {
+    let digest = probe_digest(system, prompt, 1, 1.0);
+    Probe {
+        id: format!("{PREFIX}{}", &digest["sha256:".len().."sha256:".len() + 12]),
+        source: std::path::PathBuf::from("first-token tier"),
+        system: system.map(str::to_owned),
+        prompt: prompt.to_owned(),
+        max_tokens: 1,
+        temperature: 1.0,
+        compare: Compare::Choice,
+        expect: None,
+        normalize: Vec::new(),
+        digest,
+    }
+}
+
+/// One pin's one-token calls: which inputs, how often, with how many top logprobs.
+#[derive(Debug, Clone)]
+pub struct TierCalls {
+    pub probes: Vec<Probe>,
+    pub samples: u32,
+    pub top_logprobs: Option<u8>,
+}
+
+impl TierCalls {
+    #[must_use]
+    pub fn calls(&self) -> u64 {
+        self.probes.len() as u64 * u64::from(self.samples)
+    }
+}
+
+/// Why a pin gets no first-token tier at this lock, before any call.
+#[must_use]
+pub fn opted_out(pin: &Pin) -> Option<&'static str> {
+    (!pin.first_tokens).then_some("off for this pin (`first_tokens = false`)")
+}
+
+/// Discovery's calls for a pin: the built-in candidates and the pin's probes, each asked for one
+/// token `DISCOVERY_SAMPLES` times; `None` when the pin opted out.
+#[must_use]
+pub fn discovery(config: &Config, pin: &Pin) -> Option<TierCalls> {
+    opted_out(pin).is_none().then_some(())?;
+    let mut probes: Vec<Probe> = CANDIDATES.iter().map(|p| tier_probe(None, p)).collect();
+    for probe in config.probes_of(pin) {
+        if probes.len() >= MAX_CANDIDATES {
+            break;
+        }
+        let candidate = tier_probe(probe.system.as_deref(), &probe.prompt);
+        if !probes.iter().any(|p| p.id == candidate.id) {
+            probes.push(candidate);
+        }
+    }
+    Some(TierCalls {
+        probes,
+        samples: DISCOVERY_SAMPLES,
+        top_logprobs: speaks_logprobs(pin.kind).then_some(TOP_LOGPROBS),
+    })
+}
+
+/// An audit's calls for a pin whose lock holds inputs; `None` when it holds none.
+#[must_use]
+pub fn check_calls(locked: &LockedPin) -> Option<TierCalls> {
+    let tier = locked.first_tokens.as_ref()?;
+    let probes: Vec<Probe> = tier
+        .inputs
+        .values()
+        .map(|i| tier_probe(i.system.as_deref(), &i.prompt))
+        .collect();
+    if probes.is_empty() {
+        return None;
+    }
+    Some(TierCalls {
+        probes,
+        samples: CHECK_SAMPLES,
+        top_logprobs: (tier.top_logprobs > 0).then_some(tier.top_logprobs),
+    })
+}
+
+/// The first token a reply gave: the token the provider named, else the answer text (one
+/// token's worth when `max_tokens` is 1).
+fn token_of(reply: &Reply) -> &str {
+    reply
+        .first_token
+        .as_ref()
+        .map_or(reply.text.as_str(), |t| t.sampled.as_str())
+}
+
+/// The replies of one tier probe, in sample order.
+fn replies_of<'a>(obs: &'a Observation, id: &str) -> Vec<&'a Reply> {
+    obs.replies()
+        .filter(|(c, _)| c.probe == id)
+        .map(|(_, r)| r)
+        .collect()
+}
+
+/// What discovery found: the inputs to keep (most uncertain first) and whether logprobs came.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub kept: Vec<Probe>,
+    pub logprobs: bool,
+    /// Why nothing was kept, or why logprobs are missing.
+    pub no_inputs: Option<String>,
+    pub no_logprobs: Option<String>,
+    pub discovery: Discovery,
+}
+
+/// How uncertain a candidate's first token is. With logprobs: entropy plus the variance of the
+/// log-probability under the reported distribution (the information a sampling test gets per
+/// call), averaged over calls. Without: the chance two calls differ (Gini impurity) of the
+/// sampled tokens. `None` when the candidate looks decided.
+fn uncertainty(replies: &[&Reply], with_logprobs: bool) -> Option<f64> {
+    if with_logprobs {
+        let scores: Vec<f64> = replies
+            .iter()
+            .filter_map(|r| r.first_token.as_ref())
+            .filter(|t| t.top.len() > 1)
+            .filter_map(|t| {
+                let max = t
+                    .top
+                    .iter()
+                    .map(|(_, lp)| *lp)
+                    .fold(f64::NEG_INFINITY, f64::max);
+                let w: Vec<f64> = t.top.iter().map(|(_, lp)| (lp - max).exp()).collect();
+                let total: f64 = w.iter().sum();
+                let p: Vec<f64> = w.iter().map(|x| x / total).collect();
+                let top = p.iter().copied().fold(0.0, f64::max);
+                // The reported share of the most probable token, out of everything (not only
+                // the listed tokens): a decided input stays decided however it is listed.
+                if max.exp() > DECIDED || top > DECIDED {
+                    return None;
+                }
+                let h: f64 = -p
+                    .iter()
+                    .filter(|x| **x > 0.0)
+                    .map(|x| x * x.ln())
+                    .sum::<f64>();
+                let second: f64 = p
+                    .iter()
+                    .filter(|x| **x > 0.0)
+                    .map(|x| x * x.ln() * x.ln())
+                    .sum();
+                Some(h + (second - h * h).max(0.0))
+            })
+            .collect();
+        if scores.is_empty() {
+            return None;
+        }
+        return Some(scores.iter().sum::<f64>() / scores.len() as f64);
+    }
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in replies {
+        *counts.entry(token_of(r)).or_default() += 1;
+    }
+    if counts.len() < 2 {
+        return None;
+    }
+    let n = replies.len() as f64;
+    Some(
+        1.0 - counts
+            .values()
+            .map(|&c| (c as f64 / n).powi(2))
+            .sum::<f64>(),
+    )
+}
+
+/// Chooses the border inputs from discovery's calls.
+#[must_use]
+pub fn select(calls: &TierCalls, obs: &Observation) -> Found {
+    let answered: usize = calls
+        .probes
+        .iter()
+        .map(|p| replies_of(obs, &p.id).len())
+        .sum();
+    let logprobs = calls.top_logprobs.is_some()
+        && obs
+            .replies()
+            .any(|(c, r)| is_tier_probe(&c.probe) && r.first_token.is_some());
+    let discovery = Discovery {
+        candidates: calls.probes.len() as u32,
+        calls: answered as u64,
+    };
+    let no_logprobs = if calls.top_logprobs.is_none() {
+        Some("no logprobs in this provider's API".to_owned())
+    } else if answered > 0 && !logprobs {
+        Some("the provider returned no logprobs when asked".to_owned())
+    } else {
+        None
+    };
+    let mut scored: Vec<(f64, &Probe)> = calls
+        .probes
+        .iter()
+        .filter_map(|p| Some((uncertainty(&replies_of(obs, &p.id), logprobs)?, p)))
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
+    let kept: Vec<Probe> = scored
+        .into_iter()
+        .take(KEEP)
+        .map(|(_, p)| p.clone())
+        .collect();
+    let no_inputs = if answered == 0 {
+        Some("no discovery call was answered; lock again".to_owned())
+    } else if kept.is_empty() {
+        Some(format!(
+            "no border input: each of {} candidates gave the same first token in {} calls",
+            calls.probes.len(),
+            calls.samples
+        ))
+    } else {
+        None
+    };
+    Found {
+        kept,
+        logprobs,
+        no_inputs,
+        no_logprobs,
+        discovery,
+    }
+}
+
+/// The calls that complete the baseline of the kept inputs after discovery.
+#[must_use]
+pub fn baseline_calls(found: &Found) -> Option<TierCalls> {
+    if found.kept.is_empty() {
+        return None;
+    }
+    Some(TierCalls {
+        probes: found.kept.clone(),
+        samples: BASELINE_SAMPLES.saturating_sub(DISCOVERY_SAMPLES),
+        top_logprobs: found.logprobs.then_some(TOP_LOGPROBS),
+    })
+}
+
+/// The tier's lock entry from discovery's and the baseline's calls; `None` when no kept input
+/// was answered.
+#[must_use]
+pub fn record(found: &Found, observations: &[&Observation]) -> Option<LockedFirstTokens> {
+    let mut inputs = BTreeMap::new();
+    for probe in &found.kept {
+        let replies: Vec<&Reply> = observations
+            .iter()
+            .flat_map(|o| replies_of(o, &probe.id))
+            .collect();
+        if replies.is_empty() {
+            continue;
+        }
+        let mut prompt_tokens: Vec<u64> = replies.iter().filter_map(|r| r.usage.input).collect();
+        prompt_tokens.sort_unstable();
+        prompt_tokens.dedup();
+        inputs.insert(
+            probe.id.clone(),
+            LockedInput {
+                system: probe.system.clone(),
+                prompt: probe.prompt.clone(),
+                digest: probe.digest.clone(),
+                prompt_tokens,
+                tokens: replies.iter().map(|r| token_of(r).to_owned()).collect(),
+                top: replies
+                    .iter()
+                    .map(|r| {
+                        r.first_token
+                            .as_ref()
+                            .map(|t| t.top.clone())
+                            .unwrap_or_default()
+                    })
+                    .collect(),
+            },
+        );
+    }
+    if inputs.is_empty() {
+        return None;
+    }
+    Some(LockedFirstTokens {
+        top_logprobs: if found.logprobs { TOP_LOGPROBS } else { 0 },
+        discovery: found.discovery,
+        inputs,
+    })
+}
+
+/// The tier's tests on one audit: first tokens against the lock's, and where the lock has
+/// logprobs, reported logprobs against the lock's spread and sampled tokens against the
+/// reported probabilities. Inputs this audit did not answer take no part.
+#[must_use]
+pub fn tests(
+    tier: &LockedFirstTokens,
+    obs: &Observation,
+    budget: PermutationBudget,
+    seed: u64,
+) -> Vec<TierTest> {
+    let answered: Vec<(&str, &LockedInput, Vec<&Reply>)> = tier
+        .inputs
+        .iter()
+        .map(|(id, input)| (id.as_str(), input, replies_of(obs, id)))
+        .filter(|(_, _, r)| !r.is_empty())
+        .collect();
+    if answered.is_empty() {
+        return Vec::new();
+    }
+    let ids: Vec<String> = answered.iter().map(|(id, _, _)| (*id).to_owned()).collect();
+    let first: Vec<FirstTokens<'_>> = answered
+        .iter()
+        .map(|(_, input, replies)| FirstTokens {
+            input: &input.prompt,
+            baseline: input.tokens.iter().map(String::as_str).collect(),
+            current: replies.iter().map(|r| token_of(r)).collect(),
+        })
+        .collect();
+    let mut out = vec![TierTest {
+        probes: ids.clone(),
+        result: first_tokens(&first, budget, seed),
+    }];
+    if tier.top_logprobs == 0 {
+        return out;
+    }
+    let prompts: Vec<PromptLogprobs<'_>> = answered
+        .iter()
+        .map(|(_, input, replies)| PromptLogprobs {
+            prompt: &input.prompt,
+            baseline: input.top.iter().filter(|t| !t.is_empty()).collect(),
+            current: replies
+                .iter()
+                .filter_map(|r| r.first_token.as_ref())
+                .map(|t| &t.top)
+                .filter(|t| !t.is_empty())
+                .collect(),
+        })
+        .collect();
+    out.push(TierTest {
+        probes: ids.clone(),
+        result: logprobs(&prompts, budget, seed),
+    });
+    let sampled: Vec<SampledToken<'_>> = answered
+        .iter()
+        .flat_map(|(_, _, replies)| replies.iter().filter_map(|r| r.first_token.as_ref()))
+        .map(|t| SampledToken {
+            top: &t.top,
+            sampled: &t.sampled,
+        })
+        .collect();
+    out.push(TierTest {
+        probes: ids,
+        result: sampling(&sampled, budget, seed),
+    });
+    out
+}
+
+/// The tier calls of an audit: each pin with a baseline whose lock holds inputs (and that has
+/// not opted out since), by pin id.
+#[must_use]
+pub fn for_check(lock: Option<&LoadedLock>, pins: &[&Pin]) -> BTreeMap<String, TierCalls> {
+    pins.iter()
+        .filter(|pin| opted_out(pin).is_none())
+        .filter_map(|pin| {
+            let locked = lock?.lock.pins.get(&pin.id)?;
+            (locked.model == pin.model).then_some(())?;
+            Some((pin.id.clone(), check_calls(locked)?))
+        })
+        .collect()
+}
+
+/// What a lock's tier will call, said before it starts: discovery for each pin, and at most
+/// the calls completing the baseline of `KEEP` inputs.
+#[must_use]
+pub fn for_lock(config: &Config, pins: &[&Pin]) -> Vec<(String, TierCalls)> {
+    let mut planned = Vec::new();
+    for pin in pins {
+        let Some(discovery) = discovery(config, pin) else {
+            continue;
+        };
+        let baseline = TierCalls {
+            probes: discovery.probes.iter().take(KEEP).cloned().collect(),
+            samples: BASELINE_SAMPLES.saturating_sub(DISCOVERY_SAMPLES),
+            top_logprobs: discovery.top_logprobs,
+        };
+        planned.push((pin.id.clone(), discovery));
+        planned.push((pin.id.clone(), baseline));
+    }
+    planned
+}
+
+/// One line for `lock` on what the pin's tier holds, or why it has none.
+#[must_use]
+pub fn describe(pin: &str, locked: &LockedPin) -> String {
+    let missing = |tier: &str| locked.tiers_missing.get(tier).map(String::as_str);
+    match &locked.first_tokens {
+        Some(tier) => {
+            let logprobs = if tier.top_logprobs > 0 {
+                format!(
+                    "logprobs (top {}) and sampling tests too",
+                    tier.top_logprobs
+                )
+            } else {
+                format!(
+                    "no logprob or sampling test: {}",
+                    missing("logprobs").unwrap_or("no logprobs")
+                )
+            };
+            format!(
+                "tiers {pin}: first tokens on {} border inputs (found among {} candidates in {} one-token calls; {} per audit); {logprobs}",
+                tier.inputs.len(),
+                tier.discovery.candidates,
+                tier.discovery.calls,
+                tier.inputs.len() as u64 * u64::from(CHECK_SAMPLES),
+            )
+        }
+        None => format!(
+            "tiers {pin}: no first-token tier: {}",
+            missing("first_tokens").unwrap_or("not recorded")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::audit::{CallRecord, CallResult};
+    use crate::provider::FirstToken;
+
+    fn reply(token: &str, top: &[(&str, f64)]) -> Reply {
+        Reply {
+            text: token.to_owned(),
+            first_token: (!top.is_empty()).then(|| FirstToken {
+                sampled: token.to_owned(),
+                top: top.iter().map(|(t, p)| ((*t).to_owned(), p.ln())).collect(),
+            }),
+            ..Reply::default()
+        }
+    }
+
+    fn observation(calls: &[(&str, Reply)]) -> Observation {
+        Observation::complete(
+            "pin",
+            calls
+                .iter()
+                .enumerate()
+                .map(|(i, (probe, r))| CallRecord {
+                    probe: (*probe).to_owned(),
+                    sample: i as u32,
+                    result: CallResult::Reply(r.clone()),
+                    latency: Duration::ZERO,
+                    attempts: 1,
+                    waits: Vec::new(),
+                    stopped: None,
+                })
+                .collect(),
+        )
+    }
+
+    fn calls(prompts: &[&str], logprobs: bool) -> TierCalls {
+        TierCalls {
+            probes: prompts.iter().map(|p| tier_probe(None, p)).collect(),
+            samples: DISCOVERY_SAMPLES,
+            top_logprobs: logprobs.then_some(TOP_LOGPROBS),
+        }
+    }
+
+    #[test]
+    fn tier_probes_are_named_by_what_they_send() {
+        let a = tier_probe(None, "Name a color.");
+        assert_eq!(a.id, tier_probe(None, "Name a color.").id);
+        assert_ne!(a.id, tier_probe(Some("Be terse."), "Name a color.").id);
+        assert_ne!(a.id, tier_probe(None, "Name a colour.").id);
+        assert!(is_tier_probe(&a.id) && !is_tier_probe("arith"));
+        assert_eq!((a.max_tokens, a.temperature), (1, 1.0));
+        assert_eq!(a.digest, probe_digest(None, "Name a color.", 1, 1.0));
+    }
+
+    #[test]
+    fn logprobs_are_asked_only_where_the_wire_format_has_them() {
+        let table = [
+            (ProviderKind::OpenAi, true),
+            (ProviderKind::OpenAiCompatible, true),
+            (ProviderKind::OpenRouter, true),
+            (ProviderKind::Azure, true),
+            (ProviderKind::Anthropic, false),
+            (ProviderKind::Gemini, false),
+        ];
+        for (kind, wanted) in table {
+            assert_eq!(speaks_logprobs(kind), wanted, "{kind}");
+        }
+    }
+
+    #[test]
+    fn with_logprobs_the_most_uncertain_inputs_are_kept_and_decided_ones_never() {
+        let plan = calls(&["wide", "tied", "decided"], true);
+        let [wide, tied, decided] = [0, 1, 2].map(|i| plan.probes[i].id.clone());
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            seen.push((
+                wide.as_str(),
+                reply("a", &[("a", 0.4), ("b", 0.3), ("c", 0.2), ("d", 0.1)]),
+            ));
+            seen.push((tied.as_str(), reply("x", &[("x", 0.5), ("y", 0.5)])));
+            seen.push((decided.as_str(), reply("z", &[("z", 0.99), ("w", 0.01)])));
+        }
+        let found = select(&plan, &observation(&seen));
+        let kept: Vec<&str> = found.kept.iter().map(|p| p.prompt.as_str()).collect();
+        assert_eq!(kept, ["wide", "tied"]);
+        assert!(found.logprobs && found.no_logprobs.is_none() && found.no_inputs.is_none());
+        assert_eq!(
+            found.discovery,
+            Discovery {
+                candidates: 3,
+                calls: 12
+            }
+        );
+    }
+
+    #[test]
+    fn without_logprobs_inputs_whose_tokens_varied_are_kept() {
+        let plan = calls(&["varied", "same"], false);
+        let [varied, same] = [0, 1].map(|i| plan.probes[i].id.clone());
+        let seen: Vec<(&str, Reply)> = ["a", "b", "a", "c"]
+            .iter()
+            .map(|t| (varied.as_str(), reply(t, &[])))
+            .chain((0..4).map(|_| (same.as_str(), reply("s", &[]))))
+            .collect();
+        let found = select(&plan, &observation(&seen));
+        assert_eq!(found.kept.len(), 1);
+        assert_eq!(found.kept[0].prompt, "varied");
+        assert!(!found.logprobs);
+        assert_eq!(
+            found.no_logprobs.as_deref(),
+            Some("no logprobs in this provider's API")
+        );
+    }
+
+    #[test]
+    fn discovery_that_finds_nothing_says_why() {
+        let plan = calls(&["same"], true);
+        let id = plan.probes[0].id.clone();
+        let seen: Vec<(&str, Reply)> = (0..4).map(|_| (id.as_str(), reply("s", &[]))).collect();
+        let found = select(&plan, &observation(&seen));
+        assert!(found.kept.is_empty());
+        assert!(found.no_inputs.unwrap().starts_with("no border input"));
+        assert_eq!(
+            found.no_logprobs.as_deref(),
+            Some("the provider returned no logprobs when asked")
+        );
+        let none = select(&plan, &observation(&[]));
+        assert_eq!(
+            none.no_inputs.as_deref(),
+            Some("no discovery call was answered; lock again")
+        );
+        assert!(baseline_calls(&none).is_none());
+    }
+
+    #[test]
+    fn the_lock_holds_every_round_and_the_audit_runs_three_tests_with_logprobs() {
+        let plan = calls(&["wide"], true);
+        let id = plan.probes[0].id.clone();
+        let top = [("a", 0.4), ("b", 0.3), ("c", 0.2), ("d", 0.1)];
+        let first: Vec<(&str, Reply)> = (0..4).map(|_| (id.as_str(), reply("a", &top))).collect();
+        let found = select(&plan, &observation(&first));
+        let more = baseline_calls(&found).unwrap();
+        assert_eq!(more.samples, BASELINE_SAMPLES - DISCOVERY_SAMPLES);
+        let rest: Vec<(&str, Reply)> = ["b", "c", "a"]
+            .iter()
+            .cycle()
+            .take((BASELINE_SAMPLES - DISCOVERY_SAMPLES) as usize)
+            .map(|t| (id.as_str(), reply(t, &top)))
+            .collect();
+        let (a, b) = (observation(&first), observation(&rest));
+        let tier = record(&found, &[&a, &b]).unwrap();
+        let input = &tier.inputs[&id];
+        let recorded = BASELINE_SAMPLES as usize;
+        assert_eq!((input.tokens.len(), input.top.len()), (recorded, recorded));
+        assert_eq!(tier.top_logprobs, TOP_LOGPROBS);
+        let now: Vec<(&str, Reply)> = ["a", "b", "c", "d"]
+            .iter()
+            .cycle()
+            .take(CHECK_SAMPLES as usize)
+            .map(|t| (id.as_str(), reply(t, &top)))
+            .collect();
+        let budget = PermutationBudget::resolving(1e-4);
+        let run = tests(&tier, &observation(&now), budget, 7);
+        let kinds: Vec<_> = run.iter().map(|t| t.result.test).collect();
+        use crate::stats::TestKind;
+        assert_eq!(
+            kinds,
+            [
+                TestKind::FirstTokens,
+                TestKind::Logprobs,
+                TestKind::Sampling
+            ]
+        );
+        assert!(run.iter().all(|t| t.probes == [id.clone()]));
+        assert!(tests(&tier, &observation(&[]), budget, 7).is_empty());
+    }
+}
