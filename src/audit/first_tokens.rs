@@ -508,13 +508,16 @@ mod tests {
     use super::*;
     use crate::audit::{CallRecord, CallResult};
     use crate::provider::FirstToken;
+    use crate::stats::TestKind;
 
     fn reply(token: &str, top: &[(&str, f64)]) -> Reply {
         Reply {
             text: token.to_owned(),
-            first_token: (!top.is_empty()).then(|| FirstToken {
-                sampled: token.to_owned(),
-                top: top.iter().map(|(t, p)| ((*t).to_owned(), p.ln())).collect(),
+            first_token: (!top.is_empty()).then(|| {
+                Box::new(FirstToken {
+                    sampled: token.to_owned(),
+                    top: top.iter().map(|(t, p)| ((*t).to_owned(), p.ln())).collect(),
+                })
             }),
             ..Reply::default()
         }
@@ -668,7 +671,6 @@ mod tests {
         let budget = PermutationBudget::resolving(1e-4);
         let run = tests(&tier, &observation(&now), budget, 7);
         let kinds: Vec<_> = run.iter().map(|t| t.result.test).collect();
-        use crate::stats::TestKind;
         assert_eq!(
             kinds,
             [

@@ -213,17 +213,28 @@ fn script_changed(case: &Case<'_>) -> Option<ScriptChanged> {
         .flat_map(|t| t.inputs.values())
         .flat_map(|i| &i.tokens);
     let outputs = locked.probes.values().flat_map(|p| &p.outputs);
-    let baseline = scripts::scripts(outputs.chain(tier_tokens).map(String::as_str));
-    let current = case
-        .observation
-        .replies()
-        .filter(|(c, _)| !first_tokens::is_tier_probe(&c.probe))
-        .map(|(_, r)| r.text.as_str());
-    let new = scripts::new_scripts(&baseline, current);
-    if new.is_empty() {
+    let baseline = scripts::scripts(outputs.clone().chain(tier_tokens).map(String::as_str));
+    let current = || {
+        case.observation
+            .replies()
+            .filter(|(c, _)| !first_tokens::is_tier_probe(&c.probe))
+            .map(|(_, r)| r.text.as_str())
+    };
+    let answers = scripts::answers_outside(&baseline, current());
+    let read = current().count() as u64;
+    let rate = scripts::unseen_rate(outputs.map(String::as_str));
+    let p_value = scripts::surprise(answers, read, rate);
+    // Noise of the unchanged model's own (a stray letter now and then) is not a finding: only
+    // more answers in unseen scripts than the baseline's own rate of them explains at `alpha`.
+    if answers == 0 || p_value >= case.alpha {
         return None;
     }
+    let new = scripts::new_scripts(&baseline, current());
     Some(ScriptChanged {
+        answers,
+        of: read,
+        baseline_rate: rate,
+        p_value,
         baseline: baseline.iter().map(|s| (*s).to_owned()).collect(),
         new: new
             .into_iter()

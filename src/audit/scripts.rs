@@ -17,10 +17,21 @@ use std::collections::{BTreeMap, BTreeSet};
 pub fn script_of(c: char) -> Option<&'static str> {
     let u = u32::from(c);
     let script = match u {
-        0x41..=0x5A | 0x61..=0x7A | 0xAA | 0xBA => "Latin",
-        0xC0..=0x24F if u != 0xD7 && u != 0xF7 => "Latin",
-        0x1E00..=0x1EFF | 0x2C60..=0x2C7F | 0xA720..=0xA7FF | 0xAB30..=0xAB6F => "Latin",
-        0xFF21..=0xFF3A | 0xFF41..=0xFF5A => "Latin",
+        // Basic Latin and Latin-1 letters (not × and ÷), Latin Extended-A/B and Additional,
+        // Extended-C/D/E, fullwidth forms.
+        0x41..=0x5A
+        | 0x61..=0x7A
+        | 0xAA
+        | 0xBA
+        | 0xC0..=0xD6
+        | 0xD8..=0xF6
+        | 0xF8..=0x24F
+        | 0x1E00..=0x1EFF
+        | 0x2C60..=0x2C7F
+        | 0xA720..=0xA7FF
+        | 0xAB30..=0xAB6F
+        | 0xFF21..=0xFF3A
+        | 0xFF41..=0xFF5A => "Latin",
         0x370..=0x3FF | 0x1F00..=0x1FFF => "Greek",
         0x400..=0x52F | 0x1C80..=0x1C8F | 0x2DE0..=0x2DFF | 0xA640..=0xA69F => "Cyrillic",
         0x531..=0x58F => "Armenian",
@@ -50,8 +61,14 @@ pub fn script_of(c: char) -> Option<&'static str> {
         0x1800..=0x18AF => "Mongolian",
         0x3040..=0x309F => "Hiragana",
         0x30A0..=0x30FF | 0x31F0..=0x31FF | 0xFF66..=0xFF9F => "Katakana",
-        0x2E80..=0x2FDF | 0x3005 | 0x3007 | 0x3021..=0x3029 | 0x3400..=0x4DBF => "Han",
-        0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x3134F => "Han",
+        0x2E80..=0x2FDF
+        | 0x3005
+        | 0x3007
+        | 0x3021..=0x3029
+        | 0x3400..=0x4DBF
+        | 0x4E00..=0x9FFF
+        | 0xF900..=0xFAFF
+        | 0x20000..=0x3134F => "Han",
         0x3100..=0x312F | 0x31A0..=0x31BF => "Bopomofo",
         _ => return None,
     };
@@ -93,12 +110,96 @@ pub fn new_scripts<'a>(
     found
 }
 
+/// How often an answer of the unchanged model shows a script its baseline never did, estimated
+/// from the baseline itself: the answers holding a script no other baseline answer holds, plus
+/// one, over the answers plus one (Good–Turing's estimate of the unseen mass, never zero). A
+/// small model sampled at temperature 1 now and then writes a letter of some other script; this
+/// is the rate such noise has.
+#[must_use]
+pub fn unseen_rate<'a>(baseline: impl IntoIterator<Item = &'a str>) -> f64 {
+    let per_answer: Vec<BTreeSet<&'static str>> =
+        baseline.into_iter().map(|t| scripts([t])).collect();
+    let mut answers_with: BTreeMap<&'static str, u64> = BTreeMap::new();
+    for found in &per_answer {
+        for script in found {
+            *answers_with.entry(script).or_default() += 1;
+        }
+    }
+    let singular = per_answer
+        .iter()
+        .filter(|found| found.iter().any(|s| answers_with[s] == 1))
+        .count();
+    (singular as f64 + 1.0) / (per_answer.len() as f64 + 1.0)
+}
+
+/// The chance of `k` or more of `n` answers in unseen scripts when each is so with chance
+/// `rate`: the binomial upper tail.
+#[must_use]
+pub fn surprise(k: u64, n: u64, rate: f64) -> f64 {
+    use statrs::distribution::{Binomial, DiscreteCDF as _};
+    if k == 0 {
+        return 1.0;
+    }
+    Binomial::new(rate.clamp(0.0, 1.0), n).map_or(1.0, |b| b.sf(k - 1))
+}
+
+/// Answers of `current` with a letter of a script outside `baseline`.
+pub fn answers_outside<'a>(
+    baseline: &BTreeSet<&'static str>,
+    current: impl IntoIterator<Item = &'a str>,
+) -> u64 {
+    current
+        .into_iter()
+        .filter(|t| {
+            t.chars()
+                .filter_map(script_of)
+                .any(|s| !baseline.contains(s))
+        })
+        .count() as u64
+}
+
 /// Characters of a new script shown in the evidence.
 pub const SHOWN_CHARS: usize = 8;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_unseen_rate_counts_scripts_only_one_baseline_answer_had() {
+        let table: [(&[&str], f64); 4] = [
+            (&[], 1.0),
+            (&["Sydney", "Perth", "391"], 1.0 / 4.0),
+            (&["Sydney", "Perth", "Москва", "391"], 2.0 / 5.0),
+            (&["Sydney", "Москва", "Київ", "東京 Tokyo"], 2.0 / 5.0),
+        ];
+        for (baseline, want) in table {
+            let got = unseen_rate(baseline.iter().copied());
+            assert!((got - want).abs() < 1e-12, "{baseline:?}: {got} != {want}");
+        }
+    }
+
+    #[test]
+    fn surprise_is_the_binomial_upper_tail() {
+        assert!((surprise(0, 60, 0.01) - 1.0).abs() < f64::EPSILON);
+        let one = surprise(1, 60, 1.0 / 61.0);
+        assert!(
+            (one - (1.0 - (60.0f64 / 61.0).powi(60))).abs() < 1e-9,
+            "{one}"
+        );
+        assert!(surprise(6, 60, 1.0 / 61.0) < 1e-3);
+        assert!(surprise(2, 60, 1.0 / 61.0) > 0.1);
+        assert!(surprise(61, 60, 0.5) <= 0.0 + f64::EPSILON);
+    }
+
+    #[test]
+    fn answers_outside_counts_each_answer_once() {
+        let baseline = scripts(["Sydney"]);
+        assert_eq!(
+            answers_outside(&baseline, ["Sydney", "ภาษา 中", "中", "42"]),
+            2
+        );
+    }
 
     #[test]
     fn letters_have_their_script_and_the_rest_none() {

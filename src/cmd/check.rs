@@ -43,6 +43,26 @@ impl From<&crate::cli::CheckArgs> for Options {
     }
 }
 
+/// Whether the lock exists and was recorded for this pins.toml, said before any call.
+fn say_lock_state(
+    config: &crate::config::Config,
+    lock: Option<&crate::lock::LoadedLock>,
+    out: Output,
+) {
+    match lock {
+        None => out.progress(&format!(
+            "warning: {} does not exist yet: nothing to compare with, so no provider call is made and every pin is inconclusive until you run `modelpin lock` to record a baseline",
+            config.settings.lockfile.display()
+        )),
+        Some(l) if l.lock.config_digest != config.digest => out.progress(&format!(
+            "note: {} was recorded for another pins.toml ({}); pins whose entries still match are compared, the others are inconclusive",
+            config.settings.lockfile.display(),
+            l.lock.config_digest
+        )),
+        Some(_) => {}
+    }
+}
+
 pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<Exit, AppError> {
     let channel_secrets = if options.notify {
         crate::config::ChannelSecrets::Required
@@ -60,18 +80,7 @@ pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<E
     let lock = crate::lock::read(&config.settings.lockfile)?;
     let transport = transport_for(&config)?;
     let pins = select_pins(&config, &options.pins)?;
-    match &lock {
-        None => out.progress(&format!(
-            "warning: {} does not exist yet: nothing to compare with, so no provider call is made and every pin is inconclusive until you run `modelpin lock` to record a baseline",
-            config.settings.lockfile.display()
-        )),
-        Some(l) if l.lock.config_digest != config.digest => out.progress(&format!(
-            "note: {} was recorded for another pins.toml ({}); pins whose entries still match are compared, the others are inconclusive",
-            config.settings.lockfile.display(),
-            l.lock.config_digest
-        )),
-        Some(_) => {}
-    }
+    say_lock_state(&config, lock.as_ref(), out);
     let samples = options.no_probes.then_some(1);
     let spend = (options.max_cost, options.yes);
     // Only pins with a baseline are called; the others are reported without spending anything.

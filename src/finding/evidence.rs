@@ -411,6 +411,14 @@ impl FingerprintChanged {
 /// Answers written in a script none of the baseline's answers used.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ScriptChanged {
+    /// This audit's answers with a letter of a script the baseline never used, of `of` read.
+    pub answers: u64,
+    pub of: u64,
+    /// How often the baseline's own answers showed a script no other baseline answer did: the
+    /// rate at which the unchanged model strays into an unseen script.
+    pub baseline_rate: f64,
+    /// The chance of `answers` or more of `of` at that rate; under the pin's alpha.
+    pub p_value: f64,
     /// The scripts the baseline's answers used.
     pub baseline: Vec<String>,
     /// At least one.
@@ -446,8 +454,12 @@ impl ScriptChanged {
             self.baseline.join(", ")
         };
         format!(
-            "answers are written in a script the baseline never used: {} (the baseline's answers used {baseline})",
-            new.join("; ")
+            "{} of {} answers are written in a script the baseline never used: {} (the baseline's answers used {baseline}; its own stray rate of {:.1} % explains this with chance {:.1e})",
+            self.answers,
+            self.of,
+            new.join("; "),
+            self.baseline_rate * 100.0,
+            self.p_value
         )
     }
 }

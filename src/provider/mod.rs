@@ -279,7 +279,7 @@ pub struct Reply {
     /// What a gateway in front of the provider said about the answer (LiteLLM, Kong, ...).
     pub gateway: Option<Box<gateway::Gateway>>,
     /// The first output token and its reported top logprobs, when they were asked for and given.
-    pub first_token: Option<FirstToken>,
+    pub first_token: Option<Box<FirstToken>>,
 }
 
 /// How a provider refused a call. Classification lives here because only the adapter knows the
@@ -408,13 +408,12 @@ fn mask(parsed: Parsed, redactor: &Redactor) -> Parsed {
                     ..*g
                 })
             }),
-            first_token: r.first_token.map(|t| FirstToken {
-                sampled: m(t.sampled),
-                top: t
-                    .top
-                    .into_iter()
-                    .map(|(token, lp)| (m(token), lp))
-                    .collect(),
+            first_token: r.first_token.map(|t| {
+                let FirstToken { sampled, top } = *t;
+                Box::new(FirstToken {
+                    sampled: m(sampled),
+                    top: top.into_iter().map(|(token, lp)| (m(token), lp)).collect(),
+                })
             }),
             ..r
         }),
@@ -444,7 +443,7 @@ fn bound(parsed: Parsed) -> Parsed {
             text: text::bounded_owned(r.text, text::MAX_ANSWER_CHARS),
             request_id: r.request_id.map(id),
             lifecycle: r.lifecycle.into_iter().map(|h| h.map(message)).collect(),
-            first_token: r.first_token.map(bound_first_token),
+            first_token: r.first_token.map(|t| Box::new(bound_first_token(*t))),
             ..r
         }),
         Parsed::Rejected(r) => Parsed::Rejected(Rejected {

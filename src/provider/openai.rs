@@ -134,7 +134,7 @@ fn read_reply(kind: ProviderKind, body: &Value) -> Result<Reply, String> {
         request_id: json::owned_text(body, &["x_groq", "id"]),
         lifecycle: body_warning(body).into_iter().collect(),
         gateway: None,
-        first_token: first_token(body),
+        first_token: first_token(body).map(Box::new),
     })
 }
 

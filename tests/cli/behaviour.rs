@@ -139,3 +139,47 @@ fn locking_a_baseline_too_small_to_ever_reject_says_so() {
     run.code(0);
     assert!(!run.stderr.contains("cannot reject"), "{}", run.stderr);
 }
+
+#[test]
+fn answers_in_a_script_the_baseline_never_wrote_are_a_finding() {
+    let sim = Sim::start(single(ID, honest()));
+    let test = project(&sim);
+    test.run(&["lock"]).code(0);
+    // A serving fault behind the same ID: the same city names, with Thai letters in them.
+    let mut garbled = honest();
+    garbled.answers[1].answers = vec![
+        ("Sydney ภาษาไทย".into(), 0.6),
+        ("Melbourne ภาษาไทย".into(), 0.3),
+        ("Brisbane 中文".into(), 0.1),
+    ];
+    sim.set(reroute(
+        sim.sim.scenario(),
+        ID,
+        garbled.clone(),
+        Reported::Requested,
+    ));
+    let run = test.run(&["check", "--format", "json"]);
+    run.code(1);
+    let report = run.json();
+    let pin = report.pin("pin");
+    assert!(pin.codes().contains(&"script_changed"), "{:?}", pin.codes());
+    let finding = pin.finding("script_changed");
+    assert!(finding.message.contains("Thai"), "{}", finding.message);
+    assert_eq!(finding.evidence["of"], 20, "{}", finding.evidence);
+    assert!(finding.evidence["p_value"].as_f64().unwrap() < 0.001);
+    assert_eq!(finding.evidence["baseline"], serde_json::json!(["Latin"]));
+
+    // One stray letter in twenty answers is what an unchanged model at temperature 1 may do.
+    garbled.answers[1].answers = vec![("Sydney".into(), 0.95), ("Sydney 中".into(), 0.05)];
+    sim.set(reroute(
+        sim.sim.scenario(),
+        ID,
+        garbled,
+        Reported::Requested,
+    ));
+    let quiet = (0..5)
+        .map(|_| test.run(&["check", "--format", "json"]).json())
+        .filter(|r| !r.pin("pin").codes().contains(&"script_changed"))
+        .count();
+    assert!(quiet >= 4, "{quiet} of 5 audits without a finding");
+}

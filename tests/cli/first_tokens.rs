@@ -230,8 +230,8 @@ fn a_provider_that_stops_reporting_logprobs_leaves_the_pin_inconclusive() {
     assert_eq!(locked["pins"]["pin"]["first_tokens"]["top_logprobs"], 10);
     // The same model and answers behind an API without logprobs (the Messages shape), checked
     // against the lock recorded with them.
-    let text = test.read("modelpin.lock");
-    let anthropic = project(&sim, ProviderKind::Anthropic).file("modelpin.lock", &text);
+    let lockfile = test.read("modelpin.lock");
+    let anthropic = project(&sim, ProviderKind::Anthropic).file("modelpin.lock", &lockfile);
     let run = anthropic.run(&["check", "--format", "json"]);
     run.code(3);
     let report = run.json();

@@ -34,6 +34,7 @@ mod manual;
 mod money;
 mod outages;
 mod pair;
+mod real_model;
 mod real_model_server;
 mod refused;
 mod retry;

@@ -1,0 +1,134 @@
+//! Silent swaps on a real model at the default configuration: the pins.toml `modelpin init`
+//! writes (only `id`, `provider`, `model` and its six probes; no `samples`, no tier settings),
+//! locked once on SmolLM2-135M-Instruct, then checked while each variant of
+//! tests/realmodel/serve.py answers behind the same model ID. The unchanged model passes; another
+//! family, a hidden system message, requantized weights and a forced sampling temperature are each
+//! caught. Missing llama-cpp-python fails under CI and skips elsewhere.
+
+use std::path::Path;
+
+use crate::harness::{KEY_VAR, Run, Test};
+use crate::schema::Report;
+use crate::support::real_model::{MODEL_ID, Server};
+
+/// What `modelpin init` writes for one OpenAI-compatible pin, pointed at the server.
+fn pins(base_url: &str) -> String {
+    format!(
+        r#"version = 1
+
+[providers.local]
+kind = "openai-compatible"
+base_url = "{base_url}"
+api_key_env = "{KEY_VAR}"
+
+[[pin]]
+id = "smollm2"
+provider = "local"
+model = "{MODEL_ID}"
+probes = ["probes/*.toml"]
+"#
+    )
+}
+
+/// A project holding `pins.toml` and the probes `modelpin init` ships.
+fn project(server: &Server) -> Test {
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("probes");
+    let mut test = Test::new().pins(&pins(&server.base_url()));
+    for entry in std::fs::read_dir(&shipped).expect("probes/ ships with the crate") {
+        let path = entry.expect("probe file").path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let probe = std::fs::read_to_string(&path).expect("probe text");
+        test = test.file(&format!("probes/{name}"), &probe);
+    }
+    test
+}
+
+fn check(test: &Test, server: &Server, variant: &str) -> (Run, Report) {
+    server.set_variant(variant);
+    let run = test.run(&["check", "--format", "json"]);
+    let report = run.json();
+    (run, report)
+}
+
+/// The behaviour tests that rejected, by name.
+fn rejected(report: &Report) -> Vec<String> {
+    report
+        .pin("smollm2")
+        .behaviour
+        .iter()
+        .filter(|t| t.rejected)
+        .map(|t| t.test.clone())
+        .collect()
+}
+
+#[test]
+fn swaps_behind_one_id_are_caught_and_the_unchanged_model_passes() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let test = project(&server);
+    let lock = test.run(&["lock"]);
+    lock.code(0);
+    assert!(
+        lock.stderr
+            .contains("tiers smollm2: first tokens on 8 border inputs"),
+        "lock says which tiers the pin has:\n{}",
+        lock.stderr
+    );
+    assert!(
+        lock.stderr
+            .contains("logprobs (top 10) and sampling tests too"),
+        "{}",
+        lock.stderr
+    );
+
+    let (run, report) = check(&test, &server, "base");
+    assert_eq!(run.code, 0, "the unchanged model passes:\n{}", run.stdout);
+    let pin = report.pin("smollm2");
+    for tier in ["first_tokens", "logprobs", "sampling"] {
+        assert!(
+            pin.behaviour.iter().any(|t| t.test == tier),
+            "{tier} measured: {:?}",
+            pin.behaviour
+        );
+    }
+    let spent = server.stats();
+    assert!(spent["calls"].as_u64().unwrap() > 0, "{spent}");
+
+    // Another family and a hidden system message change what a prompt costs.
+    for variant in ["family", "system"] {
+        let (run, report) = check(&test, &server, variant);
+        assert_eq!(run.code, 1, "{variant} is caught:\n{}", run.stdout);
+        let codes = report.pin("smollm2").codes();
+        assert!(codes.contains(&"tokenizer_changed"), "{variant}: {codes:?}");
+    }
+
+    // Requantized weights: same tokenizer, same prices; the first-token logprobs moved.
+    let (run, report) = check(&test, &server, "requant");
+    assert_eq!(
+        run.code, 1,
+        "requantized weights are caught:\n{}",
+        run.stdout
+    );
+    let pin = report.pin("smollm2");
+    assert!(pin.codes().contains(&"behavior_drift"), "{:?}", pin.codes());
+    assert!(
+        rejected(&report).iter().any(|t| t == "logprobs"),
+        "{:?}",
+        pin.behaviour
+    );
+
+    // Sampling at 0.7 where 1.0 was asked: the logprobs are the same; the draws are not.
+    let (run, report) = check(&test, &server, "temperature");
+    assert_eq!(
+        run.code, 1,
+        "the forced temperature is caught:\n{}",
+        run.stdout
+    );
+    let tests = rejected(&report);
+    assert!(tests.iter().any(|t| t == "sampling"), "{tests:?}");
+    assert!(
+        !tests.iter().any(|t| t == "logprobs"),
+        "logprobs are reported before sampling: {tests:?}"
+    );
+}
