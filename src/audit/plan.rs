@@ -66,6 +66,9 @@ pub struct Estimate {
     /// Of `calls`, the first-token tier's one-token calls (at most: a lock's baseline calls
     /// depend on what discovery keeps).
     pub tier_calls: u64,
+    /// Of `tokens` and `usd`, the tier's (one output token a call).
+    pub tier_tokens: u64,
+    pub tier_usd: f64,
 }
 
 impl Estimate {
@@ -79,6 +82,8 @@ impl Estimate {
             usd: 0.0,
             unpriced: Vec::new(),
             tier_calls: 0,
+            tier_tokens: 0,
+            tier_usd: 0.0,
         };
         for pin in pins {
             let n = u64::from(samples.unwrap_or(pin.samples));
@@ -112,8 +117,11 @@ impl Estimate {
             self.calls += n;
             self.tier_calls += n;
             self.tokens += n * (input + 1);
+            self.tier_tokens += n * (input + 1);
             if let Some(p) = pin.price {
-                self.usd += n as f64 * (input as f64 * p.input + p.output) / 1e6;
+                let usd = n as f64 * (input as f64 * p.input + p.output) / 1e6;
+                self.usd += usd;
+                self.tier_usd += usd;
             }
         }
     }
@@ -164,7 +172,16 @@ impl fmt::Display for Estimate {
             ),
         };
         let tier = if self.tier_calls > 0 {
-            format!(", {} of them one-token (first-token tier)", self.tier_calls)
+            let tier_cost = match self.unpriced.len() {
+                0 => format!(", about ${:.4}", self.tier_usd),
+                n if n == self.pins => String::new(),
+                _ => format!(", about ${:.4} for the priced pins", self.tier_usd),
+            };
+            format!(
+                ", {} of them one-token (first-token tier: {}{tier_cost})",
+                self.tier_calls,
+                count(self.tier_tokens, "token")
+            )
         } else {
             String::new()
         };
@@ -175,5 +192,48 @@ impl fmt::Display for Estimate {
             count(self.calls, "call"),
             count(self.tokens, "token")
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn estimate(unpriced: &[&str], tier_calls: u64) -> Estimate {
+        Estimate {
+            pins: 2,
+            calls: 20 + tier_calls,
+            tokens: 1000 + tier_calls * 12,
+            usd: 0.25,
+            unpriced: unpriced.iter().map(|s| (*s).to_owned()).collect(),
+            tier_calls,
+            tier_tokens: tier_calls * 12,
+            tier_usd: 0.0125,
+        }
+    }
+
+    #[test]
+    fn the_plan_line_states_calls_tokens_and_cost_of_the_tier() {
+        let table = [
+            (
+                estimate(&[], 0),
+                "2 pins: 20 calls planned (estimated 1000 tokens, about $0.2500, if providers keep to max_tokens)",
+            ),
+            (
+                estimate(&[], 256),
+                "2 pins: 276 calls planned, 256 of them one-token (first-token tier: 3072 tokens, about $0.0125) (estimated 4072 tokens, about $0.2500, if providers keep to max_tokens)",
+            ),
+            (
+                estimate(&["b"], 256),
+                "2 pins: 276 calls planned, 256 of them one-token (first-token tier: 3072 tokens, about $0.0125 for the priced pins) (estimated 4072 tokens, about $0.2500 for the 1 pin priced, if providers keep to max_tokens)",
+            ),
+            (
+                estimate(&["a", "b"], 256),
+                "2 pins: 276 calls planned, 256 of them one-token (first-token tier: 3072 tokens) (estimated 4072 tokens, cost unknown: unpriced, if providers keep to max_tokens)",
+            ),
+        ];
+        for (estimate, want) in table {
+            assert_eq!(estimate.to_string(), want);
+        }
     }
 }

@@ -59,7 +59,8 @@ fn lock_finds_border_inputs_and_check_states_their_calls() {
     let lock = test.run(&["lock"]);
     lock.code(0);
     assert!(
-        lock.stderr.contains("of them one-token (first-token tier)"),
+        lock.stderr
+            .contains("of them one-token (first-token tier: "),
         "the plan line counts the tier's calls before any is made:\n{}",
         lock.stderr
     );
@@ -94,7 +95,7 @@ fn lock_finds_border_inputs_and_check_states_their_calls() {
     assert!(
         check
             .stderr
-            .contains(&format!("{} of them one-token (first-token tier)", n * 32)),
+            .contains(&format!("{} of them one-token (first-token tier: ", n * 32)),
         "{}",
         check.stderr
     );
