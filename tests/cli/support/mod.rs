@@ -10,6 +10,7 @@ pub mod http;
 pub mod litellm;
 pub mod metrics;
 pub mod pins;
+pub mod postgres;
 pub mod ports;
 pub mod receivers;
 pub mod status;
