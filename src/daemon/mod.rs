@@ -14,6 +14,7 @@ pub mod audit;
 pub mod auth;
 pub mod commit;
 mod delivery;
+pub mod fleet;
 pub mod http;
 pub mod listener;
 pub mod metrics;
@@ -74,6 +75,8 @@ pub async fn run(
     // The store before the port: a second daemon on the same store is told who holds it.
     let store = open_or_reset(&config.settings.store, reset_store).await?;
     store.index_older_entries().await?;
+    // Every daemon on a shared store is one of a fleet: it writes only while it leads.
+    store.join_fleet();
     let listener = bind(&config).await?;
     let address = listener
         .local_addr()
@@ -117,6 +120,7 @@ fn start(
         traffic,
     });
     daemon.metrics.declare(&daemon.config());
+    daemon.metrics.fleet(daemon.fleet.leads(), 0);
     Ok(daemon)
 }
 
@@ -130,6 +134,7 @@ fn spawn_background(
 ) -> Background {
     let mut background = Background::default();
     background.spawn(|stop| http::serve(daemon.clone(), listener, stop));
+    background.spawn(|stop| fleet::run(daemon.clone(), stop));
     let config = daemon.config();
     // The address actually bound: `metrics = "127.0.0.1:0"` picks a free port.
     tracing::info!(url = %format!("http://{address}/"), store = %config.settings.store, pins = config.pins.len(), "daemon started: status page, /metrics and /healthz listening");

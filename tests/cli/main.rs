@@ -19,6 +19,7 @@ mod dashboard;
 mod demo;
 mod docs;
 mod first_hour;
+mod fleet;
 mod history_table;
 mod honesty;
 mod hostile;

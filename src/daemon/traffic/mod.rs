@@ -265,7 +265,10 @@ pub async fn judge_loop(daemon: Arc<Daemon>, stop: CancellationToken) {
             // The first verdicts, like the first audits, wait for the feeds a little.
             daemon.facts_ready().await;
         }
-        judge_fresh(&daemon, Instant::now() + COMMIT_DEADLINE).await;
+        // Only the fleet's leader judges (and so alerts); see `fleet`.
+        if daemon.fleet.leads() {
+            judge_fresh(&daemon, Instant::now() + COMMIT_DEADLINE).await;
+        }
         if stopping {
             return;
         }

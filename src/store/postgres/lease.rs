@@ -34,8 +34,11 @@ impl PgStore {
             Fence::Leader { term, .. } => Some(term),
             _ => None,
         };
-        let outcome = self
-            .read(async {
+        // An answer later than a third of the lease counts as none: a leader then stands down
+        // while its lease, counted from before the question, still runs on the server, so it
+        // never believes itself leader past its lease.
+        let patience = (lease / 3).min(super::DEADLINE);
+        let ask = self.read(async {
                 let client = self.client().await?;
                 if let Some(term) = mine {
                     let renewed = client
@@ -72,8 +75,14 @@ impl PgStore {
                     leader: false,
                     term: row.get(0),
                 })
-            })
-            .await;
+            });
+        let outcome = match tokio::time::timeout(patience, ask).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(self.error(format!(
+                "no answer about the lease within {}ms",
+                patience.as_millis()
+            ))),
+        };
         match &outcome {
             Ok(lead) => {
                 self.note(Ok(()));
