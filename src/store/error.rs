@@ -15,6 +15,7 @@ pub enum Holder {
     Daemon,
     CheckNotify,
     History,
+    Copy,
 }
 
 impl Holder {
@@ -23,6 +24,7 @@ impl Holder {
             Holder::Daemon => "a modelpin daemon",
             Holder::CheckNotify => "`modelpin check --notify`",
             Holder::History => "`modelpin history`",
+            Holder::Copy => "`modelpin store copy`",
         }
     }
 }

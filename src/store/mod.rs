@@ -19,6 +19,7 @@ mod sled;
 
 #[cfg(test)]
 mod contract;
+pub mod copy;
 
 /// A real PostgreSQL server for the unit tests: the CLI tests' own.
 #[cfg(test)]
@@ -285,6 +286,16 @@ impl Store {
     /// Removes records that started before `cutoff`; returns how many.
     pub async fn prune(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
         each!(self, s => s.prune(cutoff).await)
+    }
+
+    /// Everything the store holds (`modelpin store copy`).
+    pub async fn export(&self) -> Result<copy::Contents, StoreError> {
+        each!(self, s => s.export().await)
+    }
+
+    /// Writes `contents` in (`modelpin store copy`).
+    pub async fn import(&self, contents: &copy::Contents) -> Result<(), StoreError> {
+        each!(self, s => s.import(contents).await)
     }
 
     /// Makes the next `writes` writes fail, as a full disk would.

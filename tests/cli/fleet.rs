@@ -1,18 +1,29 @@
 //! Daemons on one real PostgreSQL server (`[settings] store = "postgres://…"`): one leads (audits,
-//! sends notifications), the others stand by and serve the shared store; PostgreSQL restarted
-//! under the fleet shows on `/healthz` (503) and both recover without a restart.
+//! sends notifications), the others stand by and serve the shared store; kill -9 the leader and
+//! a standby takes the lease within two lease intervals, carries on the schedule, repeats no
+//! stored audit and delivers the dead leader's outbox once; PostgreSQL restarted under the
+//! fleet shows on `/healthz` (503) and both recover without a restart.
 //!
 //! Everything is awaited through `/healthz`, `/metrics` and `/api/history`, never time or logs;
 //! the durations printed as `measured:` are what those polls saw.
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use crate::harness::{Sim, Test};
 use crate::support::daemon::Daemon;
-use crate::support::drift::{clean_sim, pins};
+use modelpin::sim::scenario::Reported;
+
+use crate::support::drift::{ID, clean_sim, pins, reroute_now};
 use crate::support::pins::Channel;
+use crate::support::ports::ClosedPort;
 use crate::support::postgres::Postgres;
+use crate::support::receivers::Webhook;
 use crate::support::wait::{DEADLINE, eventually, wait_until};
+use crate::world::{model, reroute};
+
+/// Pins of the failover test.
+const PINS: usize = 2;
 
 /// The fleet's lease in these tests: short, so a failover is seconds.
 const LEASE: Duration = Duration::from_secs(2);
@@ -61,6 +72,161 @@ fn gauge(daemon: &Daemon, name: &str) -> i64 {
         .scrape()
         .value(name, &[])
         .map_or(-1, |v| v.round() as i64)
+}
+
+fn ids(daemon: &Daemon) -> Vec<String> {
+    daemon.records().into_iter().map(|r| r.audit_id).collect()
+}
+
+/// Provider calls per stored audit while `daemon` stores `more` audits.
+fn calls_per_audit(sim: &Sim, daemon: &Daemon, more: usize) -> f64 {
+    let (calls, audits) = (sim.requests(), daemon.records().len());
+    let after = daemon.wait_more_stored(more).len();
+    (sim.requests() - calls) as f64 / (after - audits) as f64
+}
+
+/// The standby serves the shared store: the leader's history, and the status pages.
+fn standby_serves_the_store(leader: &Daemon, standby: &Daemon) {
+    let seen = ids(leader);
+    assert!(
+        eventually(DEADLINE, || {
+            let served: BTreeSet<String> = ids(standby).into_iter().collect();
+            seen.iter().all(|id| served.contains(id))
+        }),
+        "the standby's /api/history holds the leader's audits"
+    );
+    let page = standby.get("/").expect("the standby's status page");
+    assert_eq!(page.status, 200);
+    assert!(page.text().contains("pin-2"), "{}", page.text());
+    let pin_page = standby.get("/pins/pin").expect("the standby's pin page");
+    assert_eq!(pin_page.status, 200);
+}
+
+/// Drifts every pin and waits until each one's firing notification is stored (with its audit)
+/// and was tried at the receiver (down).
+fn drift_queued(sim: &Sim, leader: &Daemon) {
+    reroute_now(sim);
+    leader.wait_records("a drift stored for every pin", |records| {
+        (1..=PINS).all(|i| {
+            let id = if i == 1 {
+                "pin".to_owned()
+            } else {
+                format!("pin-{i}")
+            };
+            records
+                .iter()
+                .any(|r| r.pin.id == id && r.has_finding("served_model_mismatch"))
+        })
+    });
+    leader.wait_notifications("hook", "retried", 1);
+}
+
+/// The drifted model answers a second late: an audit is under way for that long.
+fn slow_answers(sim: &Sim) {
+    let mut slow = model("acme-cheap-002", 3.1, (0.1, 0.2));
+    slow.latency_ms = 1000;
+    sim.set(reroute(sim.sim.scenario(), ID, slow, Reported::Honest));
+}
+
+#[test]
+fn a_fleet_has_one_leader_and_a_standby_takes_over_after_kill_9() {
+    let Some(pg) = Postgres::start() else {
+        return;
+    };
+    // The receiver is down until after the failover: the dead leader's notifications wait in
+    // the outbox for the new leader.
+    let down = ClosedPort::new();
+    let sim = clean_sim();
+    let hook = Channel::webhook("hook", &down.url("/hook")).set("repeat", "1h");
+    let test = fleet(&sim, PINS, &pg, "fleet", vec![hook]);
+
+    let mut first = Daemon::start(&test);
+    wait_role(&first, "leader");
+    first.wait_stored(PINS);
+    let alone = calls_per_audit(&sim, &first, 6);
+
+    let second = Daemon::start(&test);
+    wait_role(&second, "standby");
+    assert_eq!(role(&first), Some("leader"), "one leader: {}", first.log());
+    assert_eq!(gauge(&first, "modelpin_leader"), 1);
+    assert_eq!(gauge(&second, "modelpin_leader"), 0);
+    let term = gauge(&first, "modelpin_lease_term");
+    assert!(term >= 1, "the leader's term: {term}");
+    // The standby has read the lease: the same term.
+    second.wait_scrape("the standby's lease term", |s| {
+        s.value("modelpin_lease_term", &[])
+            .is_some_and(|v| v.round() as i64 == term)
+    });
+
+    standby_serves_the_store(&first, &second);
+
+    // Two daemons cost the provider what one does: the standby probes nothing.
+    let fleet_calls = calls_per_audit(&sim, &first, 6);
+    eprintln!(
+        "measured: provider calls per stored audit, one daemon {alone:.2}, a fleet of two {fleet_calls:.2}"
+    );
+    assert!(
+        fleet_calls <= alone * 1.5,
+        "the fleet probes twice: {fleet_calls:.2} calls per audit against {alone:.2} alone"
+    );
+
+    // A drift: every pin's firing notification is committed with its audit, and waits.
+    drift_queued(&sim, &first);
+
+    // Killed mid-audit: each answer now takes a second, and a call has just arrived.
+    slow_answers(&sim);
+    let calls = sim.requests();
+    wait_until(DEADLINE, "a provider call under way", || {
+        (sim.requests() > calls).then_some(())
+    });
+    first.kill();
+    let killed = Instant::now();
+    let stored_by_the_dead = ids(&second);
+    wait_role(&second, "leader");
+    let took_over = killed.elapsed();
+    assert!(
+        took_over <= LEASE * 2,
+        "the standby led {took_over:?} after the kill, more than two leases ({:?})\n{}",
+        LEASE * 2,
+        second.log()
+    );
+    assert_eq!(
+        gauge(&second, "modelpin_lease_term"),
+        term + 1,
+        "the next term"
+    );
+    second.wait_stored(stored_by_the_dead.len() + 1);
+    let first_audit = killed.elapsed();
+    eprintln!(
+        "measured: kill -9 to the standby leading {took_over:?}, to its first audit stored {first_audit:?} (lease {LEASE:?}, schedule every second)"
+    );
+
+    // The dead leader's outbox is delivered by the new one, once.
+    let hook = Webhook::on(down);
+    second.wait_notifications("hook", "delivered", PINS as u64);
+    second.wait_more_stored(2 * PINS);
+    let firing: Vec<String> = hook
+        .hits()
+        .iter()
+        .filter(|h| h.json()["status"] == "firing")
+        .map(|h| h.json()["pin"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    let distinct: BTreeSet<&String> = firing.iter().collect();
+    assert_eq!(
+        (firing.len(), distinct.len()),
+        (PINS, PINS),
+        "each pin's firing delivered once: {firing:?}\n{}",
+        second.log()
+    );
+
+    // Nothing the dead leader stored was lost or stored again.
+    let after = ids(&second);
+    let unique: BTreeSet<&String> = after.iter().collect();
+    assert_eq!(unique.len(), after.len(), "an audit stored twice");
+    assert!(
+        stored_by_the_dead.iter().all(|id| unique.contains(id)),
+        "an audit the dead leader stored is gone"
+    );
 }
 
 #[test]
@@ -114,4 +280,119 @@ fn postgres_restarted_under_a_fleet_shows_on_healthz_and_both_recover() {
         "measured: PostgreSQL back to one leader and one standby healthy in {recovered:?}, audits stored again after {:?}",
         started.elapsed()
     );
+}
+
+/// The audits in a `modelpin history --format json` run, by ID.
+fn history_ids(run: &crate::harness::Run) -> BTreeSet<String> {
+    run.code(0);
+    let records: Vec<serde_json::Value> = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("history is not a list: {e}\n{}", run.stdout));
+    records
+        .iter()
+        .map(|r| r["audit_id"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// `pins.toml` with its store swapped for `store`, written as `name`.
+fn with_store(test: &Test, name: &str, store: &str) {
+    let pins = test.read("pins.toml");
+    let moved = pins.replace("store = \"store\"", &format!("store = \"{store}\""));
+    assert_ne!(moved, pins, "pins.toml names store = \"store\"");
+    std::fs::write(test.path(name), moved).expect("write a copy of pins.toml");
+}
+
+#[test]
+fn store_copy_moves_history_alert_state_and_outbox_to_postgres_and_back() {
+    let Some(pg) = Postgres::start() else {
+        return;
+    };
+    pg.create_database("copied");
+    let url = pg.url("copied");
+    // A single daemon on sled, its receiver down: each pin's firing waits in the outbox.
+    let down = ClosedPort::new();
+    let sim = clean_sim();
+    let hook = Channel::webhook("hook", &down.url("/hook")).set("repeat", "1h");
+    let test = pins(&sim, PINS)
+        .alert(hook)
+        .setting("store", "store")
+        .locked();
+    let mut daemon = Daemon::start(&test);
+    daemon.wait_stored(PINS);
+    drift_queued(&sim, &daemon);
+    daemon.signal("TERM");
+    assert_eq!(daemon.wait_exit(DEADLINE), Some(0), "{}", daemon.log());
+    let on_sled = history_ids(&test.run(&["history", "--since", "1d", "--format", "json"]));
+    assert!(on_sled.len() >= 2 * PINS, "{on_sled:?}");
+
+    // sled → PostgreSQL: every audit, each pin's alert state, the outbox with its pending entries.
+    let run = test.run(&["store", "copy", "store", &url]);
+    run.code(0);
+    let said = format!("copied {} audits, {PINS} alert states", on_sled.len());
+    assert!(run.stdout.contains(&said), "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("verified"), "{}", run.stdout);
+    let pending = |run: &crate::harness::Run| {
+        let out = &run.stdout;
+        let at = out.find(" pending)").expect("a count of pending entries");
+        out[..at]
+            .rsplit('(')
+            .next()
+            .and_then(|n| n.trim().parse::<usize>().ok())
+            .expect("a number of pending entries")
+    };
+    assert!(pending(&run) >= PINS, "{}", run.stdout);
+    with_store(&test, "pins.pg.toml", &url);
+    let on_pg = history_ids(&test.run(&[
+        "--config",
+        "pins.pg.toml",
+        "history",
+        "--since",
+        "1d",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(
+        on_pg, on_sled,
+        "history read from PostgreSQL after the copy"
+    );
+
+    // A store that holds anything is never copied into.
+    let again = test.run(&["store", "copy", "store", &url]);
+    again.code(2);
+    assert!(again.stderr.contains("not empty"), "{}", again.stderr);
+    let counted = pg.sql("copied", "SELECT count(*) FROM modelpin_audits");
+    assert_eq!(
+        counted,
+        on_sled.len().to_string(),
+        "the refused copy wrote nothing"
+    );
+
+    // PostgreSQL → a new sled store: the same again.
+    let back = test.run(&["store", "copy", &url, "back"]);
+    back.code(0);
+    assert!(back.stdout.contains(&said), "{}", back.stdout);
+    assert_eq!(pending(&back), pending(&run));
+    with_store(&test, "pins.back.toml", "back");
+    let on_back = history_ids(&test.run(&[
+        "--config",
+        "pins.back.toml",
+        "history",
+        "--since",
+        "1d",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(on_back, on_sled, "history read from the sled copy");
+
+    // The copied outbox is live: a daemon on PostgreSQL delivers each pin's firing once, and
+    // the copied alert state keeps it from firing again.
+    let hook = Webhook::on(down);
+    let running = Daemon::start_with(&test, &["--config", "pins.pg.toml"], &[]);
+    running.wait_notifications("hook", "delivered", PINS as u64);
+    running.wait_more_stored(2 * PINS);
+    let firing = hook
+        .hits()
+        .iter()
+        .filter(|h| h.json()["status"] == "firing")
+        .count();
+    assert_eq!(firing, PINS, "each pin's copied firing delivered once");
 }

@@ -13,6 +13,7 @@
 //! (its lease expired, another took it with the next term) has its write refused inside the very
 //! transaction that would have written, and a takeover cannot commit while such a write is open.
 
+mod copy;
 mod history;
 mod lease;
 mod outbox;

@@ -10,6 +10,7 @@
 //! comes back, without a restart.
 
 mod commit;
+mod copy;
 mod header;
 mod history;
 mod keys;
