@@ -123,6 +123,15 @@ impl Store {
         matches!(self, Store::Postgres(_))
     }
 
+    /// The PostgreSQL store a fleet shares, when this is one.
+    #[must_use]
+    pub fn shared(&self) -> Option<&PgStore> {
+        match self {
+            Store::Postgres(store) => Some(store),
+            Store::Sled(_) => None,
+        }
+    }
+
     /// Holds (takes or renews) the fleet's lease as `holder` for `lease`, or says who leads; a
     /// store nobody shares is always led by its one process.
     pub async fn lead(&self, holder: &str, lease: std::time::Duration) -> Result<Lead, StoreError> {

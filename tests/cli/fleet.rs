@@ -396,3 +396,104 @@ fn store_copy_moves_history_alert_state_and_outbox_to_postgres_and_back() {
         .count();
     assert_eq!(firing, PINS, "each pin's copied firing delivered once");
 }
+
+/// Traffic firing notifications the receiver got.
+fn traffic_firing(hook: &Webhook) -> usize {
+    hook.hits()
+        .iter()
+        .filter(|h| h.json()["status"] == "firing")
+        .count()
+}
+
+#[test]
+fn spans_posted_to_a_standby_are_judged_once_by_the_leader_and_alert_once() {
+    use crate::support::traffic::{request, span};
+    use prost::Message as _;
+
+    let Some(pg) = Postgres::start() else {
+        return;
+    };
+    pg.create_database("traffic");
+    let other = "acme-flash-002";
+    let sim = crate::harness::Sim::start(crate::world::single(ID, model(ID, 4.0, (1.25, 10.0))));
+    let hook = Webhook::start();
+    let test = crate::support::traffic::pins(&sim)
+        .setting("store", pg.url("traffic"))
+        .setting("lease", format!("{}s", LEASE.as_secs()))
+        .traffic("interval", "1s")
+        .alert(Channel::webhook("hook", &hook.url()).set("repeat", "1h"))
+        .locked();
+    let leader = Daemon::start(&test);
+    wait_role(&leader, "leader");
+    let standby = Daemon::start(&test);
+    wait_role(&standby, "standby");
+    let post = |daemon: &Daemon, first: u64, served: &str| {
+        let spans = (first..first + 5).map(|i| span(i, ID, served)).collect();
+        let body = request(spans).encode_to_vec();
+        let answer = crate::support::http::post(
+            daemon.port(),
+            "/v1/traces",
+            &["Content-Type: application/x-protobuf"],
+            &body,
+        )
+        .expect("the receiver answers");
+        assert_eq!(answer.status, 200, "{}", answer.head);
+    };
+
+    // Spans sent to the standby only: the leader judges them.
+    post(&standby, 0, other);
+    let records = leader.wait_records("the leader's traffic verdict", |records| {
+        records
+            .iter()
+            .any(|r| r.is_traffic() && r.has_finding("served_model_mismatch"))
+    });
+    let verdicts = records.iter().filter(|r| r.is_traffic()).count();
+    assert_eq!(verdicts, 1, "one verdict for one batch");
+    leader.wait_scrape("the leader's traffic gauge", |s| {
+        s.value("modelpin_traffic_served_model_mismatch", &[("pin", "pin")]) == Some(1.0)
+    });
+    leader.wait_notifications("hook", "delivered", 1);
+    // The standby accepted them and judged nothing.
+    let standby_scrape = standby.scrape();
+    assert_eq!(
+        standby_scrape.value("modelpin_traffic_served_model_mismatch", &[("pin", "pin")]),
+        None,
+        "the standby judged traffic"
+    );
+    assert_eq!(
+        standby_scrape.count(
+            "modelpin_traffic_spans_received_total",
+            &[("result", "matched")]
+        ),
+        5,
+        "the standby counts the spans it accepted"
+    );
+
+    // More to both members, some served honestly: one window at the leader holds each span
+    // once, whichever member took it, and the drift still fires once.
+    post(&standby, 5, other);
+    post(&leader, 10, ID);
+    let records = standby.wait_records("the verdict over all three batches", |records| {
+        records
+            .iter()
+            .any(|r| r.is_traffic() && r.pin.served_models.len() == 2)
+    });
+    let last = records
+        .iter()
+        .rfind(|r| r.is_traffic() && r.pin.served_models.len() == 2)
+        .expect("the verdict");
+    assert_eq!(
+        last.pin.served_models,
+        [(other.to_owned(), 10), (ID.to_owned(), 5)]
+            .into_iter()
+            .collect(),
+        "each span judged once"
+    );
+    assert_eq!(
+        pg.sql("traffic", "SELECT count(*) FROM modelpin_spans"),
+        "0",
+        "the leader took every batch from the inbox"
+    );
+    assert_eq!(traffic_firing(&hook), 1, "one firing notification");
+    assert_eq!(standby.notifications("hook", "delivered"), 0);
+}

@@ -15,6 +15,7 @@
 
 mod copy;
 mod history;
+pub mod inbox;
 mod lease;
 mod outbox;
 pub(crate) mod schema;

@@ -3,6 +3,8 @@
 //! migrate once and never see half a schema. A database at a newer version than this modelpin
 //! knows is refused, naming both versions, and left as it is.
 //!
+//! Version 2 adds `modelpin_spans`, the fleet's inbox of traffic spans (`inbox`).
+//!
 //! Tables are prefixed `modelpin_` so the store can share a database. An alert state's subject
 //! is bytes: a traffic verdict's holds a NUL (`AuditRecord::alert_subject`), which text cannot. Text keys compare
 //! byte-wise (`COLLATE "C"`), the order the sled store keeps: one pin's history by start time,
@@ -11,13 +13,14 @@
 use tokio_postgres::Client;
 
 /// The newest schema version this modelpin writes.
-pub const VERSION: i32 = 1;
+pub const VERSION: i32 = 2;
 
 /// Key of the advisory lock migrations take (`pg_advisory_xact_lock`): "modelpin" in ASCII.
 const MIGRATION_LOCK: i64 = 0x6d6f_6465_6c70_696e;
 
 /// Migration `n` (1-based) brings the schema from version `n - 1` to `n`.
-const MIGRATIONS: [&str; VERSION as usize] = [r#"
+const MIGRATIONS: [&str; VERSION as usize] = [
+    r#"
 CREATE TABLE modelpin_audits (
     pin text COLLATE "C" NOT NULL,
     started_millis bigint NOT NULL,
@@ -49,7 +52,16 @@ CREATE TABLE modelpin_lease (
     expires_at timestamptz NOT NULL
 );
 INSERT INTO modelpin_lease VALUES ('leader', '', 0, '-infinity');
-"#];
+"#,
+    r#"
+CREATE TABLE modelpin_spans (
+    id bigserial PRIMARY KEY,
+    member text NOT NULL,
+    received_at timestamptz NOT NULL DEFAULT now(),
+    spans bytea NOT NULL
+);
+"#,
+];
 
 /// Why the schema could not be brought up to date.
 #[derive(Debug)]
