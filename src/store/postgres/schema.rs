@@ -53,14 +53,14 @@ CREATE TABLE modelpin_lease (
 );
 INSERT INTO modelpin_lease VALUES ('leader', '', 0, '-infinity');
 "#,
-    r#"
+    r"
 CREATE TABLE modelpin_spans (
     id bigserial PRIMARY KEY,
     member text NOT NULL,
     received_at timestamptz NOT NULL DEFAULT now(),
     spans bytea NOT NULL
 );
-"#,
+",
 ];
 
 /// Why the schema could not be brought up to date.
