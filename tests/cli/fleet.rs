@@ -497,3 +497,126 @@ fn spans_posted_to_a_standby_are_judged_once_by_the_leader_and_alert_once() {
     assert_eq!(traffic_firing(&hook), 1, "one firing notification");
     assert_eq!(standby.notifications("hook", "delivered"), 0);
 }
+
+/// The TLS test's database password.
+const PASSWORD: &str = "fleet-db-secret-4417";
+
+#[test]
+#[allow(clippy::too_many_lines)] // one server, seven ways to reach it, in the order a user tries them
+fn tls_modes_work_against_a_real_server_and_a_refusal_names_why_without_the_password() {
+    let Some(pg) = Postgres::start() else {
+        return;
+    };
+    let tls = pg.enable_tls("fleet", PASSWORD);
+    pg.sql("postgres", "CREATE DATABASE tls OWNER fleet");
+    let sim = clean_sim();
+    let test = pins(&sim, 1)
+        .setting("store", "store")
+        .locked()
+        .env("PGPASSWORD", PASSWORD)
+        .env("FLEET_DB_PASSWORD", PASSWORD)
+        .env("WRONG_DB_PASSWORD", "not-the-password");
+    let url = |host: &str, query: &str| format!("postgres://fleet@{host}:{}/tls?{query}", pg.port);
+    let n = std::cell::Cell::new(0);
+    // pins.toml on `store`, with `extra` in [settings]; the file's name.
+    let config = |store: &str, extra: &str| {
+        n.set(n.get() + 1);
+        let name = format!("pins.tls-{}.toml", n.get());
+        let pins = test.read("pins.toml");
+        let moved = pins.replace(
+            "store = \"store\"",
+            &format!("store = \"{store}\"\n{extra}"),
+        );
+        assert_ne!(moved, pins);
+        std::fs::write(test.path(&name), moved).expect("write a pins.toml");
+        name
+    };
+    let history = |name: &str| {
+        test.run(&[
+            "--config", name, "history", "--since", "1d", "--format", "json",
+        ])
+    };
+    let ca = tls.ca.display().to_string();
+
+    // verify-ca with the right CA: a daemon stores its audits over TLS, the password from the
+    // variable `store_password_env` names.
+    let verify_ca = config(
+        &url("127.0.0.1", &format!("sslmode=verify-ca&sslrootcert={ca}")),
+        "store_password_env = \"FLEET_DB_PASSWORD\"",
+    );
+    let daemon = Daemon::start_with(&test, &["--config", &verify_ca], &[]);
+    wait_role(&daemon, "leader");
+    let stored = daemon.wait_stored(1);
+    let connections = pg.sql(
+        "postgres",
+        "SELECT string_agg(ssl::text, ',') FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) WHERE usename = 'fleet'",
+    );
+    assert!(
+        !connections.is_empty() && connections.split(',').all(|ssl| ssl == "true"),
+        "the daemon's connections, each encrypted: {connections:?}"
+    );
+    drop(daemon);
+    let stored: BTreeSet<String> = stored.into_iter().map(|r| r.audit_id).collect();
+
+    // verify-full to the name the certificate holds, and require (PGPASSWORD): both read it.
+    for (query, what) in [
+        (
+            format!("sslmode=verify-full&sslrootcert={ca}"),
+            "verify-full",
+        ),
+        ("sslmode=require".to_owned(), "require"),
+    ] {
+        let run = history(&config(&url("127.0.0.1", &query), ""));
+        let ids = history_ids(&run);
+        assert!(
+            stored.is_subset(&ids),
+            "{what}: {ids:?} lacks {stored:?}\n{}",
+            run.stderr
+        );
+    }
+
+    // Refused, each saying why, none showing the password.
+    let other = tls.other_ca.display().to_string();
+    for (store, extra, why) in [
+        (
+            url(
+                "localhost",
+                &format!("sslmode=verify-full&sslrootcert={ca}"),
+            ),
+            "",
+            "certificate",
+        ),
+        (
+            url(
+                "127.0.0.1",
+                &format!("sslmode=verify-ca&sslrootcert={other}"),
+            ),
+            "",
+            "certificate",
+        ),
+        (url("127.0.0.1", "sslmode=disable"), "", "pg_hba.conf"),
+        (
+            url("127.0.0.1", "sslmode=require"),
+            "store_password_env = \"WRONG_DB_PASSWORD\"",
+            "password authentication failed",
+        ),
+    ] {
+        let run = history(&config(&store, extra));
+        eprintln!(
+            "measured: {store} {extra} → exit {}: {}",
+            run.code,
+            run.stderr.trim()
+        );
+        assert_ne!(run.code, 0, "{store} {extra}: {}", run.stdout);
+        assert!(
+            run.stderr.contains(why)
+                && run.stderr.contains("fleet@")
+                && run.stderr.contains("= help: "),
+            "{store} {extra}: the refusal names the store, says {why:?} and what to do:\n{}",
+            run.stderr
+        );
+        for shown in [&run.stdout, &run.stderr] {
+            assert!(!shown.contains(PASSWORD), "the password shown:\n{shown}");
+        }
+    }
+}

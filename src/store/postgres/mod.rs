@@ -127,6 +127,26 @@ fn db_error(e: &tokio_postgres::Error) -> String {
     text
 }
 
+/// What the server (or the handshake) said when the store was opened, with what to do about it
+/// when that is plain from the words.
+fn with_hint(message: String) -> String {
+    let has = |words: &str| message.contains(words);
+    let hint = if has("certificate") || has("UnknownIssuer") {
+        "check that `sslrootcert` names the CA that signed the server's certificate and, with sslmode=verify-full, that the URL's host is a name the certificate holds"
+    } else if has("password authentication failed") || has("password missing") {
+        "set the password in PGPASSWORD, or in the variable `store_password_env` names"
+    } else if has("pg_hba.conf") {
+        "the server's pg_hba.conf refuses this user, database or encryption: ask its administrator, or set sslmode=require when it wants TLS"
+    } else if has("database") && has("does not exist") {
+        "create the database first (createdb -O USER DB)"
+    } else if has("Connection refused") || has("timed out") || has("within") {
+        "check that PostgreSQL listens at the URL's host and port"
+    } else {
+        return message;
+    };
+    format!("{message}\n  = help: {hint}")
+}
+
 impl PgStore {
     /// Connects to `target` and brings its schema up to date (refusing a newer one). Writes are
     /// not fenced until the process joins the fleet (`join_fleet`).
@@ -176,8 +196,8 @@ impl PgStore {
                 found,
                 known: schema::VERSION,
             }),
-            Ok(Err(schema::Refused::Failed(e))) => Err(opening(db_error(&e))),
-            Err(Refused::Failed(message)) => Err(opening(message)),
+            Ok(Err(schema::Refused::Failed(e))) => Err(opening(with_hint(db_error(&e)))),
+            Err(Refused::Failed(message)) => Err(opening(with_hint(message))),
             Err(other) => Err(opening(format!("{other:?}"))),
         }
     }
@@ -376,3 +396,40 @@ fn millis(at: chrono::DateTime<Utc>) -> i64 {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod hint_tests {
+    #[test]
+    fn a_refusal_at_open_gets_the_hint_its_words_call_for() {
+        for (said, hint) in [
+            (
+                "invalid peer certificate: UnknownIssuer",
+                Some("sslrootcert"),
+            ),
+            (
+                "FATAL: password authentication failed for user \"u\"",
+                Some("PGPASSWORD"),
+            ),
+            (
+                "FATAL: pg_hba.conf rejects connection for host",
+                Some("pg_hba.conf refuses"),
+            ),
+            ("FATAL: database \"x\" does not exist", Some("createdb")),
+            (
+                "error connecting to server: Connection refused (os error 111)",
+                Some("listens"),
+            ),
+            ("something else entirely", None),
+        ] {
+            let out = super::with_hint(said.to_owned());
+            assert!(out.starts_with(said), "{out}");
+            match hint {
+                Some(hint) => assert!(
+                    out.contains("= help: ") && out.contains(hint),
+                    "{said}: {out}"
+                ),
+                None => assert_eq!(out, said),
+            }
+        }
+    }
+}

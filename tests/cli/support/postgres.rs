@@ -242,3 +242,108 @@ fn check(what: &str, out: &Output) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// What [`Postgres::enable_tls`] made: the CA that signed the server's certificate (which names
+/// 127.0.0.1 and nothing else) and another CA that did not.
+pub struct Tls {
+    pub ca: PathBuf,
+    pub other_ca: PathBuf,
+}
+
+/// `openssl req` making a new P-256 key without a passphrase.
+const EC_KEY: [&str; 6] = [
+    "req",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:prime256v1",
+    "-nodes",
+];
+
+impl Postgres {
+    /// Turns TLS on (a certificate for 127.0.0.1 only, not for `localhost`, signed by a CA of
+    /// the test's own) and makes role `user` with `password`, who may connect over TLS with
+    /// SCRAM-SHA-256 only; every other role keeps trusted plain connections. Reloaded, not
+    /// restarted.
+    pub fn enable_tls(&self, user: &str, password: &str) -> Tls {
+        let dir = self.dir.path();
+        let openssl = |args: &[&str]| {
+            run(Command::new("openssl").current_dir(dir).args(args));
+        };
+        for ca in ["ca", "other-ca"] {
+            let key = format!("{ca}.key");
+            let pem = format!("{ca}.pem");
+            let subject = format!("/CN=modelpin test {ca}");
+            let mut args = EC_KEY.to_vec();
+            args.extend([
+                "-x509", "-keyout", &key, "-out", &pem, "-days", "2", "-subj", &subject,
+            ]);
+            args.extend(["-addext", "basicConstraints=critical,CA:TRUE"]);
+            args.extend(["-addext", "keyUsage=critical,keyCertSign,cRLSign"]);
+            openssl(&args);
+        }
+        std::fs::write(
+            dir.join("server.ext"),
+            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n",
+        )
+        .expect("write server.ext");
+        let mut args = EC_KEY.to_vec();
+        args.extend([
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ]);
+        openssl(&args);
+        openssl(
+            &"x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile server.ext"
+                .split(' ')
+                .collect::<Vec<_>>(),
+        );
+        // The server reads its key only when the key is its own and private.
+        let key = dir.join("server.key");
+        run(Command::new("chmod").arg("600").arg(&key));
+        if self.as_root {
+            run(Command::new("chown")
+                .arg("postgres")
+                .arg(&key)
+                .arg(dir.join("server.pem")));
+        }
+        let hba = format!(
+            "hostssl all {user} 127.0.0.1/32 scram-sha-256\nhost all {user} 127.0.0.1/32 reject\nhost all all 127.0.0.1/32 trust\nlocal all all trust\n"
+        );
+        std::fs::write(Path::new(&self.data()).join("pg_hba.conf"), hba)
+            .expect("write pg_hba.conf");
+        for statement in [
+            format!("CREATE ROLE {user} LOGIN PASSWORD '{password}'"),
+            format!(
+                "ALTER SYSTEM SET ssl_cert_file = '{}'",
+                dir.join("server.pem").display()
+            ),
+            format!("ALTER SYSTEM SET ssl_key_file = '{}'", key.display()),
+            "ALTER SYSTEM SET ssl = on".to_owned(),
+            "SELECT pg_reload_conf()".to_owned(),
+        ] {
+            self.sql("postgres", &statement);
+        }
+        // The reload is signalled, not awaited: wait until a new session sees TLS on.
+        let on = (0..100).any(|_| {
+            let ssl = self.sql("postgres", "SHOW ssl");
+            ssl == "on" || {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                false
+            }
+        });
+        assert!(
+            on,
+            "the server did not turn TLS on; its log:\n{}",
+            self.log()
+        );
+        Tls {
+            ca: dir.join("ca.pem"),
+            other_ca: dir.join("other-ca.pem"),
+        }
+    }
+}
