@@ -97,6 +97,9 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
             };
             Ok(crate::daemon::run(&cli.config, *reset_store, pins, log).await?)
         }
+        Command::Store {
+            command: crate::cli::StoreCommand::Copy { src, dst },
+        } => cmd::store::copy(src, dst, out).await,
         Command::History { pin, since, format } => {
             cmd::history::run(&cli.config, pin.as_deref(), since, *format).await
         }

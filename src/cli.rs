@@ -107,6 +107,11 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = ListFormat::Human)]
         format: ListFormat,
     },
+    /// The store itself: copy one into another (sled directory or PostgreSQL, either way).
+    Store {
+        #[command(subcommand)]
+        command: StoreCommand,
+    },
     /// Show recent audits from the store (works while the daemon runs).
     History {
         /// Only this pin.
@@ -301,6 +306,19 @@ fn positive_usd(text: &str) -> Result<f64, String> {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
         _ => Err(format!("`{text}` is not a positive amount of USD")),
     }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Copy history, alert state and the outbox from SRC into the empty store DST, then
+    /// verify DST holds as many of each; a store is a directory (sled) or a `postgres://` URL
+    /// (password from PGPASSWORD). Stop the daemons on both first.
+    Copy {
+        /// The store to copy from.
+        src: String,
+        /// The store to copy into; must be empty.
+        dst: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

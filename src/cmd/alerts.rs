@@ -135,7 +135,7 @@ async fn deliver_now(deliverer: &Deliverer, n: &Notification) -> Result<u32, Str
 /// `check --notify`: the audit's pins through the alert state machine and the outbox, then
 /// delivery for up to `WAIT`. Undelivered notifications stay in the outbox for the next run.
 pub async fn notify(config: &Config, report: &Report, out: Output) -> Result<(), AppError> {
-    let store = match Store::open(&config.settings.store, Holder::CheckNotify).await {
+    let store = match Store::open_at(&config.settings.store, Holder::CheckNotify).await {
         Ok(store) => store,
         Err(StoreError::InUse { .. }) => {
             out.progress("notify: a daemon holds the store and sends its own notifications; nothing sent from this check");

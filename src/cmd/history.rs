@@ -30,17 +30,15 @@ pub async fn run(
         // The same refusal as `check --pin`: a typo must not read as "no audits".
         select_pins(&config, &[pin.to_owned()])?;
     }
-    // A running daemon holds the store: ask it first, so this command never takes the store's
-    // lock from under a daemon that is starting.
-    let records = match from_daemon(&config.settings, pin, since).await {
-        Ok(records) => records,
-        // No store yet: nothing was audited; opening it would create one.
-        Err(_) if !config.settings.store.exists() => Vec::new(),
-        Err(daemon_error) => match Store::open(&config.settings.store, Holder::History).await {
-            Ok(store) => from_store(&store, &config.settings.store, pin, since).await?,
-            Err(StoreError::InUse { .. }) => return Err(daemon_error),
-            Err(e) => return Err(e.into()),
-        },
+    let records = match &config.settings.store {
+        // PostgreSQL is shared: read it directly, daemons running or not.
+        location @ crate::store::Location::Postgres(_) => {
+            let store = Store::open_at(location, Holder::History).await?;
+            from_store(&store, location, pin, since).await?
+        }
+        crate::store::Location::Sled(path) => {
+            sled_history(&config.settings, path, pin, since).await?
+        }
     };
     let text = match format {
         Format::Json => {
@@ -56,10 +54,33 @@ pub async fn run(
     Ok(Exit::Ok)
 }
 
+/// History of a sled store: a running daemon holds it, so it is asked first, and this command
+/// never takes the store's lock from under a daemon that is starting.
+async fn sled_history(
+    settings: &crate::config::Settings,
+    path: &Path,
+    pin: Option<&str>,
+    since: DateTime<Utc>,
+) -> Result<Vec<AuditRecord>, AppError> {
+    Ok(match from_daemon(settings, pin, since).await {
+        Ok(records) => records,
+        // No store yet: nothing was audited; opening it would create one.
+        Err(_) if !path.exists() => Vec::new(),
+        Err(daemon_error) => match Store::open(path, Holder::History).await {
+            Ok(store) => {
+                let location = crate::store::Location::Sled(path.to_owned());
+                from_store(&store, &location, pin, since).await?
+            }
+            Err(StoreError::InUse { .. }) => return Err(daemon_error),
+            Err(e) => return Err(e.into()),
+        },
+    })
+}
+
 /// History from the store itself, closed afterwards; records that do not decode are said.
 async fn from_store(
     store: &Store,
-    path: &Path,
+    path: &crate::store::Location,
     pin: Option<&str>,
     since: DateTime<Utc>,
 ) -> Result<Vec<AuditRecord>, AppError> {
@@ -70,8 +91,7 @@ async fn from_store(
     let undecodable = store.undecodable();
     if undecodable > 0 {
         eprintln!(
-            "warning: {undecodable} records in the store at {} do not decode and are not shown: the store is damaged\n  = help: stop the daemon and run `modelpin daemon --reset-store` to move it aside and start a new one, or restore a backup",
-            path.display()
+            "warning: {undecodable} records in the store at {path} do not decode and are not shown: the store is damaged\n  = help: stop the daemon and run `modelpin daemon --reset-store` to move it aside and start a new one, or restore a backup"
         );
     }
     Ok(records)

@@ -14,6 +14,7 @@ pub mod manual;
 pub mod progress;
 pub mod scan;
 pub mod sim;
+pub mod store;
 pub mod traffic;
 
 use tokio_util::sync::CancellationToken;

@@ -328,8 +328,11 @@ impl Config {
 pub struct Settings {
     /// Resolved relative to the directory of pins.toml.
     pub lockfile: PathBuf,
-    /// Resolved relative to the directory of pins.toml.
-    pub store: PathBuf,
+    /// A directory (resolved relative to the directory of pins.toml) or a PostgreSQL URL.
+    pub store: crate::store::Location,
+    /// How long the fleet's lease lasts without a renewal (PostgreSQL stores only): a standby
+    /// takes over within two of these after the leader dies.
+    pub lease: Duration,
     pub schedule: Schedule,
     pub timeout: Duration,
     pub budget: Duration,

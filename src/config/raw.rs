@@ -55,6 +55,8 @@ pub(crate) struct RawTraffic {
 pub(crate) struct RawSettings {
     pub lockfile: Option<Str>,
     pub store: Option<Str>,
+    pub store_password_env: Option<Str>,
+    pub lease: Option<Str>,
     pub schedule: Option<Str>,
     pub timeout: Option<Str>,
     pub budget: Option<Str>,

@@ -29,6 +29,9 @@ pub(crate) const DEFAULT_RETENTION: Duration = Duration::from_secs(90 * 86_400);
 pub const DEFAULT_MAX_COST_USD: f64 = 1.0;
 pub(crate) const DEFAULT_WARN_BEFORE_DAYS: [u64; 3] = [90, 30, 7];
 pub(crate) const DEFAULT_METRICS: &str = "127.0.0.1:9464";
+/// The fleet's lease: renewed every third of it, so a standby leads within two of them after
+/// the leader dies (one for the lease to run out, a third for the standby's next look).
+pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(15);
 
 const DAY: u64 = 86_400;
 
@@ -45,7 +48,8 @@ pub(crate) fn settings(check: &mut Check, raw: Option<RawSettings>, base: &Path)
             DEFAULT_LOCKFILE,
             base,
         ),
-        store: path_or(check, raw.store.as_ref(), "store", DEFAULT_STORE, base),
+        store: store(check, &raw, base),
+        lease: duration_or(check, raw.lease.as_ref(), "lease", DEFAULT_LEASE),
         schedule: raw
             .schedule
             .and_then(|s| check.schedule(&s))
@@ -86,6 +90,47 @@ pub(crate) fn settings(check: &mut Check, raw: Option<RawSettings>, base: &Path)
             .unwrap_or_else(|| DEFAULT_METRICS.parse().expect("valid default")),
         metrics_public: public,
         api_token_env: raw.api_token_env.and_then(|v| check.env_name(&v)),
+    }
+}
+
+/// `store`: a `postgres://` URL (checked here, the password never in the file), else a directory
+/// joined onto pins.toml's directory.
+fn store(check: &mut Check, raw: &RawSettings, base: &Path) -> crate::store::Location {
+    use crate::store::Location;
+    use crate::store::postgres::{Target, is_postgres};
+    let password_env = raw
+        .store_password_env
+        .as_ref()
+        .and_then(|v| check.env_name(v));
+    match raw.store.as_ref() {
+        Some(value) if is_postgres(value.get_ref()) => {
+            match Target::parse(value.get_ref(), password_env) {
+                Ok(target) => Location::Postgres(target),
+                Err(why) => {
+                    check
+                        .error(value.span(), format!("invalid PostgreSQL `store`: {why}"))
+                        .help("use a libpq URL, like `postgres://modelpin@db.internal:5432/modelpin?sslmode=verify-full`; the password comes from PGPASSWORD or the variable `store_password_env` names");
+                    Location::Sled(base.join(DEFAULT_STORE))
+                }
+            }
+        }
+        _ => {
+            if let Some(env) = &raw.store_password_env {
+                check
+                    .error(
+                        env.span(),
+                        "`store_password_env` applies only to a PostgreSQL `store`",
+                    )
+                    .help("remove it, or set `store` to a `postgres://` URL");
+            }
+            Location::Sled(path_or(
+                check,
+                raw.store.as_ref(),
+                "store",
+                DEFAULT_STORE,
+                base,
+            ))
+        }
     }
 }
 

@@ -41,6 +41,8 @@ pub enum NotStored {
     Stopping,
     /// The deadline passed.
     OutOfTime,
+    /// This daemon no longer leads its fleet: the leader that does audits (and judges) again.
+    Deposed,
 }
 
 /// Stores `record` (for `Keep::Audit`) with its alert state and notifications; returns the
@@ -66,7 +68,11 @@ pub async fn commit(
                 }
                 return Ok(queued);
             }
-            Err(e) => {
+            Err(Attempt::Deposed) => {
+                tracing::warn!(pin = %record.pin.id, audit_id = %record.audit_id, "{} NOT stored: this daemon no longer leads its fleet; the leader audits again", what(record));
+                return Err(NotStored::Deposed);
+            }
+            Err(Attempt::Failed(e)) => {
                 daemon.metrics.store_write_failed();
                 tracing::error!(pin = %record.pin.id, audit_id = %record.audit_id, error = %e, retry_in_ms = wait.as_millis(), "{} NOT stored yet; retrying", what(record));
             }
@@ -92,16 +98,30 @@ async fn attempt(
     record: &AuditRecord,
     keep: Keep,
     patience: Patience,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, Attempt> {
     let process = crate::alert::process(&daemon.store, config, record, keep);
     let done = match patience {
         Patience::UntilStored => process.await,
         Patience::Until(deadline) => match tokio::time::timeout_at(deadline, process).await {
             Ok(done) => done,
-            Err(_) => return Err("no answer from the store in time".to_owned()),
+            Err(_) => {
+                return Err(Attempt::Failed(
+                    "no answer from the store in time".to_owned(),
+                ));
+            }
         },
     };
-    done.map_err(|e| e.to_string())
+    done.map_err(|e| match e {
+        crate::store::StoreError::Deposed { .. } => Attempt::Deposed,
+        e => Attempt::Failed(e.to_string()),
+    })
+}
+
+/// Why one try did not store the verdict.
+enum Attempt {
+    /// Refused by the fleet's lease: retrying cannot help.
+    Deposed,
+    Failed(String),
 }
 
 /// Waits `wait` before the next try; ends early when the daemon stops (an audit) or the deadline

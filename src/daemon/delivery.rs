@@ -52,6 +52,11 @@ pub async fn run(daemon: Arc<Daemon>, stop: CancellationToken) {
 async fn channel_worker(daemon: Arc<Daemon>, channel: String, stop: CancellationToken) {
     let mut wake = daemon.outbox_wake.subscribe();
     loop {
+        // A standby sends nothing: the leader does, once.
+        tokio::select! {
+            () = daemon.fleet.until_leading() => {}
+            () = stop.cancelled() => return,
+        }
         let deliverer = daemon.deliverer();
         tokio::select! {
             outcomes = crate::alert::deliver::run_channel(&daemon.store, &deliverer, &channel) => {

@@ -146,11 +146,13 @@ async fn metrics(State(daemon): State<Arc<Daemon>>) -> Response {
 }
 
 async fn healthz(State(daemon): State<Arc<Daemon>>) -> Response {
+    // The role first, so a probe (and a person) tells the leader from a standby at a glance.
+    let role = daemon.role();
     match daemon.health(Utc::now()) {
-        Ok(()) => (StatusCode::OK, "ok\n").into_response(),
+        Ok(()) => (StatusCode::OK, format!("ok: {role}\n")).into_response(),
         Err(reason) => (
             StatusCode::SERVICE_UNAVAILABLE,
-            format!("unhealthy: {reason}\n"),
+            format!("unhealthy: {role}: {reason}\n"),
         )
             .into_response(),
     }

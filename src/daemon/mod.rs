@@ -14,6 +14,7 @@ pub mod audit;
 pub mod auth;
 pub mod commit;
 mod delivery;
+pub mod fleet;
 pub mod http;
 pub mod listener;
 pub mod metrics;
@@ -74,6 +75,8 @@ pub async fn run(
     // The store before the port: a second daemon on the same store is told who holds it.
     let store = open_or_reset(&config.settings.store, reset_store).await?;
     store.index_older_entries().await?;
+    // Every daemon on a shared store is one of a fleet: it writes only while it leads.
+    store.join_fleet();
     let listener = bind(&config).await?;
     let address = listener
         .local_addr()
@@ -117,6 +120,7 @@ fn start(
         traffic,
     });
     daemon.metrics.declare(&daemon.config());
+    daemon.metrics.fleet(daemon.fleet.leads(), 0);
     Ok(daemon)
 }
 
@@ -130,9 +134,10 @@ fn spawn_background(
 ) -> Background {
     let mut background = Background::default();
     background.spawn(|stop| http::serve(daemon.clone(), listener, stop));
+    background.spawn(|stop| fleet::run(daemon.clone(), stop));
     let config = daemon.config();
     // The address actually bound: `metrics = "127.0.0.1:0"` picks a free port.
-    tracing::info!(url = %format!("http://{address}/"), store = %config.settings.store.display(), pins = config.pins.len(), "daemon started: status page, /metrics and /healthz listening");
+    tracing::info!(url = %format!("http://{address}/"), store = %config.settings.store, pins = config.pins.len(), "daemon started: status page, /metrics and /healthz listening");
     let chores = {
         let daemon = daemon.clone();
         move |chore| upkeep::perform(daemon.clone(), chore)
@@ -193,7 +198,21 @@ impl Background {
 /// Opens the store; with `--reset-store`, a store refused as damaged (or from a newer modelpin)
 /// is moved aside, byte for byte, and a new one started, said at ERROR with where it went. An
 /// intact store is opened as it is: the flag never throws a healthy history away.
-async fn open_or_reset(path: &Path, reset_store: bool) -> Result<Store, DaemonError> {
+async fn open_or_reset(
+    location: &crate::store::Location,
+    reset_store: bool,
+) -> Result<Store, DaemonError> {
+    let path = match location {
+        crate::store::Location::Sled(path) => path,
+        crate::store::Location::Postgres(_) => {
+            if reset_store {
+                tracing::info!(store = %location, "--reset-store does not apply to a PostgreSQL store; it is opened as it is");
+            }
+            return Store::open_at(location, crate::store::Holder::Daemon)
+                .await
+                .map_err(DaemonError::Store);
+        }
+    };
     let existed = path.exists();
     if reset_store && !existed {
         tracing::info!(store = %path.display(), "no store to reset");

@@ -39,6 +39,9 @@ pub struct Scheduler<A> {
     audits: JoinSet<()>,
     /// Catch-up reads of the store, never awaited by the loop.
     catching_up: JoinSet<()>,
+    /// Whether this daemon leads its fleet: a standby dispatches nothing, and a daemon that
+    /// starts leading catches up from the store (what the last leader stored is not repeated).
+    leading: tokio::sync::watch::Receiver<bool>,
 }
 
 impl<A, F> Scheduler<A>
@@ -53,6 +56,7 @@ where
         audit: A,
     ) -> Scheduler<A> {
         let (due_tx, due_rx) = mpsc::unbounded_channel();
+        let leading = daemon.fleet.watch();
         Scheduler {
             daemon,
             audit,
@@ -62,6 +66,7 @@ where
             refresh_facts,
             audits: JoinSet::new(),
             catching_up: JoinSet::new(),
+            leading,
         }
     }
 
@@ -88,6 +93,11 @@ where
                 Some(_) = self.audits.join_next(), if !self.audits.is_empty() => {}
                 Some(_) = self.catching_up.join_next(), if !self.catching_up.is_empty() => {}
                 _ = tick.tick() => self.daemon.beat(),
+                Ok(()) = self.leading.changed() => {
+                    if *self.leading.borrow_and_update() {
+                        self.catch_up();
+                    }
+                }
                 control = self.control.recv() => match control {
                     Some(Control::Reload) => {
                         if let Some(s) = self.reload(&mut cron).await {
@@ -135,6 +145,10 @@ where
     }
 
     fn dispatch(&mut self, pin: String) {
+        if !self.daemon.fleet.leads() {
+            tracing::debug!(pin = %pin, "standby: the fleet's leader audits this pin");
+            return;
+        }
         let fresh = self
             .daemon
             .running

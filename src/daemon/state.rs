@@ -96,6 +96,8 @@ pub struct Daemon {
     /// Pages and `/api/history` answers built at once (`RENDERS`); the others wait for a
     /// permit, so 20 browsers loading at once cost what `RENDERS` pages cost.
     pub(crate) renders: tokio::sync::Semaphore,
+    /// Whether this daemon leads its fleet (always, on a store of its own).
+    pub fleet: crate::daemon::fleet::Fleet,
 }
 
 /// Pages and history answers built at once. Each is bounded (`page::MAX_PAGE_BYTES`,
@@ -108,6 +110,10 @@ impl Daemon {
     #[must_use]
     pub fn new(parts: Parts) -> Daemon {
         let now = Instant::now();
+        let fleet = crate::daemon::fleet::Fleet::new(
+            parts.store.is_shared(),
+            parts.snapshot.config.settings.lease,
+        );
         Daemon {
             snapshot: RwLock::new(Arc::new(parts.snapshot)),
             config_path: parts.config_path,
@@ -126,6 +132,7 @@ impl Daemon {
             api_token: parts.api_token,
             traffic: parts.traffic,
             renders: tokio::sync::Semaphore::new(RENDERS),
+            fleet,
         }
     }
 
@@ -201,8 +208,9 @@ impl Daemon {
         Ok(lock)
     }
 
-    /// Healthy when the store takes writes, the loop turns and every pin was audited within two
-    /// of its intervals.
+    /// Healthy when the store takes writes (in a fleet: answers the lease), the loop turns and,
+    /// on the leader, every pin was audited within two of its intervals (a standby audits
+    /// nothing; a new leader counts from when it took over).
     pub fn health(&self, now: DateTime<Utc>) -> Result<(), String> {
         if let Some(failing) = self.store.failing() {
             return Err(format!(
@@ -218,6 +226,9 @@ impl Daemon {
                 idle.as_secs()
             ));
         }
+        if !self.fleet.leads() {
+            return Ok(());
+        }
         self.overdue(now)
     }
 
@@ -231,7 +242,11 @@ impl Daemon {
             else {
                 continue;
             };
-            let since = last.get(&pin.id).copied().unwrap_or(self.started);
+            let since = last
+                .get(&pin.id)
+                .copied()
+                .unwrap_or(self.started)
+                .max(self.fleet.since());
             let allowed = chrono::Duration::from_std(interval * 2).unwrap_or(chrono::Duration::MAX);
             if now - since > allowed {
                 let when = last
@@ -245,6 +260,16 @@ impl Daemon {
             }
         }
         Ok(())
+    }
+
+    /// What `/healthz` says this daemon is: `leader` or `standby`.
+    #[must_use]
+    pub fn role(&self) -> &'static str {
+        if self.fleet.leads() {
+            "leader"
+        } else {
+            "standby"
+        }
     }
 }
 

@@ -95,6 +95,9 @@ async fn prune(daemon: &Daemon) {
     else {
         return;
     };
+    if !daemon.fleet.leads() {
+        return;
+    }
     match daemon.store.prune(cutoff).await {
         Ok(0) => {}
         Ok(n) => tracing::info!(removed = n, "pruned audit history past the retention"),

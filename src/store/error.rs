@@ -15,6 +15,7 @@ pub enum Holder {
     Daemon,
     CheckNotify,
     History,
+    Copy,
 }
 
 impl Holder {
@@ -23,6 +24,7 @@ impl Holder {
             Holder::Daemon => "a modelpin daemon",
             Holder::CheckNotify => "`modelpin check --notify`",
             Holder::History => "`modelpin history`",
+            Holder::Copy => "`modelpin store copy`",
         }
     }
 }
@@ -52,6 +54,17 @@ pub enum StoreError {
         "error: the store at {path} is damaged: {message}; it is left as it is\n  = help: run `modelpin daemon --reset-store` to move it aside (kept, byte for byte, as {path}.damaged-<UTC time>) and start a new, empty one, or restore the store from a backup"
     )]
     Corrupt { path: PathBuf, message: String },
+    /// A PostgreSQL store whose schema a newer modelpin wrote.
+    #[error(
+        "error: the store at {at} has schema version {found}, newer than this modelpin knows (it reads and migrates up to schema version {known}); it is left as it is\n  = help: run the modelpin version that wrote it (every daemon of a fleet on the same version), or point `store` at another database"
+    )]
+    NewerSchema { at: String, found: i32, known: i32 },
+    /// A write by a daemon that does not hold the fleet's lease (any more): refused in its own
+    /// transaction, nothing written.
+    #[error(
+        "error: the store at {at} refused a write: this daemon does not hold the fleet's lease (another daemon leads)"
+    )]
+    Deposed { at: String },
     #[error("error: the store at {path} cannot be opened: {message}")]
     Io { path: PathBuf, message: String },
     #[error("error: store write failed at {path}: {message}")]

@@ -13,14 +13,21 @@
 
 mod error;
 mod outbox;
+pub mod postgres;
 mod record;
 mod sled;
 
 #[cfg(test)]
 mod contract;
+pub mod copy;
+
+/// A real PostgreSQL server for the unit tests: the CLI tests' own.
+#[cfg(test)]
+#[path = "../../tests/cli/support/postgres.rs"]
+pub(crate) mod test_server;
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 
@@ -29,8 +36,37 @@ use crate::alert::state::PinAlerts;
 pub use error::{Holder, StoreError};
 pub(crate) use outbox::Token;
 pub use outbox::{Commit, Delivery, DeliveryState, Entry, Queued, Replace};
+pub use postgres::{Lead, PgStore};
 pub use record::{AuditRecord, Cursor, LatestKey, Page, RawRecord, RecordSource};
 pub use sled::{HEADER_FORMAT, SledStore, reset};
+
+/// Where the store is (`[settings] store`): a directory for the embedded sled store, or a
+/// PostgreSQL database that a fleet of daemons shares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    Sled(PathBuf),
+    Postgres(postgres::Target),
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Sled(path) => write!(f, "{}", path.display()),
+            Location::Postgres(target) => write!(f, "{target}"),
+        }
+    }
+}
+
+impl Location {
+    /// Whether a store is there already (a PostgreSQL database is taken to be).
+    #[must_use]
+    pub fn exists(&self) -> bool {
+        match self {
+            Location::Sled(path) => path.exists(),
+            Location::Postgres(_) => true,
+        }
+    }
+}
 
 /// The layout version of the store: a store written by a newer layout is refused, not misread.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -46,6 +82,7 @@ pub struct Failing {
 #[derive(Debug, Clone)]
 pub enum Store {
     Sled(SledStore),
+    Postgres(PgStore),
 }
 
 /// The one place each operation meets each backend.
@@ -53,6 +90,7 @@ macro_rules! each {
     ($store:expr, $backend:ident => $call:expr) => {
         match $store {
             Store::Sled($backend) => $call,
+            Store::Postgres($backend) => $call,
         }
     };
 }
@@ -69,6 +107,55 @@ impl Store {
                 message: e.to_string(),
             })?
             .map(Store::Sled)
+    }
+
+    /// Opens the store wherever `location` says.
+    pub async fn open_at(location: &Location, holder: Holder) -> Result<Store, StoreError> {
+        match location {
+            Location::Sled(path) => Store::open(path, holder).await,
+            Location::Postgres(target) => PgStore::open(target, holder).await.map(Store::Postgres),
+        }
+    }
+
+    /// Whether other processes share this store (a fleet on PostgreSQL): then one of them leads.
+    #[must_use]
+    pub fn is_shared(&self) -> bool {
+        matches!(self, Store::Postgres(_))
+    }
+
+    /// The PostgreSQL store a fleet shares, when this is one.
+    #[must_use]
+    pub fn shared(&self) -> Option<&PgStore> {
+        match self {
+            Store::Postgres(store) => Some(store),
+            Store::Sled(_) => None,
+        }
+    }
+
+    /// Holds (takes or renews) the fleet's lease as `holder` for `lease`, or says who leads; a
+    /// store nobody shares is always led by its one process.
+    pub async fn lead(&self, holder: &str, lease: std::time::Duration) -> Result<Lead, StoreError> {
+        match self {
+            Store::Sled(_) => Ok(Lead {
+                leader: true,
+                term: 0,
+            }),
+            Store::Postgres(pg) => pg.lead(holder, lease).await,
+        }
+    }
+
+    /// Joins the fleet on a shared store: from now on writes only while holding the lease.
+    pub fn join_fleet(&self) {
+        if let Store::Postgres(pg) = self {
+            pg.join_fleet();
+        }
+    }
+
+    /// Stops writing until the lease is held again.
+    pub fn step_down(&self) {
+        if let Store::Postgres(pg) = self {
+            pg.step_down();
+        }
     }
 
     /// Closes the store once every operation on it finished (up to 10 s): the header then
@@ -208,6 +295,16 @@ impl Store {
     /// Removes records that started before `cutoff`; returns how many.
     pub async fn prune(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
         each!(self, s => s.prune(cutoff).await)
+    }
+
+    /// Everything the store holds (`modelpin store copy`).
+    pub async fn export(&self) -> Result<copy::Contents, StoreError> {
+        each!(self, s => s.export().await)
+    }
+
+    /// Writes `contents` in (`modelpin store copy`).
+    pub async fn import(&self, contents: &copy::Contents) -> Result<(), StoreError> {
+        each!(self, s => s.import(contents).await)
     }
 
     /// Makes the next `writes` writes fail, as a full disk would.

@@ -30,8 +30,8 @@ use crate::redact::Redactor;
 /// Longest attribute value kept (model IDs, provider names): longer ones are cut.
 pub const MAX_VALUE: usize = 256;
 
-/// One LLM call as its span recorded it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// One LLM call as its span recorded it; serialized only into a fleet's inbox of spans.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct GenAiSpan {
     pub trace_id: String,
     pub span_id: String,
@@ -51,7 +51,7 @@ pub struct GenAiSpan {
 }
 
 /// What LiteLLM's span attributes say about the deployment that answered.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Deployment {
     /// `litellm.provider.model`, else `litellm_model_name`: the model the deployment sent to
     /// the provider.

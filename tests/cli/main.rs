@@ -20,6 +20,7 @@ mod demo;
 mod docs;
 mod first_hour;
 mod first_tokens;
+mod fleet;
 mod history_table;
 mod honesty;
 mod hostile;

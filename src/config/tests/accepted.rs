@@ -1,6 +1,5 @@
 //! What a valid configuration turns into: defaults, resolved paths, digests, keys.
 
-use std::path::Path;
 use std::time::Duration;
 
 use chrono::NaiveDate;
@@ -17,7 +16,10 @@ fn settings_defaults_match_the_design() {
     let s = dir.config().settings;
     let base = dir.path().parent().unwrap().to_path_buf();
     assert_eq!(s.lockfile, base.join("modelpin.lock"));
-    assert_eq!(s.store, base.join(".modelpin"));
+    assert_eq!(
+        s.store,
+        crate::store::Location::Sled(base.join(".modelpin"))
+    );
     assert_eq!(s.schedule.expression, "0 0 * * * *");
     assert_eq!(s.timeout, Duration::from_secs(60));
     assert_eq!(s.budget, Duration::from_secs(600));
@@ -134,7 +136,10 @@ fn every_settings_key() {
     let base = dir.path().parent().unwrap().to_path_buf();
     let s = &config.settings;
     assert_eq!(s.lockfile, base.join("state/pins.lock"));
-    assert_eq!(s.store, Path::new("/var/lib/modelpin"));
+    assert_eq!(
+        s.store,
+        crate::store::Location::Sled("/var/lib/modelpin".into())
+    );
     assert_eq!(s.schedule.expression, "0 */5 * * * *");
     assert_eq!(
         (s.timeout, s.budget, s.concurrency),

@@ -149,3 +149,46 @@ fn empty_paths() {
   |            ^^"#
     );
 }
+
+#[test]
+fn a_postgres_store_with_a_password_in_the_file() {
+    assert_eq!(
+        error(&with_settings(
+            "store = \"postgres://mp:hunter2@db.internal:5432/modelpin\""
+        )),
+        r#"error: invalid PostgreSQL `store`: the URL holds a password; it must not be in pins.toml (set PGPASSWORD or name a variable in `store_password_env`)
+ --> pins.toml:4:9
+  |
+4 | store = "postgres://mp:hunter2@db.internal:5432/modelpin"
+  |         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  = help: use a libpq URL, like `postgres://modelpin@db.internal:5432/modelpin?sslmode=verify-full`; the password comes from PGPASSWORD or the variable `store_password_env` names"#
+    );
+}
+
+#[test]
+fn a_password_variable_for_a_store_on_disk() {
+    assert_eq!(
+        error(&with_settings("store_password_env = \"PGPASS\"")),
+        r#"error: `store_password_env` applies only to a PostgreSQL `store`
+ --> pins.toml:4:22
+  |
+4 | store_password_env = "PGPASS"
+  |                      ^^^^^^^^
+  = help: remove it, or set `store` to a `postgres://` URL"#
+    );
+}
+
+#[test]
+fn a_postgres_store_and_its_lease_are_accepted() {
+    let config = super::Dir::new()
+        .pins(&with_settings(
+            "store = \"postgres://mp@db.internal:5432/modelpin?sslmode=require\"\nstore_password_env = \"MP_DB_PASSWORD\"\nlease = \"9s\"",
+        ))
+        .config();
+    let crate::store::Location::Postgres(target) = &config.settings.store else {
+        panic!("{:?}", config.settings.store);
+    };
+    assert_eq!(target.ssl, crate::store::postgres::SslMode::Require);
+    assert_eq!(target.password_env.as_deref(), Some("MP_DB_PASSWORD"));
+    assert_eq!(config.settings.lease, std::time::Duration::from_secs(9));
+}

@@ -57,6 +57,22 @@ pub struct Metrics {
     traffic_spans_received_total: Family<SpanResultLabel, Counter>,
     traffic_requests_total: Family<StatusLabel, Counter>,
     traffic_served_model_mismatch: Family<PinLabel, Gauge>,
+    leader: Family<NoLabels, Gauge>,
+    lease_term: Family<NoLabels, Gauge>,
+}
+
+/// `modelpin_leader` and `modelpin_lease_term`.
+fn fleet_families() -> (Family<NoLabels, Gauge>, Family<NoLabels, Gauge>) {
+    (
+        Family::new(
+            "modelpin_leader",
+            "1 while this daemon leads its fleet (audits, sends notifications), 0 on a standby; 1 on a store of its own.",
+        ),
+        Family::new(
+            "modelpin_lease_term",
+            "The fleet lease's current term: one more on every change of leader (0 on a store of its own).",
+        ),
+    )
 }
 
 impl Default for Metrics {
@@ -153,6 +169,8 @@ impl Metrics {
                 "modelpin_traffic_served_model_mismatch",
                 "1 when the pin's last traffic verdict saw a model the pin does not accept.",
             ),
+            leader: fleet_families().0,
+            lease_term: fleet_families().1,
         };
         metrics.store_write_failures_total.declare(NoLabels {});
         for result in SpanResult::ALL {
@@ -170,7 +188,7 @@ impl Metrics {
 
     /// Every family, for the exposition. Destructured whole, so a family added to the struct
     /// does not compile until it is listed here too.
-    fn families(&self) -> [&dyn Exposed; 21] {
+    fn families(&self) -> [&dyn Exposed; 23] {
         let Metrics {
             pin_status,
             served_model_info,
@@ -193,6 +211,8 @@ impl Metrics {
             traffic_spans_received_total,
             traffic_requests_total,
             traffic_served_model_mismatch,
+            leader,
+            lease_term,
         } = self;
         [
             pin_status,
@@ -216,6 +236,8 @@ impl Metrics {
             traffic_spans_received_total,
             traffic_requests_total,
             traffic_served_model_mismatch,
+            leader,
+            lease_term,
         ]
     }
 
@@ -258,6 +280,12 @@ impl Metrics {
                 });
             }
         }
+    }
+
+    /// Whether this daemon leads, and the lease's term.
+    pub fn fleet(&self, leader: bool, term: i64) {
+        self.leader.set(NoLabels {}, f64::from(u8::from(leader)));
+        self.lease_term.set(NoLabels {}, term as f64);
     }
 
     /// A scheduled audit was skipped: the pin's previous one still ran.
@@ -361,7 +389,7 @@ mod tests {
         let text = m.render();
         let names: std::collections::BTreeSet<&str> =
             m.families().iter().map(|f| f.name()).collect();
-        assert_eq!(names.len(), 21, "each family registered once");
+        assert_eq!(names.len(), 23, "each family registered once");
         for name in names {
             assert!(text.contains(&format!("# HELP {name} ")), "{text}");
             assert!(text.contains(&format!("# TYPE {name} ")), "{text}");

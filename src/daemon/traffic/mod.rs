@@ -55,6 +55,8 @@ pub const KEPT_PER_WINDOW: u32 = 6;
 /// What the receiver holds between requests and judgments.
 pub struct Traffic {
     windows: Mutex<BTreeMap<String, Window>>,
+    /// Served-model label values exported so far, per pin.
+    labels: Mutex<BTreeMap<String, BTreeSet<String>>>,
     /// Bodies decoded at once.
     slots: Arc<Semaphore>,
     /// Bytes of bodies being read, taken as they arrive.
@@ -70,8 +72,6 @@ struct Window {
     spans: VecDeque<GenAiSpan>,
     /// Spans arrived since the last judgment.
     fresh: bool,
-    /// Served-model label values exported so far.
-    labels: BTreeSet<String>,
     /// The last verdict written to history, and when.
     kept: Option<(Verdict, Instant)>,
     /// The records written in the current `KEEP_EVERY` window and the verdicts not written.
@@ -126,6 +126,7 @@ impl Traffic {
         };
         Ok(Traffic {
             windows: Mutex::new(BTreeMap::new()),
+            labels: Mutex::new(BTreeMap::new()),
             slots: Arc::new(Semaphore::new(config.traffic.max_requests)),
             bodies: Arc::new(Semaphore::new(
                 config.traffic.max_requests * crate::traffic::otlp::MAX_BODY,
@@ -135,25 +136,49 @@ impl Traffic {
         })
     }
 
-    /// Puts each span that matches a pin into that pin's window, dropping the oldest.
+    /// Puts each span that matches a pin into that pin's window, dropping the oldest: `sort`
+    /// then `window`, the path of a daemon on a store of its own.
+    #[cfg(test)]
     fn admit(&self, config: &Config, spans: Vec<GenAiSpan>) -> Admitted {
+        let (admitted, matched) = self.sort(config, spans);
+        self.window(config, matched);
+        admitted
+    }
+
+    /// The spans that match a pin, and what became of each span for the metrics (its served
+    /// model's label, capped per pin).
+    fn sort(&self, config: &Config, spans: Vec<GenAiSpan>) -> (Admitted, Vec<GenAiSpan>) {
         let mut out = Admitted::default();
-        let mut windows = self.windows.lock().expect("traffic windows");
+        let mut matched = Vec::with_capacity(spans.len());
+        let mut labels = self.labels.lock().expect("traffic labels");
         for span in spans {
             let Some(pin) = crate::traffic::pin_for(config, &span) else {
                 out.unmatched += 1;
                 continue;
             };
             out.matched += 1;
-            let window = windows.entry(pin.id.clone()).or_default();
+            let seen = labels.entry(pin.id.clone()).or_default();
             let served = span.served.clone().unwrap_or_else(|| "(none)".to_owned());
-            let label = if window.labels.contains(&served) || window.labels.len() < SERVED_LABELS {
-                window.labels.insert(served.clone());
+            let label = if seen.contains(&served) || seen.len() < SERVED_LABELS {
+                seen.insert(served.clone());
                 served
             } else {
                 "(other)".to_owned()
             };
             *out.served.entry((pin.id.clone(), label)).or_default() += 1;
+            matched.push(span);
+        }
+        (out, matched)
+    }
+
+    /// Puts each span that matches a pin now into that pin's window, dropping the oldest.
+    fn window(&self, config: &Config, spans: Vec<GenAiSpan>) {
+        let mut windows = self.windows.lock().expect("traffic windows");
+        for span in spans {
+            let Some(pin) = crate::traffic::pin_for(config, &span) else {
+                continue;
+            };
+            let window = windows.entry(pin.id.clone()).or_default();
             window.spans.push_back(span);
             // A loop, not one pop: `window` may have shrunk on reload.
             while window.spans.len() > config.traffic.window {
@@ -161,7 +186,6 @@ impl Traffic {
             }
             window.fresh = true;
         }
-        out
     }
 
     /// The pins that received spans since the last call, marked judged.
@@ -243,6 +267,9 @@ impl Traffic {
     pub(crate) fn forget_unconfigured(&self, config: &Config) {
         let mut windows = self.windows.lock().expect("traffic windows");
         windows.retain(|pin, _| config.pins.iter().any(|p| &p.id == pin));
+        drop(windows);
+        let mut labels = self.labels.lock().expect("traffic labels");
+        labels.retain(|pin, _| config.pins.iter().any(|p| &p.id == pin));
     }
 
     fn closed(&self) -> bool {
@@ -265,8 +292,52 @@ pub async fn judge_loop(daemon: Arc<Daemon>, stop: CancellationToken) {
             // The first verdicts, like the first audits, wait for the feeds a little.
             daemon.facts_ready().await;
         }
-        judge_fresh(&daemon, Instant::now() + COMMIT_DEADLINE).await;
+        // Only the fleet's leader judges (and so alerts); see `fleet`. In a fleet, the spans
+        // every member accepted wait in the store's inbox until then.
+        if daemon.fleet.leads() {
+            take_inbox(&daemon).await;
+            judge_fresh(&daemon, Instant::now() + COMMIT_DEADLINE).await;
+        }
         if stopping {
+            return;
+        }
+    }
+}
+
+/// Passes of `take_inbox` at most per tick: each takes `inbox::TAKE` batches; what is left
+/// waits for the next tick.
+const TAKES_PER_TICK: usize = 4;
+
+/// On a fleet's store, moves the spans any member accepted from the inbox into this leader's
+/// windows, oldest first. A batch that does not decode (written by another version) is
+/// dropped with a warning naming how many.
+async fn take_inbox(daemon: &Daemon) {
+    let Some(store) = daemon.store.shared() else {
+        return;
+    };
+    let config = daemon.config();
+    for _ in 0..TAKES_PER_TICK {
+        let batches = match store.take_spans().await {
+            Ok(batches) => batches,
+            Err(e) => {
+                tracing::warn!(error = %e, "traffic spans could not be taken from the fleet's inbox; they wait there for the next pass");
+                return;
+            }
+        };
+        let (mut undecodable, taken) = (0usize, batches.len());
+        for batch in batches {
+            match serde_json::from_slice::<Vec<GenAiSpan>>(&batch) {
+                Ok(spans) => daemon.traffic.window(&config, spans),
+                Err(_) => undecodable += 1,
+            }
+        }
+        if undecodable > 0 {
+            tracing::warn!(
+                batches = undecodable,
+                "traffic span batches in the fleet's inbox did not decode (written by another modelpin version?) and were dropped"
+            );
+        }
+        if taken < crate::store::postgres::inbox::TAKE as usize {
             return;
         }
     }

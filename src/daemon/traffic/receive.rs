@@ -20,6 +20,8 @@ use tokio::time::Instant;
 
 use crate::daemon::metrics::labels::SpanResult;
 use crate::daemon::{Daemon, auth};
+use crate::store::postgres::PgStore;
+use crate::store::postgres::inbox::Offered;
 use crate::traffic::otlp::{self, Encoding, MAX_BODY, Rejected};
 
 /// A body that has not fully arrived this long after its head is refused (408).
@@ -103,7 +105,18 @@ async fn receive_inner(daemon: &Daemon, headers: &HeaderMap, body: Body) -> Resp
         .saturating_sub(genai)
         .saturating_sub(extracted.malformed);
     let spans = crate::traffic::spans::masked(extracted.spans, &config);
-    let admitted = daemon.traffic.admit(&config, spans);
+    let (admitted, matched) = daemon.traffic.sort(&config, spans);
+    match daemon.store.shared() {
+        // In a fleet the leader judges what every member accepted: into the store's inbox,
+        // answered 200 only once it is there.
+        Some(store) if !matched.is_empty() => match offer(daemon, store, &matched).await {
+            Ok(Offered::Accepted) => {}
+            Ok(Offered::Full) => return busy(encoding),
+            Err(e) => return store_down(&e),
+        },
+        Some(_) => {}
+        None => daemon.traffic.window(&config, matched),
+    }
     daemon.metrics.traffic_spans(
         &admitted.served,
         [
@@ -182,7 +195,34 @@ fn body_due(started: Instant, received: usize) -> Instant {
     (started + BODY_GRACE + allowance).min(started + BODY_DEADLINE)
 }
 
-/// 429 with `Retry-After`: the body budget or every decoding slot is taken.
+/// Writes one request's matched spans into the fleet's inbox.
+async fn offer(
+    daemon: &Daemon,
+    store: &PgStore,
+    spans: &[crate::traffic::spans::GenAiSpan],
+) -> Result<Offered, crate::store::StoreError> {
+    let batch = serde_json::to_vec(spans).map_err(|e| crate::store::StoreError::Write {
+        path: std::path::PathBuf::from("traffic spans"),
+        message: e.to_string(),
+    })?;
+    store.offer_spans(&daemon.fleet.holder, &batch).await
+}
+
+/// 503 with `Retry-After`: the fleet's store did not take the spans; exporters retry.
+fn store_down(error: &crate::store::StoreError) -> Response {
+    tracing::warn!(error = %error, "traffic spans refused: the fleet's store did not take them");
+    let mut response = plain(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the fleet's store is unreachable; retry later",
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
+    response
+}
+
+/// 429 with `Retry-After`: the body budget or every decoding slot is taken, or the fleet's
+/// inbox is full.
 fn busy(encoding: Encoding) -> Response {
     let body = otlp::refused(
         encoding,

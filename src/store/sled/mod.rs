@@ -10,6 +10,7 @@
 //! comes back, without a restart.
 
 mod commit;
+mod copy;
 mod header;
 mod history;
 mod keys;
@@ -396,7 +397,9 @@ mod tests {
             .unwrap();
         store.append(&record("a", 100, "1")).await.unwrap();
         store.append(&record("a", 200, "2")).await.unwrap();
-        let Store::Sled(sled) = &store;
+        let Store::Sled(sled) = &store else {
+            unreachable!("opened on sled")
+        };
         let trees = sled.trees().unwrap();
         let key = super::keys::audit_key("a", 100_000, "1");
         trees

@@ -11,6 +11,7 @@ pub mod litellm;
 pub mod metrics;
 pub mod pins;
 pub mod ports;
+pub mod postgres;
 pub mod real_model;
 pub mod receivers;
 pub mod status;

@@ -1,0 +1,129 @@
+//! The daemon in a fleet: every daemon on the same PostgreSQL store tries for the lease every
+//! third of `settings.lease`; the one holding it leads — runs the schedule, sends notifications,
+//! judges traffic, prunes — and the others stand by, serving the pages, `/api/history`,
+//! `/metrics` and `/healthz` from the shared store. A daemon on a store of its own (sled) leads
+//! from the start and never asks.
+//!
+//! Leadership is only ever believed for as long as the server confirmed it: a renewal that does
+//! not reach the server in time (`store::postgres::DEADLINE`) makes this daemon a standby at
+//! once, and its writes are refused by the server from then on anyway (the lease row fences
+//! every write), and an answer slower than a third of the lease counts as none. A dead leader's
+//! lease runs out by the server's clock; a standby's next try after that (at most a third of a
+//! lease later) takes it, so the schedule carries on within 1⅓ leases of the leader's last
+//! renewal, under two.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::daemon::Daemon;
+
+/// Who this daemon is in the fleet, and whether it leads now.
+pub struct Fleet {
+    /// This process's name in the lease row: random per start, so a restarted daemon is a new
+    /// member and never inherits a lease.
+    pub holder: String,
+    pub lease: Duration,
+    leading: tokio::sync::watch::Sender<bool>,
+    term: std::sync::atomic::AtomicI64,
+    /// When this daemon last started leading: a new leader's pins are overdue counting from
+    /// then, not from the dead leader's last audit.
+    since: std::sync::Mutex<chrono::DateTime<chrono::Utc>>,
+}
+
+impl Fleet {
+    /// A daemon on a store nobody shares leads from the start.
+    #[must_use]
+    pub fn new(shared: bool, lease: Duration) -> Fleet {
+        Fleet {
+            holder: format!(
+                "{}-{}",
+                std::process::id(),
+                &uuid::Uuid::new_v4().simple().to_string()[..8]
+            ),
+            lease,
+            leading: tokio::sync::watch::Sender::new(!shared),
+            term: std::sync::atomic::AtomicI64::new(0),
+            since: std::sync::Mutex::new(chrono::Utc::now()),
+        }
+    }
+
+    /// When this daemon last started leading (its start, on a store of its own).
+    #[must_use]
+    pub fn since(&self) -> chrono::DateTime<chrono::Utc> {
+        *self.since.lock().expect("since lock")
+    }
+
+    #[must_use]
+    pub fn leads(&self) -> bool {
+        *self.leading.borrow()
+    }
+
+    #[must_use]
+    pub fn term(&self) -> i64 {
+        self.term.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Told whenever this daemon starts or stops leading.
+    #[must_use]
+    pub fn watch(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.leading.subscribe()
+    }
+
+    /// Returns once this daemon leads (at once when it does).
+    pub async fn until_leading(&self) {
+        let mut leading = self.watch();
+        let _ = leading.wait_for(|l| *l).await;
+    }
+}
+
+/// Holds or seeks the lease until `stop` (nothing to do on a store of its own).
+pub async fn run(daemon: Arc<Daemon>, stop: CancellationToken) {
+    if !daemon.store.is_shared() {
+        return;
+    }
+    let fleet = &daemon.fleet;
+    let every = fleet.lease / 3;
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = stop.cancelled() => return,
+        }
+        let lead = tokio::select! {
+            lead = daemon.store.lead(&fleet.holder, fleet.lease) => lead,
+            () = stop.cancelled() => return,
+        };
+        let (leads, term) = match lead {
+            Ok(lead) => (lead.leader, lead.term),
+            Err(e) => {
+                if fleet.leads() {
+                    tracing::error!(error = %e, "the lease could not be renewed: standing by until the store answers");
+                } else {
+                    tracing::warn!(error = %e, "the store does not answer; standing by");
+                }
+                (false, fleet.term())
+            }
+        };
+        fleet.term.store(term, std::sync::atomic::Ordering::Release);
+        daemon.metrics.fleet(leads, term);
+        let was = fleet.leading.send_replace(leads);
+        match (was, leads) {
+            (false, true) => {
+                *fleet.since.lock().expect("since lock") = chrono::Utc::now();
+                tracing::info!(term, holder = %fleet.holder, "leading the fleet: auditing on schedule and sending notifications");
+                // Whatever the last leader queued and did not send goes out now.
+                daemon.outbox_wake.send_modify(|n| *n += 1);
+            }
+            (true, false) => {
+                tracing::warn!(
+                    term,
+                    "no longer leading: standing by (another daemon leads, or the store does not answer)"
+                );
+            }
+            _ => {}
+        }
+    }
+}

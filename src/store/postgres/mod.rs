@@ -1,0 +1,435 @@
+//! The PostgreSQL backend: a store that several daemons share (`store = "postgres://…"`).
+//!
+//! Every operation takes a connection from a bounded pool for as long as it runs and no longer
+//! (never across a provider call), and every await on the server has a deadline (`DEADLINE`):
+//! a server that stops answering fails the operation, shows on `/healthz`, and the pool
+//! replaces the dead connections when it answers again, so the daemon recovers without a
+//! restart. A commit is one transaction, as on sled; once the server acknowledged it, it is on
+//! the server's disk.
+//!
+//! Writes are fenced (`Fence`): a daemon in a fleet writes only while it holds the lease
+//! (`lease`), and each write transaction first reads the lease row `FOR SHARE`, checking the
+//! holder, the term and the expiry against the server's clock. A leader deposed while it worked
+//! (its lease expired, another took it with the next term) has its write refused inside the very
+//! transaction that would have written, and a takeover cannot commit while such a write is open.
+
+mod copy;
+mod history;
+pub mod inbox;
+mod lease;
+mod outbox;
+pub(crate) mod schema;
+pub mod target;
+mod tls;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::Utc;
+
+use crate::store::{Failing, Holder, StoreError};
+
+pub use lease::Lead;
+pub use target::{SslMode, Target, is_postgres};
+
+/// The longest any one await on the server may take: connecting, a query, a commit.
+pub const DEADLINE: Duration = Duration::from_secs(5);
+
+/// Connections per process: one commit per audit at a time is far below this, and pages
+/// waiting on a slow server cannot take more.
+const POOL: usize = 8;
+
+/// Who may write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fence {
+    /// Not in a fleet (`check --notify`, `store copy`): writes are not checked.
+    Off,
+    /// In a fleet without the lease: every write is refused.
+    Standby,
+    /// Holding the lease as `holder` with `term`: writes are checked against the lease row.
+    Leader { holder: String, term: i64 },
+}
+
+/// The store on PostgreSQL; clones share the pool.
+#[derive(Clone)]
+pub struct PgStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    target: Target,
+    pool: deadpool_postgres::Pool,
+    failing: Mutex<Option<Failing>>,
+    undecodable: AtomicU64,
+    fence: Mutex<Fence>,
+    closed: AtomicBool,
+    #[cfg(test)]
+    refuse: std::sync::atomic::AtomicU32,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("target", &self.inner.target.url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why an operation did not happen.
+#[derive(Debug)]
+pub(crate) enum Refused {
+    /// An entry to rewrite changed since it was read.
+    Conflict,
+    /// This process does not hold the lease (any more).
+    Deposed,
+    Failed(String),
+}
+
+impl From<tokio_postgres::Error> for Refused {
+    fn from(e: tokio_postgres::Error) -> Refused {
+        Refused::Failed(db_error(&e))
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for Refused {
+    fn from(e: deadpool_postgres::PoolError) -> Refused {
+        Refused::Failed(match e {
+            deadpool_postgres::PoolError::Backend(e) => db_error(&e),
+            deadpool_postgres::PoolError::Timeout(_) => {
+                format!("no connection to the server within {}s", DEADLINE.as_secs())
+            }
+            other => other.to_string(),
+        })
+    }
+}
+
+impl From<serde_json::Error> for Refused {
+    fn from(e: serde_json::Error) -> Refused {
+        Refused::Failed(e.to_string())
+    }
+}
+
+/// The server's own message when it sent one (tokio-postgres's `Display` says only "db error").
+fn db_error(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return format!("{}: {}", db.severity(), db.message());
+    }
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// What the server (or the handshake) said when the store was opened, with what to do about it
+/// when that is plain from the words.
+fn with_hint(message: String) -> String {
+    let has = |words: &str| message.contains(words);
+    let hint = if has("certificate") || has("UnknownIssuer") {
+        "check that `sslrootcert` names the CA that signed the server's certificate and, with sslmode=verify-full, that the URL's host is a name the certificate holds"
+    } else if has("password authentication failed") || has("password missing") {
+        "set the password in PGPASSWORD, or in the variable `store_password_env` names"
+    } else if has("pg_hba.conf") {
+        "the server's pg_hba.conf refuses this user, database or encryption: ask its administrator, or set sslmode=require when it wants TLS"
+    } else if has("database") && has("does not exist") {
+        "create the database first (createdb -O USER DB)"
+    } else if has("Connection refused") || has("timed out") || has("within") {
+        "check that PostgreSQL listens at the URL's host and port"
+    } else {
+        return message;
+    };
+    format!("{message}\n  = help: {hint}")
+}
+
+impl PgStore {
+    /// Connects to `target` and brings its schema up to date (refusing a newer one). Writes are
+    /// not fenced until the process joins the fleet (`join_fleet`).
+    pub async fn open(target: &Target, _holder: Holder) -> Result<PgStore, StoreError> {
+        let opening = |message: String| StoreError::Io {
+            path: PathBuf::from(&target.url),
+            message,
+        };
+        let config = target.config().map_err(opening)?;
+        let tls = tls::MakeRustls::for_target(target).map_err(opening)?;
+        let manager = deadpool_postgres::Manager::from_config(
+            config,
+            tls,
+            deadpool_postgres::ManagerConfig {
+                recycling_method: deadpool_postgres::RecyclingMethod::Fast,
+            },
+        );
+        let pool = deadpool_postgres::Pool::builder(manager)
+            .max_size(POOL)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(DEADLINE))
+            .create_timeout(Some(DEADLINE))
+            .recycle_timeout(Some(DEADLINE))
+            .build()
+            .map_err(|e| opening(e.to_string()))?;
+        let store = PgStore {
+            inner: Arc::new(Inner {
+                target: target.clone(),
+                pool,
+                failing: Mutex::default(),
+                undecodable: AtomicU64::new(0),
+                fence: Mutex::new(Fence::Off),
+                closed: AtomicBool::new(false),
+                #[cfg(test)]
+                refuse: std::sync::atomic::AtomicU32::new(0),
+            }),
+        };
+        let migrated = within(async {
+            let mut client = store.client().await?;
+            Ok(schema::migrate(&mut client).await)
+        })
+        .await;
+        match migrated {
+            Ok(Ok(_)) => Ok(store),
+            Ok(Err(schema::Refused::Newer(found))) => Err(StoreError::NewerSchema {
+                at: target.url.clone(),
+                found,
+                known: schema::VERSION,
+            }),
+            Ok(Err(schema::Refused::Failed(e))) => Err(opening(with_hint(db_error(&e)))),
+            Err(Refused::Failed(message)) => Err(opening(with_hint(message))),
+            Err(other) => Err(opening(format!("{other:?}"))),
+        }
+    }
+
+    /// From now on this process writes only while it holds the fleet's lease (`lead`).
+    pub fn join_fleet(&self) {
+        self.set_fence(Fence::Standby);
+    }
+
+    /// The store's address as configured (it holds no password).
+    #[must_use]
+    pub fn target(&self) -> &Target {
+        &self.inner.target
+    }
+
+    /// Every later operation fails; a lease held is given up first.
+    pub async fn close(&self) -> Result<(), StoreError> {
+        self.release().await;
+        self.inner.closed.store(true, Ordering::Release);
+        self.inner.pool.close();
+        Ok(())
+    }
+
+    #[must_use]
+    pub fn undecodable(&self) -> u64 {
+        self.inner.undecodable.load(Ordering::Acquire)
+    }
+
+    fn left_out(&self, records: usize) {
+        if records > 0 {
+            self.inner
+                .undecodable
+                .fetch_add(records as u64, Ordering::AcqRel);
+            tracing::error!(store = %self.inner.target, records, "records in the store do not decode and were left out of what was read");
+        }
+    }
+
+    #[must_use]
+    pub fn failing(&self) -> Option<Failing> {
+        self.inner.failing.lock().expect("failing lock").clone()
+    }
+
+    /// Notes whether the server took a write (or answered the lease): the health check.
+    fn note(&self, outcome: Result<(), &StoreError>) {
+        let mut failing = self.inner.failing.lock().expect("failing lock");
+        match outcome {
+            Ok(()) => *failing = None,
+            Err(e) => {
+                let reason = e.to_string();
+                match failing.as_mut() {
+                    Some(f) => f.reason = reason,
+                    None => {
+                        *failing = Some(Failing {
+                            since: Utc::now(),
+                            reason,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// The pool reconnects by itself: there is nothing to reopen.
+    #[must_use]
+    pub fn generation(&self) -> u64 {
+        0
+    }
+
+    #[allow(clippy::unused_async)] // the interface's, async for sled
+    pub async fn recover(&self, _failed: u64) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// A commit is durable once acknowledged: nothing is left to flush.
+    #[allow(clippy::unused_async)] // the interface's, async for sled
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Err(self.error("the store is closed"));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn fence(&self) -> Fence {
+        self.inner.fence.lock().expect("fence lock").clone()
+    }
+
+    fn set_fence(&self, fence: Fence) {
+        *self.inner.fence.lock().expect("fence lock") = fence;
+    }
+
+    fn error(&self, message: impl std::fmt::Display) -> StoreError {
+        StoreError::Write {
+            path: PathBuf::from(&self.inner.target.url),
+            message: message.to_string(),
+        }
+    }
+
+    /// A connection from the pool, for one operation.
+    async fn client(&self) -> Result<deadpool_postgres::Object, Refused> {
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Err(Refused::Failed("the store is closed".to_owned()));
+        }
+        Ok(self.inner.pool.get().await?)
+    }
+
+    /// A read, within its deadline.
+    async fn read<T>(
+        &self,
+        read: impl Future<Output = Result<T, Refused>>,
+    ) -> Result<T, StoreError> {
+        within(read).await.map_err(|e| self.refusal(e))
+    }
+
+    /// A write, within its deadline, its outcome noted for the health check (a conflict and a
+    /// fenced refusal say nothing about the server's health).
+    async fn write<T>(
+        &self,
+        write: impl Future<Output = Result<T, Refused>>,
+    ) -> Result<T, StoreError> {
+        #[cfg(test)]
+        if self.refused_by_test() {
+            let e = self.error("refused by the test");
+            self.note(Err(&e));
+            return Err(e);
+        }
+        let outcome = within(write).await.map_err(|e| self.refusal(e));
+        match &outcome {
+            Err(StoreError::Conflict { .. } | StoreError::Deposed { .. }) => {}
+            Err(e) => self.note(Err(e)),
+            Ok(_) => self.note(Ok(())),
+        }
+        outcome
+    }
+
+    fn refusal(&self, refused: Refused) -> StoreError {
+        let at = PathBuf::from(&self.inner.target.url);
+        match refused {
+            Refused::Conflict => StoreError::Conflict { path: at },
+            Refused::Deposed => StoreError::Deposed {
+                at: self.inner.target.url.clone(),
+            },
+            Refused::Failed(message) => StoreError::Write { path: at, message },
+        }
+    }
+
+    /// Checks, inside the write's transaction, that this process may write: the lease row read
+    /// `FOR SHARE` (a takeover waits for this transaction) must still name this holder and term
+    /// and not have expired by the server's clock.
+    async fn fenced(&self, tx: &tokio_postgres::Transaction<'_>) -> Result<(), Refused> {
+        match self.fence() {
+            Fence::Off => Ok(()),
+            Fence::Standby => Err(Refused::Deposed),
+            Fence::Leader { holder, term } => {
+                let row = tx
+                    .query_opt(
+                        "SELECT 1 FROM modelpin_lease
+                         WHERE name = 'leader' AND holder = $1 AND term = $2 AND expires_at > now()
+                         FOR SHARE",
+                        &[&holder, &term],
+                    )
+                    .await?;
+                row.map(|_| ()).ok_or(Refused::Deposed)
+            }
+        }
+    }
+
+    #[cfg(test)]
+    fn refused_by_test(&self) -> bool {
+        self.inner
+            .refuse
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn refuse_writes(&self, writes: u32) {
+        self.inner.refuse.store(writes, Ordering::Release);
+    }
+}
+
+/// `work` unless it takes longer than `DEADLINE`.
+async fn within<T>(work: impl Future<Output = Result<T, Refused>>) -> Result<T, Refused> {
+    match tokio::time::timeout(DEADLINE, work).await {
+        Ok(done) => done,
+        Err(_) => Err(Refused::Failed(format!(
+            "no answer from the server within {}s",
+            DEADLINE.as_secs()
+        ))),
+    }
+}
+
+/// Milliseconds since the epoch, as the store keeps times (before the epoch counts as 0).
+fn millis(at: chrono::DateTime<Utc>) -> i64 {
+    at.timestamp_millis().max(0)
+}
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod hint_tests {
+    #[test]
+    fn a_refusal_at_open_gets_the_hint_its_words_call_for() {
+        for (said, hint) in [
+            (
+                "invalid peer certificate: UnknownIssuer",
+                Some("sslrootcert"),
+            ),
+            (
+                "FATAL: password authentication failed for user \"u\"",
+                Some("PGPASSWORD"),
+            ),
+            (
+                "FATAL: pg_hba.conf rejects connection for host",
+                Some("pg_hba.conf refuses"),
+            ),
+            ("FATAL: database \"x\" does not exist", Some("createdb")),
+            (
+                "error connecting to server: Connection refused (os error 111)",
+                Some("listens"),
+            ),
+            ("something else entirely", None),
+        ] {
+            let out = super::with_hint(said.to_owned());
+            assert!(out.starts_with(said), "{out}");
+            match hint {
+                Some(hint) => assert!(
+                    out.contains("= help: ") && out.contains(hint),
+                    "{said}: {out}"
+                ),
+                None => assert_eq!(out, said),
+            }
+        }
+    }
+}

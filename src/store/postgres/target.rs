@@ -1,0 +1,192 @@
+//! Where a PostgreSQL store is: a libpq URL (`postgres://USER@HOST:PORT/DB?sslmode=…`) as
+//! `[settings] store` gives it, and the password from the environment, never from the file.
+//!
+//! tokio-postgres parses the URL itself but knows only `sslmode` `disable`, `prefer` and
+//! `require`; libpq's `verify-ca` and `verify-full` and `sslrootcert` are taken out here and
+//! applied by the TLS connector (`tls`), with libpq's meanings
+//! (postgresql.org/docs/15/libpq-ssl.html, table 34.1): `require` encrypts without checking the
+//! certificate, `verify-ca` checks it against the root certificates, `verify-full` also checks
+//! that it names the host.
+
+use std::path::PathBuf;
+
+/// libpq's `sslmode` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SslMode {
+    Disable,
+    Prefer,
+    Require,
+    VerifyCa,
+    VerifyFull,
+}
+
+/// A PostgreSQL store's address, parsed and checked, without its password.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The URL as given, which holds no password: what messages and logs show.
+    pub url: String,
+    /// The URL without the parameters applied here (`sslmode`, `sslrootcert`).
+    pub(crate) connect: String,
+    pub ssl: SslMode,
+    /// `sslrootcert`: a PEM file, or `system` for the bundled web roots; libpq's default
+    /// (`~/.postgresql/root.crt`) otherwise.
+    pub root_cert: Option<String>,
+    /// The variable holding the password (`store_password_env`); `PGPASSWORD` otherwise.
+    pub password_env: Option<String>,
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.url)
+    }
+}
+
+/// Whether `[settings] store` names a PostgreSQL store rather than a directory.
+#[must_use]
+pub fn is_postgres(store: &str) -> bool {
+    store.starts_with("postgres://") || store.starts_with("postgresql://")
+}
+
+impl Target {
+    /// Parses a `postgres://` URL; the error says what is wrong with it, for the config's
+    /// diagnostic.
+    pub fn parse(text: &str, password_env: Option<String>) -> Result<Target, String> {
+        let url = url::Url::parse(text).map_err(|e| format!("not a valid URL: {e}"))?;
+        if url.password().is_some() {
+            return Err(
+                "the URL holds a password; it must not be in pins.toml (set PGPASSWORD or name a variable in `store_password_env`)"
+                    .to_owned(),
+            );
+        }
+        if url.host_str().is_none_or(str::is_empty) {
+            return Err("the URL names no host".to_owned());
+        }
+        if url.path().trim_start_matches('/').is_empty() {
+            return Err("the URL names no database (postgres://USER@HOST:PORT/DB)".to_owned());
+        }
+        let mut ssl = SslMode::Prefer;
+        let mut root_cert = None;
+        let mut kept: Vec<(String, String)> = Vec::new();
+        for (key, value) in url.query_pairs() {
+            match key.as_ref() {
+                "sslmode" => {
+                    ssl = match value.as_ref() {
+                        "disable" => SslMode::Disable,
+                        "allow" | "prefer" => SslMode::Prefer,
+                        "require" => SslMode::Require,
+                        "verify-ca" => SslMode::VerifyCa,
+                        "verify-full" => SslMode::VerifyFull,
+                        other => {
+                            return Err(format!(
+                                "unknown sslmode `{other}` (one of disable, allow, prefer, require, verify-ca, verify-full)"
+                            ));
+                        }
+                    };
+                }
+                "sslrootcert" => root_cert = Some(value.into_owned()),
+                "password" => {
+                    return Err("the URL holds a password; it must not be in pins.toml (set PGPASSWORD or name a variable in `store_password_env`)".to_owned());
+                }
+                _ => kept.push((key.into_owned(), value.into_owned())),
+            }
+        }
+        let mut connect = url.clone();
+        connect.set_query(None);
+        if !kept.is_empty() {
+            connect.query_pairs_mut().extend_pairs(kept);
+        }
+        connect
+            .as_str()
+            .parse::<tokio_postgres::Config>()
+            .map_err(|e| format!("not a PostgreSQL URL: {e}"))?;
+        Ok(Target {
+            url: text.to_owned(),
+            connect: connect.into(),
+            ssl,
+            root_cert,
+            password_env,
+        })
+    }
+
+    /// The connection settings with the password from the environment (`store_password_env`,
+    /// else `PGPASSWORD`), when set.
+    pub(crate) fn config(&self) -> Result<tokio_postgres::Config, String> {
+        let mut config: tokio_postgres::Config = self
+            .connect
+            .parse()
+            .map_err(|e: tokio_postgres::Error| e.to_string())?;
+        let var = self.password_env.as_deref().unwrap_or("PGPASSWORD");
+        match std::env::var(var) {
+            Ok(password) => {
+                config.password(password);
+            }
+            Err(_) if self.password_env.is_some() => {
+                return Err(format!(
+                    "environment variable `{var}` (settings.store_password_env, the store's password) is not set"
+                ));
+            }
+            Err(_) => {}
+        }
+        config.ssl_mode(match self.ssl {
+            SslMode::Disable => tokio_postgres::config::SslMode::Disable,
+            SslMode::Prefer => tokio_postgres::config::SslMode::Prefer,
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => {
+                tokio_postgres::config::SslMode::Require
+            }
+        });
+        config.connect_timeout(super::DEADLINE);
+        config.application_name("modelpin");
+        Ok(config)
+    }
+
+    /// The root certificates file for `verify-ca`/`verify-full`: `sslrootcert`, else libpq's
+    /// default `~/.postgresql/root.crt`.
+    pub(crate) fn root_cert_file(&self) -> Option<PathBuf> {
+        match self.root_cert.as_deref() {
+            Some("system") => None,
+            Some(path) => Some(PathBuf::from(path)),
+            None => std::env::var_os("HOME")
+                .map(|home| PathBuf::from(home).join(".postgresql").join("root.crt")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{SslMode, Target};
+
+    #[test]
+    fn a_url_keeps_its_own_parameters_and_gives_up_the_ones_applied_here() {
+        let t = Target::parse(
+            "postgres://mp@db.example:5433/fleet?sslmode=verify-full&sslrootcert=/ca.pem&connect_timeout=3",
+            None,
+        )
+        .unwrap();
+        assert_eq!(t.ssl, SslMode::VerifyFull);
+        assert_eq!(t.root_cert.as_deref(), Some("/ca.pem"));
+        assert_eq!(
+            t.connect,
+            "postgres://mp@db.example:5433/fleet?connect_timeout=3"
+        );
+        assert_eq!(
+            Target::parse("postgres://mp@h/db", None).unwrap().ssl,
+            SslMode::Prefer
+        );
+    }
+
+    #[test]
+    fn a_password_in_the_file_a_missing_database_and_an_unknown_sslmode_are_refused() {
+        for (url, says) in [
+            ("postgres://mp:secret@h/db", "holds a password"),
+            ("postgres://mp@h/db?password=x", "holds a password"),
+            ("postgres://mp@h/", "no database"),
+            (
+                "postgres://mp@h/db?sslmode=sometimes",
+                "unknown sslmode `sometimes`",
+            ),
+        ] {
+            let err = Target::parse(url, None).unwrap_err();
+            assert!(err.contains(says), "{url}: {err}");
+        }
+    }
+}

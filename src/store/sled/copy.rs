@@ -1,0 +1,79 @@
+//! A sled store's contents read out whole and written in whole (`modelpin store copy`).
+
+use crate::store::copy::Contents;
+use crate::store::sled::{Refused, SledStore, keys};
+use crate::store::{DeliveryState, StoreError};
+
+impl SledStore {
+    pub async fn export(&self) -> Result<Contents, StoreError> {
+        let audits = self.history(None, None).await?;
+        let (states, outbox) = self
+            .read(|t| {
+                let mut states = Vec::new();
+                for item in &t.alerts {
+                    let (key, bytes) = item?;
+                    let Some(subject) = key.strip_prefix(b"pin\0") else {
+                        continue;
+                    };
+                    if let Ok(state) = serde_json::from_slice(&bytes) {
+                        states.push((String::from_utf8_lossy(subject).into_owned(), state));
+                    }
+                }
+                let mut outbox = Vec::new();
+                for item in &t.outbox {
+                    let (_, bytes) = item?;
+                    if let Ok(entry) = serde_json::from_slice(&bytes) {
+                        outbox.push(entry);
+                    }
+                }
+                Ok((states, outbox))
+            })
+            .await?;
+        Ok(Contents {
+            audits,
+            states,
+            outbox,
+        })
+    }
+
+    pub async fn import(&self, contents: &Contents) -> Result<(), StoreError> {
+        let mut rows = Vec::new();
+        for a in &contents.audits {
+            let millis = keys::millis(a.started_at);
+            let key = keys::audit_key(&a.pin.id, millis, &a.audit_id);
+            let index = keys::time_key(millis, &a.pin.id, &a.audit_id);
+            let bytes = serde_json::to_vec(a).map_err(|e| self.write_error(e))?;
+            rows.push((key, index, bytes));
+        }
+        let mut states = Vec::new();
+        for (subject, state) in &contents.states {
+            let bytes = serde_json::to_vec(state).map_err(|e| self.write_error(e))?;
+            states.push((keys::state_key(subject), bytes));
+        }
+        let mut entries = Vec::new();
+        for e in &contents.outbox {
+            let bytes = serde_json::to_vec(e).map_err(|e| self.write_error(e))?;
+            let pending = (e.delivery.state == DeliveryState::Pending)
+                .then(|| keys::queue_key(&e.notification));
+            entries.push((keys::outbox_key(&e.notification), pending, bytes));
+        }
+        self.write(move |t| {
+            let failed = |e: sled::Error| Refused::Failed(e.to_string());
+            for (key, index, bytes) in rows {
+                t.audits.insert(&key, bytes).map_err(failed)?;
+                t.by_time.insert(index, key).map_err(failed)?;
+            }
+            for (key, bytes) in states {
+                t.alerts.insert(key, bytes).map_err(failed)?;
+            }
+            for (key, pending, bytes) in entries {
+                t.outbox.insert(&key, bytes).map_err(failed)?;
+                if let Some(index) = pending {
+                    t.pending.insert(index, key).map_err(failed)?;
+                }
+            }
+            Ok(())
+        })
+        .await
+    }
+}
