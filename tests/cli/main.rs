@@ -17,6 +17,7 @@ mod daemon;
 mod daemon_bounds;
 mod dashboard;
 mod demo;
+mod deploy;
 mod docs;
 mod first_hour;
 mod first_tokens;

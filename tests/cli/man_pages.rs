@@ -71,12 +71,17 @@ fn man_all_prints_every_page_and_out_dir_writes_them_for_man_to_find() {
     all.code(0);
     let titles = all.stdout.lines().filter(|l| l.starts_with(".TH ")).count();
     let named = pages_named(&Test::new().run(&["man"]).stdout).len();
-    // modelpin(1), one per subcommand, and alerts test beneath alerts.
-    assert_eq!(titles, 1 + named + 1, "{}", all.stdout);
+    // modelpin(1), one per subcommand, alerts test beneath alerts and store copy beneath store.
+    assert_eq!(titles, 1 + named + 2, "{}", all.stdout);
 
     let test = Test::new();
     test.run(&["man", "--out-dir", "man1"]).code(0);
-    for file in ["modelpin.1", "modelpin-check.1", "modelpin-alerts-test.1"] {
+    for file in [
+        "modelpin.1",
+        "modelpin-check.1",
+        "modelpin-alerts-test.1",
+        "modelpin-store-copy.1",
+    ] {
         assert!(test.path(&format!("man1/{file}")).is_file(), "{file}");
     }
     let Ok(out) = Command::new("man")
