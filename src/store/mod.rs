@@ -78,6 +78,27 @@ pub struct Failing {
     pub reason: String,
 }
 
+impl Failing {
+    /// Notes a write's outcome in `failing`, the health check's state: a success clears it, a
+    /// failure keeps the first failure's time and the latest reason.
+    pub(crate) fn note(
+        failing: &std::sync::Mutex<Option<Failing>>,
+        outcome: Result<(), &StoreError>,
+    ) {
+        let mut failing = failing.lock().expect("failing lock");
+        match (outcome, failing.as_mut()) {
+            (Ok(()), _) => *failing = None,
+            (Err(e), Some(f)) => f.reason = e.to_string(),
+            (Err(e), None) => {
+                *failing = Some(Failing {
+                    since: Utc::now(),
+                    reason: e.to_string(),
+                });
+            }
+        }
+    }
+}
+
 /// The store, whichever backend holds it; clones share it.
 #[derive(Debug, Clone)]
 pub enum Store {

@@ -91,3 +91,17 @@ pub struct Replace {
     pub queued: Queued,
     pub entry: Entry,
 }
+
+/// A channel's queue (in queue order: by pin, then creation) cut into one run per pin.
+pub(crate) fn by_pin(queue: Vec<Queued>) -> Vec<Vec<Queued>> {
+    let mut pins: Vec<Vec<Queued>> = Vec::new();
+    for queued in queue {
+        match pins.last_mut() {
+            Some(group) if group[0].entry.notification.pin == queued.entry.notification.pin => {
+                group.push(queued);
+            }
+            _ => pins.push(vec![queued]),
+        }
+    }
+    pins
+}

@@ -242,22 +242,7 @@ impl PgStore {
 
     /// Notes whether the server took a write (or answered the lease): the health check.
     fn note(&self, outcome: Result<(), &StoreError>) {
-        let mut failing = self.inner.failing.lock().expect("failing lock");
-        match outcome {
-            Ok(()) => *failing = None,
-            Err(e) => {
-                let reason = e.to_string();
-                match failing.as_mut() {
-                    Some(f) => f.reason = reason,
-                    None => {
-                        *failing = Some(Failing {
-                            since: Utc::now(),
-                            reason,
-                        });
-                    }
-                }
-            }
-        }
+        Failing::note(&self.inner.failing, outcome);
     }
 
     /// The pool reconnects by itself: there is nothing to reopen.

@@ -118,16 +118,9 @@ impl PgStore {
     }
 
     pub async fn queued(&self, channel: &str) -> Result<Vec<Vec<Queued>>, StoreError> {
-        let mut pins: Vec<Vec<Queued>> = Vec::new();
-        for queued in self.queue(channel, None).await? {
-            match pins.last_mut() {
-                Some(group) if group[0].entry.notification.pin == queued.entry.notification.pin => {
-                    group.push(queued);
-                }
-                _ => pins.push(vec![queued]),
-            }
-        }
-        Ok(pins)
+        Ok(crate::store::outbox::by_pin(
+            self.queue(channel, None).await?,
+        ))
     }
 
     pub async fn channels_waiting(&self) -> Result<BTreeSet<String>, StoreError> {

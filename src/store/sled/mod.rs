@@ -23,7 +23,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use chrono::Utc;
 use sled::transaction::TransactionError;
 
 use crate::store::{Failing, Holder, StoreError};
@@ -155,22 +154,7 @@ impl SledStore {
 
     /// Notes a write's outcome for the health check.
     fn note(&self, outcome: &Result<(), StoreError>) {
-        let mut failing = self.failing.lock().expect("failing lock");
-        match outcome {
-            Ok(()) => *failing = None,
-            Err(e) => {
-                let reason = e.to_string();
-                match failing.as_mut() {
-                    Some(f) => f.reason = reason,
-                    None => {
-                        *failing = Some(Failing {
-                            since: Utc::now(),
-                            reason,
-                        });
-                    }
-                }
-            }
-        }
+        Failing::note(&self.failing, outcome.as_ref().copied());
     }
 
     /// The current generation, to pass to `recover` after a write on it failed.

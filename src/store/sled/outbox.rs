@@ -33,16 +33,7 @@ impl SledStore {
     pub async fn queued(&self, channel: &str) -> Result<Vec<Vec<Queued>>, StoreError> {
         let prefix = keys::queue_prefix(channel, None);
         let all = self.read(move |t| queue(t, prefix)).await?;
-        let mut pins: Vec<Vec<Queued>> = Vec::new();
-        for queued in all {
-            match pins.last_mut() {
-                Some(group) if group[0].entry.notification.pin == queued.entry.notification.pin => {
-                    group.push(queued);
-                }
-                _ => pins.push(vec![queued]),
-            }
-        }
-        Ok(pins)
+        Ok(crate::store::outbox::by_pin(all))
     }
 
     /// Channels with notifications waiting.
