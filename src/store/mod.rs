@@ -141,7 +141,7 @@ impl Store {
     /// Whether other processes share this store (a fleet on PostgreSQL): then one of them leads.
     #[must_use]
     pub fn is_shared(&self) -> bool {
-        matches!(self, Store::Postgres(_))
+        self.shared().is_some()
     }
 
     /// The PostgreSQL store a fleet shares, when this is one.

@@ -9,15 +9,10 @@ impl PgStore {
     pub async fn export(&self) -> Result<Contents, StoreError> {
         let audits = self.history(None, None).await?;
         let rows = self
-            .read(async {
-                let client = self.client().await?;
-                Ok(client
-                    .query(
-                        "SELECT subject, state FROM modelpin_alert_state ORDER BY subject",
-                        &[],
-                    )
-                    .await?)
-            })
+            .rows(
+                "SELECT subject, state FROM modelpin_alert_state ORDER BY subject",
+                &[],
+            )
             .await?;
         let states = rows
             .iter()

@@ -91,17 +91,12 @@ impl PgStore {
     ) -> Result<Vec<AuditRecord>, StoreError> {
         let from = since.map_or(0, millis);
         let rows = self
-            .read(async {
-                let client = self.client().await?;
-                Ok(client
-                    .query(
-                        "SELECT record FROM modelpin_audits
+            .rows(
+                "SELECT record FROM modelpin_audits
                          WHERE started_millis >= $1 AND ($2::text IS NULL OR pin = $2)
                          ORDER BY started_millis, pin, audit_id",
-                        &[&from, &pin],
-                    )
-                    .await?)
-            })
+                &[&from, &pin],
+            )
             .await?;
         Ok(self.decoded(rows.iter().map(|r| r.get::<_, &[u8]>(0))))
     }
@@ -134,32 +129,27 @@ impl PgStore {
             .filter(|c| c.0.as_slice() >= from_key.as_slice())
             .and_then(place);
         let fetch = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
-        let rows = self
-            .read(async {
-                let client = self.client().await?;
-                let rows =
-                    match &after {
-                        Some((m, p, id)) => client
-                            .query(
-                                "SELECT started_millis, pin, audit_id, record FROM modelpin_audits
-                                 WHERE (started_millis, pin, audit_id) > ($1, $2, $3)
-                                   AND ($4::text IS NULL OR pin = $4)
-                                 ORDER BY started_millis, pin, audit_id LIMIT $5",
-                                &[m, p, id, &pin, &fetch],
-                            )
-                            .await?,
-                        None => client
-                            .query(
-                                "SELECT started_millis, pin, audit_id, record FROM modelpin_audits
-                                 WHERE started_millis >= $1 AND ($2::text IS NULL OR pin = $2)
-                                 ORDER BY started_millis, pin, audit_id LIMIT $3",
-                                &[&from, &pin, &fetch],
-                            )
-                            .await?,
-                    };
-                Ok(rows)
-            })
-            .await?;
+        let rows = match &after {
+            Some((m, p, id)) => {
+                self.rows(
+                    "SELECT started_millis, pin, audit_id, record FROM modelpin_audits
+                     WHERE (started_millis, pin, audit_id) > ($1, $2, $3)
+                       AND ($4::text IS NULL OR pin = $4)
+                     ORDER BY started_millis, pin, audit_id LIMIT $5",
+                    &[m, p, id, &pin, &fetch],
+                )
+                .await?
+            }
+            None => {
+                self.rows(
+                    "SELECT started_millis, pin, audit_id, record FROM modelpin_audits
+                     WHERE started_millis >= $1 AND ($2::text IS NULL OR pin = $2)
+                     ORDER BY started_millis, pin, audit_id LIMIT $3",
+                    &[&from, &pin, &fetch],
+                )
+                .await?
+            }
+        };
         let shown = rows.len().min(limit);
         let next = (rows.len() > limit && limit > 0).then(|| {
             let last = &rows[limit - 1];
@@ -171,16 +161,11 @@ impl PgStore {
 
     pub async fn last_audit(&self, pin: &str) -> Result<Option<AuditRecord>, StoreError> {
         let rows = self
-            .read(async {
-                let client = self.client().await?;
-                Ok(client
-                    .query(
-                        "SELECT record FROM modelpin_audits WHERE pin = $1 AND probe
+            .rows(
+                "SELECT record FROM modelpin_audits WHERE pin = $1 AND probe
                          ORDER BY started_millis DESC, audit_id DESC LIMIT 10",
-                        &[&pin],
-                    )
-                    .await?)
-            })
+                &[&pin],
+            )
             .await?;
         let mut undecodable = 0;
         let mut last = None;
@@ -199,11 +184,8 @@ impl PgStore {
 
     pub async fn latest_keys(&self, pins: &[String]) -> Result<Vec<Option<LatestKey>>, StoreError> {
         let rows = self
-            .read(async {
-                let client = self.client().await?;
-                Ok(client
-                    .query(
-                        "SELECT a.started_millis, a.audit_id
+            .rows(
+                "SELECT a.started_millis, a.audit_id
                          FROM unnest($1::text[]) WITH ORDINALITY AS p(pin, n)
                          LEFT JOIN LATERAL (
                              SELECT started_millis, audit_id FROM modelpin_audits
@@ -211,10 +193,8 @@ impl PgStore {
                              ORDER BY started_millis DESC, audit_id DESC LIMIT 1
                          ) a ON true
                          ORDER BY p.n",
-                        &[&pins],
-                    )
-                    .await?)
-            })
+                &[&pins],
+            )
             .await?;
         Ok(rows
             .iter()
@@ -235,11 +215,8 @@ impl PgStore {
     ) -> Result<Vec<Vec<RawRecord>>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = self
-            .read(async {
-                let client = self.client().await?;
-                Ok(client
-                    .query(
-                        "SELECT p.n, a.record
+            .rows(
+                "SELECT p.n, a.record
                          FROM unnest($1::text[]) WITH ORDINALITY AS p(pin, n)
                          JOIN LATERAL (
                              SELECT record, started_millis, audit_id FROM modelpin_audits
@@ -247,10 +224,8 @@ impl PgStore {
                              ORDER BY started_millis DESC, audit_id DESC LIMIT $2
                          ) a ON true
                          ORDER BY p.n, a.started_millis DESC, a.audit_id DESC",
-                        &[&pins, &limit],
-                    )
-                    .await?)
-            })
+                &[&pins, &limit],
+            )
             .await?;
         let mut out = vec![Vec::new(); pins.len()];
         for row in &rows {

@@ -296,6 +296,26 @@ impl PgStore {
         within(read).await.map_err(|e| self.refusal(e))
     }
 
+    /// One read statement's rows, within the deadline.
+    async fn rows(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+        self.read(async { Ok(self.client().await?.query(sql, params).await?) })
+            .await
+    }
+
+    /// One read statement's row, if any, within the deadline.
+    async fn row(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Option<tokio_postgres::Row>, StoreError> {
+        self.read(async { Ok(self.client().await?.query_opt(sql, params).await?) })
+            .await
+    }
+
     /// A write, within its deadline, its outcome noted for the health check (a conflict and a
     /// fenced refusal say nothing about the server's health).
     async fn write<T>(

@@ -67,15 +67,10 @@ pub(super) async fn rewrite(
 impl PgStore {
     pub async fn alert_state(&self, subject: &str) -> Result<PinAlerts, StoreError> {
         let row = self
-            .read(async {
-                let client = self.client().await?;
-                Ok(client
-                    .query_opt(
-                        "SELECT state FROM modelpin_alert_state WHERE subject = $1",
-                        &[&subject.as_bytes()],
-                    )
-                    .await?)
-            })
+            .row(
+                "SELECT state FROM modelpin_alert_state WHERE subject = $1",
+                &[&subject.as_bytes()],
+            )
             .await?;
         Ok(row
             .and_then(|r| serde_json::from_slice(r.get::<_, &[u8]>(0)).ok())
@@ -85,17 +80,12 @@ impl PgStore {
     /// Pending entries of `channel` (one pin's, or all), by pin, then creation.
     async fn queue(&self, channel: &str, pin: Option<&str>) -> Result<Vec<Queued>, StoreError> {
         let rows = self
-            .read(async {
-                let client = self.client().await?;
-                Ok(client
-                    .query(
-                        "SELECT created_millis, id, entry FROM modelpin_outbox
+            .rows(
+                "SELECT created_millis, id, entry FROM modelpin_outbox
                          WHERE pending AND channel = $1 AND ($2::text IS NULL OR pin = $2)
                          ORDER BY pin, created_millis, id",
-                        &[&channel, &pin],
-                    )
-                    .await?)
-            })
+                &[&channel, &pin],
+            )
             .await?;
         Ok(rows
             .iter()
@@ -125,30 +115,20 @@ impl PgStore {
 
     pub async fn channels_waiting(&self) -> Result<BTreeSet<String>, StoreError> {
         let rows = self
-            .read(async {
-                let client = self.client().await?;
-                Ok(client
-                    .query(
-                        "SELECT DISTINCT channel FROM modelpin_outbox WHERE pending",
-                        &[],
-                    )
-                    .await?)
-            })
+            .rows(
+                "SELECT DISTINCT channel FROM modelpin_outbox WHERE pending",
+                &[],
+            )
             .await?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
     pub async fn outbox_all(&self) -> Result<Vec<Entry>, StoreError> {
         let rows = self
-            .read(async {
-                let client = self.client().await?;
-                Ok(client
-                    .query(
-                        "SELECT entry FROM modelpin_outbox ORDER BY created_millis, id",
-                        &[],
-                    )
-                    .await?)
-            })
+            .rows(
+                "SELECT entry FROM modelpin_outbox ORDER BY created_millis, id",
+                &[],
+            )
             .await?;
         Ok(rows
             .iter()

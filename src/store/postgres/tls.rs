@@ -33,29 +33,26 @@ impl MakeRustls {
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
             .map_err(|e| e.to_string())?;
-        let config = match target.ssl {
-            SslMode::VerifyCa | SslMode::VerifyFull => {
-                let roots = Arc::new(roots(target)?);
-                let webpki = rustls::client::WebPkiServerVerifier::builder_with_provider(
-                    roots,
+        let chain = match target.ssl {
+            SslMode::VerifyCa | SslMode::VerifyFull => Some(
+                rustls::client::WebPkiServerVerifier::builder_with_provider(
+                    Arc::new(roots(target)?),
                     provider.clone(),
                 )
                 .build()
-                .map_err(|e| e.to_string())?;
-                let verifier = Verify {
-                    webpki,
-                    hostname: target.ssl == SslMode::VerifyFull,
-                };
-                builder
-                    .dangerous()
-                    .with_custom_certificate_verifier(Arc::new(verifier))
-                    .with_no_client_auth()
-            }
-            _ => builder
-                .dangerous()
-                .with_custom_certificate_verifier(Arc::new(Unverified { provider }))
-                .with_no_client_auth(),
+                .map_err(|e| e.to_string())?,
+            ),
+            _ => None,
         };
+        let verifier = Verifier {
+            chain,
+            hostname: target.ssl == SslMode::VerifyFull,
+            provider,
+        };
+        let config = builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(verifier))
+            .with_no_client_auth();
         Ok(MakeRustls {
             config: Arc::new(config),
         })
@@ -84,14 +81,17 @@ fn roots(target: &Target) -> Result<RootCertStore, String> {
     Ok(roots)
 }
 
-/// `verify-ca` and `verify-full`: the chain checked by webpki; the name only for `verify-full`.
+/// How the server's certificate is checked: by `require` (and `prefer`) not at all, as libpq
+/// does without a root certificate; by `verify-ca` its chain (webpki); by `verify-full` also the
+/// name. The handshake's signatures are verified in every mode.
 #[derive(Debug)]
-struct Verify {
-    webpki: Arc<rustls::client::WebPkiServerVerifier>,
+struct Verifier {
+    chain: Option<Arc<rustls::client::WebPkiServerVerifier>>,
     hostname: bool,
+    provider: Arc<rustls::crypto::CryptoProvider>,
 }
 
-impl ServerCertVerifier for Verify {
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -100,58 +100,16 @@ impl ServerCertVerifier for Verify {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self
-            .webpki
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-        {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
             Err(rustls::Error::InvalidCertificate(
                 rustls::CertificateError::NotValidForName
                 | rustls::CertificateError::NotValidForNameContext { .. },
             )) if !self.hostname => Ok(ServerCertVerified::assertion()),
             other => other,
         }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.webpki.supported_verify_schemes()
-    }
-}
-
-/// `require` (and `prefer`): encrypted, the certificate not checked, as libpq does without a
-/// root certificate; the handshake's signatures are still verified.
-#[derive(Debug)]
-struct Unverified {
-    provider: Arc<rustls::crypto::CryptoProvider>,
-}
-
-impl ServerCertVerifier for Unverified {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
     }
 
     fn verify_tls12_signature(
