@@ -34,6 +34,14 @@ pub async fn copy(src: &str, dst: &str, out: Output) -> Result<Exit, AppError> {
     let contents = source.export().await;
     source.close().await?;
     let contents = contents?;
+    if contents.unreadable > 0 {
+        return Err(AppError::Io(format!(
+            "{from} holds {} audits, alert states or outbox entries that do not decode; nothing \
+             was copied, as the copy would leave them behind\n  = help: keep {from}, and report \
+             the store's damage; `modelpin history` there shows what still reads",
+            contents.unreadable
+        )));
+    }
     let copied = contents.counts();
     out.progress(&format!("read {copied} from {from}"));
     let target = Store::open_at(&to, Holder::Copy).await?;

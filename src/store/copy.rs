@@ -13,6 +13,9 @@ pub struct Contents {
     pub states: Vec<(String, PinAlerts)>,
     /// Oldest first.
     pub outbox: Vec<Entry>,
+    /// Audits, alert states and outbox entries whose bytes do not decode: left out of the
+    /// above, so a copy of these contents would lose them.
+    pub unreadable: u64,
 }
 
 /// How much a store holds: what a copy is verified by.
@@ -38,6 +41,12 @@ impl Contents {
                 .filter(|e| e.delivery.state == crate::store::DeliveryState::Pending)
                 .count(),
         }
+    }
+
+    /// Counts `row` as unreadable when it does not decode.
+    pub(crate) fn decoded<T>(&mut self, row: serde_json::Result<T>) -> Option<T> {
+        self.unreadable += u64::from(row.is_err());
+        row.ok()
     }
 
     #[must_use]

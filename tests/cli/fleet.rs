@@ -397,6 +397,36 @@ fn store_copy_moves_history_alert_state_and_outbox_to_postgres_and_back() {
     assert_eq!(firing, PINS, "each pin's copied firing delivered once");
 }
 
+/// A store with rows that no longer decode is not copied: a copy would leave them behind and
+/// still count as verified.
+#[test]
+fn store_copy_refuses_a_store_whose_rows_do_not_all_decode() {
+    let Some(pg) = Postgres::start() else {
+        return;
+    };
+    let sim = clean_sim();
+    let test = fleet(&sim, 1, &pg, "damaged", Vec::new());
+    let mut daemon = Daemon::start(&test);
+    daemon.wait_stored(1);
+    daemon.signal("TERM");
+    assert_eq!(daemon.wait_exit(DEADLINE), Some(0), "{}", daemon.log());
+    pg.sql(
+        "damaged",
+        "INSERT INTO modelpin_audits VALUES ('pin', 1000, 'bad', false, convert_to('{\"not\": 1', 'UTF8'));
+         INSERT INTO modelpin_alert_state VALUES (convert_to('pin-x', 'UTF8'), convert_to('[', 'UTF8'))",
+    );
+    let run = test.run(&["store", "copy", &pg.url("damaged"), "copy"]);
+    assert_ne!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("holds 2 audits, alert states or outbox entries that do not decode"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("nothing was copied"), "{}", run.stderr);
+    assert!(!test.path("copy").exists(), "no store was made at DST");
+}
+
 /// Traffic firing notifications the receiver got.
 fn traffic_firing(hook: &Webhook) -> usize {
     hook.hits()

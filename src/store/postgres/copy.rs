@@ -7,26 +7,38 @@ use crate::store::{DeliveryState, StoreError};
 
 impl PgStore {
     pub async fn export(&self) -> Result<Contents, StoreError> {
-        let audits = self.history(None, None).await?;
-        let rows = self
+        let left_out = self.undecodable();
+        let mut contents = Contents {
+            audits: self.history(None, None).await?,
+            ..Contents::default()
+        };
+        let states = self
             .rows(
                 "SELECT subject, state FROM modelpin_alert_state ORDER BY subject",
                 &[],
             )
             .await?;
-        let states = rows
-            .iter()
-            .filter_map(|r| {
-                let subject: Vec<u8> = r.get(0);
-                let state = serde_json::from_slice(r.get::<_, &[u8]>(1)).ok()?;
-                Some((String::from_utf8_lossy(&subject).into_owned(), state))
-            })
-            .collect();
-        Ok(Contents {
-            audits,
-            states,
-            outbox: self.outbox_all().await?,
-        })
+        for row in &states {
+            if let Some(state) = contents.decoded(serde_json::from_slice(row.get::<_, &[u8]>(1))) {
+                let subject: Vec<u8> = row.get(0);
+                contents
+                    .states
+                    .push((String::from_utf8_lossy(&subject).into_owned(), state));
+            }
+        }
+        let entries = self
+            .rows(
+                "SELECT entry FROM modelpin_outbox ORDER BY created_millis, id",
+                &[],
+            )
+            .await?;
+        for row in &entries {
+            if let Some(entry) = contents.decoded(serde_json::from_slice(row.get::<_, &[u8]>(0))) {
+                contents.outbox.push(entry);
+            }
+        }
+        contents.unreadable += self.undecodable().saturating_sub(left_out);
+        Ok(contents)
     }
 
     pub async fn import(&self, contents: &Contents) -> Result<(), StoreError> {

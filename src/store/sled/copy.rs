@@ -6,34 +6,33 @@ use crate::store::{DeliveryState, StoreError};
 
 impl SledStore {
     pub async fn export(&self) -> Result<Contents, StoreError> {
+        let left_out = self.undecodable();
         let audits = self.history(None, None).await?;
-        let (states, outbox) = self
+        let mut contents = self
             .read(|t| {
-                let mut states = Vec::new();
+                let mut contents = Contents::default();
                 for item in &t.alerts {
                     let (key, bytes) = item?;
                     let Some(subject) = key.strip_prefix(b"pin\0") else {
                         continue;
                     };
-                    if let Ok(state) = serde_json::from_slice(&bytes) {
-                        states.push((String::from_utf8_lossy(subject).into_owned(), state));
+                    if let Some(state) = contents.decoded(serde_json::from_slice(&bytes)) {
+                        let subject = String::from_utf8_lossy(subject).into_owned();
+                        contents.states.push((subject, state));
                     }
                 }
-                let mut outbox = Vec::new();
                 for item in &t.outbox {
                     let (_, bytes) = item?;
-                    if let Ok(entry) = serde_json::from_slice(&bytes) {
-                        outbox.push(entry);
+                    if let Some(entry) = contents.decoded(serde_json::from_slice(&bytes)) {
+                        contents.outbox.push(entry);
                     }
                 }
-                Ok((states, outbox))
+                Ok(contents)
             })
             .await?;
-        Ok(Contents {
-            audits,
-            states,
-            outbox,
-        })
+        contents.audits = audits;
+        contents.unreadable += self.undecodable().saturating_sub(left_out);
+        Ok(contents)
     }
 
     pub async fn import(&self, contents: &Contents) -> Result<(), StoreError> {

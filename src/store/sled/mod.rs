@@ -403,6 +403,31 @@ mod tests {
         assert_eq!(store.undecodable(), 2);
     }
 
+    /// What a copy reads out counts every row it had to leave out: audits, alert states and
+    /// outbox entries alike.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_export_counts_the_rows_that_do_not_decode() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("store"), Holder::Daemon)
+            .await
+            .unwrap();
+        store.append(&record("a", 100, "1")).await.unwrap();
+        store.append(&record("a", 200, "2")).await.unwrap();
+        assert_eq!(store.export().await.unwrap().unreadable, 0);
+        let Store::Sled(sled) = &store else {
+            unreachable!("opened on sled")
+        };
+        let trees = sled.trees().unwrap();
+        let key = super::keys::audit_key("a", 100_000, "1");
+        trees.audits.insert(key, b"{".as_slice()).unwrap();
+        trees.alerts.insert(b"pin\0a", b"[".as_slice()).unwrap();
+        trees.outbox.insert(b"x", b"null".as_slice()).unwrap();
+        drop(trees);
+        let contents = store.export().await.unwrap();
+        assert_eq!(contents.unreadable, 3);
+        assert_eq!(contents.counts().audits, 1);
+    }
+
     #[test]
     fn a_key_too_short_to_hold_a_time_has_none() {
         let key = super::keys::audit_key("a", 300_000, "3");
