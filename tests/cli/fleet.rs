@@ -19,6 +19,7 @@ use crate::support::pins::Channel;
 use crate::support::ports::ClosedPort;
 use crate::support::postgres::Postgres;
 use crate::support::receivers::Webhook;
+use crate::support::relay::Relay;
 use crate::support::wait::{DEADLINE, eventually, wait_until};
 use crate::world::{model, reroute};
 
@@ -282,6 +283,62 @@ fn postgres_restarted_under_a_fleet_shows_on_healthz_and_both_recover() {
     );
 }
 
+/// The leader's link to PostgreSQL cut (a relay that passes nothing and resets nothing, as a
+/// dropped network does): the standby leads within two leases, the cut-off daemon says on
+/// `/healthz` that its store is unreachable instead of claiming to lead, nothing it ran during
+/// the cut is stored, and healed it comes back as the standby without a restart.
+#[test]
+fn the_leader_cut_off_from_postgres_is_replaced_and_comes_back_as_standby() {
+    let Some(pg) = Postgres::start() else {
+        return;
+    };
+    let sim = clean_sim();
+    let test = fleet(&sim, 1, &pg, "cut", Vec::new());
+    let relay = Relay::to(pg.port);
+    let through = pg
+        .url("cut")
+        .replace(&format!(":{}/", pg.port), &format!(":{}/", relay.port));
+    with_store(&test, "pins-cut.toml", &through, &pg.url("cut"));
+    let first = Daemon::start_with(&test, &["--config", "pins-cut.toml"], &[]);
+    wait_role(&first, "leader");
+    first.wait_stored(2);
+    let second = Daemon::start(&test);
+    wait_role(&second, "standby");
+
+    relay.cut();
+    let cut = Instant::now();
+    wait_role(&second, "leader");
+    let took_over = cut.elapsed();
+    assert!(
+        took_over <= LEASE * 2,
+        "the standby led {took_over:?} after the cut, more than two leases\n{}",
+        second.log()
+    );
+    let (status, body) = wait_until(DEADLINE, "the cut-off daemon's /healthz 503", || {
+        health(&first).filter(|(status, _)| *status == 503)
+    });
+    assert!(body.contains("store"), "{status} {body}");
+    let said = cut.elapsed();
+    let stored = ids(&second).len();
+    second.wait_stored(stored + 2);
+    eprintln!(
+        "measured: link cut to the standby leading {took_over:?}, to the cut-off daemon's /healthz 503 {said:?} (lease {LEASE:?})"
+    );
+
+    relay.heal();
+    let healed = Instant::now();
+    wait_role(&first, "standby");
+    eprintln!(
+        "measured: link healed to the cut-off daemon standing by {:?}",
+        healed.elapsed()
+    );
+    assert_eq!(role(&second), Some("leader"), "{}", second.log());
+    second.wait_stored(ids(&second).len() + 2);
+    let after = ids(&second);
+    let unique: BTreeSet<&String> = after.iter().collect();
+    assert_eq!(unique.len(), after.len(), "an audit stored twice");
+}
+
 /// The audits in a `modelpin history --format json` run, by ID.
 fn history_ids(run: &crate::harness::Run) -> BTreeSet<String> {
     run.code(0);
@@ -293,10 +350,13 @@ fn history_ids(run: &crate::harness::Run) -> BTreeSet<String> {
         .collect()
 }
 
-/// `pins.toml` with its store swapped for `store`, written as `name`.
-fn with_store(test: &Test, name: &str, store: &str) {
+/// `pins.toml` with its store `was` swapped for `store`, written as `name`.
+fn with_store(test: &Test, name: &str, store: &str, was: &str) {
     let pins = test.read("pins.toml");
-    let moved = pins.replace("store = \"store\"", &format!("store = \"{store}\""));
+    let moved = pins.replace(
+        &format!("store = \"{was}\""),
+        &format!("store = \"{store}\""),
+    );
     assert_ne!(moved, pins, "pins.toml names store = \"store\"");
     std::fs::write(test.path(name), moved).expect("write a copy of pins.toml");
 }
@@ -340,7 +400,7 @@ fn store_copy_moves_history_alert_state_and_outbox_to_postgres_and_back() {
             .expect("a number of pending entries")
     };
     assert!(pending(&run) >= PINS, "{}", run.stdout);
-    with_store(&test, "pins.pg.toml", &url);
+    with_store(&test, "pins.pg.toml", &url, "store");
     let on_pg = history_ids(&test.run(&[
         "--config",
         "pins.pg.toml",
@@ -371,7 +431,7 @@ fn store_copy_moves_history_alert_state_and_outbox_to_postgres_and_back() {
     back.code(0);
     assert!(back.stdout.contains(&said), "{}", back.stdout);
     assert_eq!(pending(&back), pending(&run));
-    with_store(&test, "pins.back.toml", "back");
+    with_store(&test, "pins.back.toml", "back", "store");
     let on_back = history_ids(&test.run(&[
         "--config",
         "pins.back.toml",

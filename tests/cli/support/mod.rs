@@ -14,6 +14,7 @@ pub mod ports;
 pub mod postgres;
 pub mod real_model;
 pub mod receivers;
+pub mod relay;
 pub mod status;
 pub mod tools;
 pub mod traffic;
