@@ -307,6 +307,17 @@ fn the_leader_cut_off_from_postgres_is_replaced_and_comes_back_as_standby() {
 
     relay.cut();
     let cut = Instant::now();
+    // It stands down by its own clock: no longer a leader (no more probes) before the lease
+    // it last renewed can run out.
+    first.wait_scrape("the cut-off daemon standing down", |s| {
+        s.value("modelpin_leader", &[]) == Some(0.0)
+    });
+    let stood_down = cut.elapsed();
+    assert!(
+        stood_down < LEASE,
+        "the cut-off daemon still led {stood_down:?} after the cut\n{}",
+        first.log()
+    );
     wait_role(&second, "leader");
     let took_over = cut.elapsed();
     assert!(
@@ -322,7 +333,7 @@ fn the_leader_cut_off_from_postgres_is_replaced_and_comes_back_as_standby() {
     let stored = ids(&second).len();
     second.wait_stored(stored + 2);
     eprintln!(
-        "measured: link cut to the standby leading {took_over:?}, to the cut-off daemon's /healthz 503 {said:?} (lease {LEASE:?})"
+        "measured: link cut to the cut-off daemon standing down {stood_down:?}, to the standby leading {took_over:?}, to the cut-off daemon's /healthz 503 {said:?} (lease {LEASE:?})"
     );
 
     relay.heal();
