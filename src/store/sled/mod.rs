@@ -372,15 +372,21 @@ mod tests {
         assert_eq!(std::fs::read(&db).unwrap(), &bytes[..bytes.len() / 2]);
     }
 
-    /// A record whose bytes do not decode is left out of what is read, and counted.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_record_that_does_not_decode_is_counted_not_dropped_silently() {
+    /// A store on sled holding audits "1" and "2" of pin "a", in its temporary directory.
+    async fn two_audits() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("store"), Holder::Daemon)
             .await
             .unwrap();
         store.append(&record("a", 100, "1")).await.unwrap();
         store.append(&record("a", 200, "2")).await.unwrap();
+        (dir, store)
+    }
+
+    /// A record whose bytes do not decode is left out of what is read, and counted.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_record_that_does_not_decode_is_counted_not_dropped_silently() {
+        let (_dir, store) = two_audits().await;
         let Store::Sled(sled) = &store else {
             unreachable!("opened on sled")
         };
@@ -407,12 +413,7 @@ mod tests {
     /// outbox entries alike.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_export_counts_the_rows_that_do_not_decode() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("store"), Holder::Daemon)
-            .await
-            .unwrap();
-        store.append(&record("a", 100, "1")).await.unwrap();
-        store.append(&record("a", 200, "2")).await.unwrap();
+        let (_dir, store) = two_audits().await;
         assert_eq!(store.export().await.unwrap().unreadable, 0);
         let Store::Sled(sled) = &store else {
             unreachable!("opened on sled")
