@@ -26,18 +26,9 @@ impl PgStore {
                     .push((String::from_utf8_lossy(&subject).into_owned(), state));
             }
         }
-        let entries = self
-            .rows(
-                "SELECT entry FROM modelpin_outbox ORDER BY created_millis, id",
-                &[],
-            )
-            .await?;
-        for row in &entries {
-            if let Some(entry) = contents.decoded(serde_json::from_slice(row.get::<_, &[u8]>(0))) {
-                contents.outbox.push(entry);
-            }
-        }
-        contents.unreadable += self.undecodable().saturating_sub(left_out);
+        let (outbox, unreadable) = self.outbox_counted().await?;
+        contents.outbox = outbox;
+        contents.unreadable += unreadable + self.undecodable().saturating_sub(left_out);
         Ok(contents)
     }
 

@@ -124,16 +124,23 @@ impl PgStore {
     }
 
     pub async fn outbox_all(&self) -> Result<Vec<Entry>, StoreError> {
+        Ok(self.outbox_counted().await?.0)
+    }
+
+    /// Every entry that decodes, oldest first, and how many did not.
+    pub(super) async fn outbox_counted(&self) -> Result<(Vec<Entry>, u64), StoreError> {
         let rows = self
             .rows(
                 "SELECT entry FROM modelpin_outbox ORDER BY created_millis, id",
                 &[],
             )
             .await?;
-        Ok(rows
+        let decoded: Vec<Option<Entry>> = rows
             .iter()
-            .filter_map(|r| serde_json::from_slice(r.get::<_, &[u8]>(0)).ok())
-            .collect())
+            .map(|r| serde_json::from_slice(r.get::<_, &[u8]>(0)).ok())
+            .collect();
+        let unreadable = decoded.iter().filter(|e| e.is_none()).count() as u64;
+        Ok((decoded.into_iter().flatten().collect(), unreadable))
     }
 
     /// Records an attempt's outcome, unless the entry changed while it was being sent.

@@ -21,17 +21,13 @@ impl SledStore {
                         contents.states.push((subject, state));
                     }
                 }
-                for item in &t.outbox {
-                    let (_, bytes) = item?;
-                    if let Some(entry) = contents.decoded(serde_json::from_slice(&bytes)) {
-                        contents.outbox.push(entry);
-                    }
-                }
                 Ok(contents)
             })
             .await?;
+        let (outbox, unreadable) = self.outbox_counted().await?;
         contents.audits = audits;
-        contents.unreadable += self.undecodable().saturating_sub(left_out);
+        contents.outbox = outbox;
+        contents.unreadable += unreadable + self.undecodable().saturating_sub(left_out);
         Ok(contents)
     }
 

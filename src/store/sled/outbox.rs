@@ -53,15 +53,21 @@ impl SledStore {
 
     /// Every entry, oldest first.
     pub async fn outbox_all(&self) -> Result<Vec<Entry>, StoreError> {
+        Ok(self.outbox_counted().await?.0)
+    }
+
+    /// Every entry that decodes, oldest first, and how many did not.
+    pub(super) async fn outbox_counted(&self) -> Result<(Vec<Entry>, u64), StoreError> {
         self.read(|t| {
-            let mut out = Vec::new();
+            let (mut out, mut unreadable) = (Vec::new(), 0);
             for item in &t.outbox {
                 let (_, bytes) = item?;
-                if let Ok(entry) = serde_json::from_slice::<Entry>(&bytes) {
-                    out.push(entry);
+                match serde_json::from_slice::<Entry>(&bytes) {
+                    Ok(entry) => out.push(entry),
+                    Err(_) => unreadable += 1,
                 }
             }
-            Ok(out)
+            Ok((out, unreadable))
         })
         .await
     }
