@@ -38,6 +38,7 @@ def main():
     p.add_argument("--models", default=os.environ.get("MODELPIN_MODELS"))
     p.add_argument("--calls", type=int, default=50)
     p.add_argument("--long", type=int, default=5)
+    p.add_argument("--threads", type=int, default=1, help="llama.cpp threads (serve.py --threads)")
     args = p.parse_args()
     if not args.python or not args.models:
         sys.exit("set MODELPIN_LLAMA_PYTHON and MODELPIN_MODELS (source .ci/real-model.sh)")
@@ -45,7 +46,7 @@ def main():
     started = time.monotonic()
     server = subprocess.Popen(
         [args.python, os.path.join(HERE, "serve.py"), "--models", args.models,
-         "--model-id", MODEL_ID, "--port", "0"],
+         "--model-id", MODEL_ID, "--port", "0", "--threads", str(args.threads)],
         stdout=subprocess.PIPE, text=True)
     line = server.stdout.readline()
     ready = time.monotonic() - started
