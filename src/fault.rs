@@ -15,6 +15,7 @@ pub enum Point {
 
 impl Point {
     #[must_use]
+    #[cfg_attr(not(debug_assertions), allow(dead_code))]
     pub fn as_str(self) -> &'static str {
         match self {
             Point::BeforeCommit => "before-commit",
