@@ -149,9 +149,10 @@ pub fn discovery(config: &Config, pin: &Pin) -> Option<TierCalls> {
     })
 }
 
-/// An audit's calls for a pin whose lock holds inputs; `None` when it holds none.
+/// An audit's calls for a pin whose lock holds inputs, `samples` per input; `None` when it holds
+/// none.
 #[must_use]
-pub fn check_calls(locked: &LockedPin) -> Option<TierCalls> {
+pub fn check_calls(locked: &LockedPin, samples: u32) -> Option<TierCalls> {
     let tier = locked.first_tokens.as_ref()?;
     let probes: Vec<Probe> = tier
         .inputs
@@ -163,7 +164,7 @@ pub fn check_calls(locked: &LockedPin) -> Option<TierCalls> {
     }
     Some(TierCalls {
         probes,
-        samples: CHECK_SAMPLES,
+        samples,
         top_logprobs: (tier.top_logprobs > 0).then_some(tier.top_logprobs),
     })
 }
@@ -444,7 +445,10 @@ pub fn for_check(lock: Option<&LoadedLock>, pins: &[&Pin]) -> BTreeMap<String, T
         .filter_map(|pin| {
             let locked = lock?.lock.pins.get(&pin.id)?;
             (locked.model == pin.model).then_some(())?;
-            Some((pin.id.clone(), check_calls(locked)?))
+            Some((
+                pin.id.clone(),
+                check_calls(locked, pin.first_token_samples)?,
+            ))
         })
         .collect()
 }
@@ -471,7 +475,7 @@ pub fn for_lock(config: &Config, pins: &[&Pin]) -> Vec<(String, TierCalls)> {
 
 /// One line for `lock` on what the pin's tier holds, or why it has none.
 #[must_use]
-pub fn describe(pin: &str, locked: &LockedPin) -> String {
+pub fn describe(pin: &str, locked: &LockedPin, samples: u32) -> String {
     let missing = |tier: &str| locked.tiers_missing.get(tier).map(String::as_str);
     match &locked.first_tokens {
         Some(tier) => {
@@ -491,7 +495,7 @@ pub fn describe(pin: &str, locked: &LockedPin) -> String {
                 tier.inputs.len(),
                 tier.discovery.candidates,
                 tier.discovery.calls,
-                tier.inputs.len() as u64 * u64::from(CHECK_SAMPLES),
+                tier.inputs.len() as u64 * u64::from(samples),
             )
         }
         None => format!(

@@ -153,7 +153,11 @@ fn record_tier(
             }
         }
     }
-    notices.push(first_tokens::describe(&pin.id, entry));
+    notices.push(first_tokens::describe(
+        &pin.id,
+        entry,
+        pin.first_token_samples,
+    ));
 }
 
 /// How locking one pin went; ordered so the worst decides the exit code.

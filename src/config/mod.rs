@@ -399,6 +399,9 @@ pub struct Pin {
     /// The first-token tier (border inputs, and logprobs where the provider reports them); on
     /// unless `first_tokens = false`.
     pub first_tokens: bool,
+    /// One-token calls per border input in each audit (`first_token_samples`, default
+    /// `CHECK_SAMPLES`): the tier's cost and power; the lock is not affected.
+    pub first_token_samples: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

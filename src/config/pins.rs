@@ -60,8 +60,14 @@ fn one(check: &mut Check, raw: &RawPin, refs: &Refs, probes: &mut Probes) -> Opt
     let samples = match &raw.samples {
         Some(s) => check
             .at_least_one(s, "samples")
-            .and_then(|n| within_max_samples(check, s, n)),
+            .and_then(|n| within_max_samples(check, s, n, "samples")),
         None => Some(DEFAULT_SAMPLES),
+    };
+    let first_token_samples = match &raw.first_token_samples {
+        Some(s) => check
+            .at_least_one(s, "first_token_samples")
+            .and_then(|n| within_max_samples(check, s, n, "first_token_samples")),
+        None => Some(crate::audit::first_tokens::CHECK_SAMPLES),
     };
     let price = match &raw.price {
         Some(p) => price(check, p).map(Some),
@@ -101,6 +107,7 @@ fn one(check: &mut Check, raw: &RawPin, refs: &Refs, probes: &mut Probes) -> Opt
         schedule: schedule?,
         alerts: alerts?,
         first_tokens: raw.first_tokens.unwrap_or(true),
+        first_token_samples: first_token_samples?,
     })
 }
 
@@ -171,14 +178,19 @@ fn only_for(
 /// useful baseline (30 per probe is a good start), far below a plan that would exhaust the machine.
 pub(crate) const MAX_SAMPLES: u32 = 10_000;
 
-fn within_max_samples(check: &mut Check, value: &toml::Spanned<u32>, n: u32) -> Option<u32> {
+fn within_max_samples(
+    check: &mut Check,
+    value: &toml::Spanned<u32>,
+    n: u32,
+    key: &str,
+) -> Option<u32> {
     if n <= MAX_SAMPLES {
         return Some(n);
     }
     check
         .error(
             value.span(),
-            format!("`samples` is {n}; at most {MAX_SAMPLES} per probe per audit"),
+            format!("`{key}` is {n}; at most {MAX_SAMPLES} per probe per audit"),
         )
         .help("30 samples per probe detect most behaviour changes; `modelpin lock` warns when a baseline is too small");
     None

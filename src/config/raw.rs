@@ -100,6 +100,7 @@ pub(crate) struct RawPin {
     pub schedule: Option<Str>,
     pub alerts: Option<Vec<Str>>,
     pub first_tokens: Option<bool>,
+    pub first_token_samples: Option<Spanned<u32>>,
 }
 
 #[derive(Debug, Deserialize)]

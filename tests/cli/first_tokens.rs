@@ -106,6 +106,28 @@ fn lock_finds_border_inputs_and_check_states_their_calls() {
         assert!(tests.contains(&wanted), "{tests:?}");
     }
     assert_eq!(pin.calls.sent, 20 + n * 32, "two probes × 10, and the tier");
+
+    // The tier's calls per input are the pin's to choose, without a new lock.
+    let pins = test.read("pins.toml");
+    assert!(pins.contains("first_tokens = true"), "{pins}");
+    std::fs::write(
+        test.path("pins.toml"),
+        pins.replace(
+            "first_tokens = true",
+            "first_tokens = true\nfirst_token_samples = 5",
+        ),
+    )
+    .unwrap();
+    let fewer = test.run(&["check", "--format", "json"]);
+    fewer.code(0);
+    assert!(
+        fewer
+            .stderr
+            .contains(&format!("{} of them one-token (first-token tier: ", n * 5)),
+        "{}",
+        fewer.stderr
+    );
+    assert_eq!(fewer.json().pin("pin").calls.sent, 20 + n * 5);
 }
 
 #[test]

@@ -196,6 +196,23 @@ fn samples_zero() {
 }
 
 #[test]
+fn first_token_samples_bounds() {
+    assert_eq!(
+        error(&format!("{BASE}first_token_samples = 0\n")),
+        r"error: `first_token_samples` must be at least 1
+  --> pins.toml:11:23
+   |
+11 | first_token_samples = 0
+   |                       ^"
+    );
+    let too_many = error(&format!("{BASE}first_token_samples = 20000\n"));
+    assert!(
+        too_many.starts_with("error: `first_token_samples` is 20000; at most 10000"),
+        "{too_many}"
+    );
+}
+
+#[test]
 fn negative_price() {
     assert_eq!(
         error(&format!("{BASE}price = {{ input = -2.5, output = 10 }}\n")),
