@@ -2,12 +2,16 @@
 """Detection on a real model: the modelpin CLI at its default configuration (the pins.toml
 `modelpin init` writes, its six probes) against tests/realmodel/serve.py, one lock on the
 unchanged SmolLM2-135M-Instruct, then audits while each variant answers behind the same ID.
-Prints the markdown table for BENCHMARKS.md ("Detection on a real model") and writes every
+Prints the markdown tables for BENCHMARKS.md ("Detection on a real model") and writes every
 audit's verdict as JSON lines to --out.
+
+Then a power curve of the first-token tier alone: a pin with no text probes, locked once with
+logprobs and once with the server ignoring them, audited at --curve calls per border input
+(`first_token_samples`) on every variant.
 
   source .ci/real-model.sh
   cargo build --release
-  python3 bench/real_model.py --modelpin target/release/modelpin --null 200 --swaps 20
+  python3 bench/real_model.py --modelpin target/release/modelpin --null 200 --swaps 8
 
 Standard library only.
 """
@@ -41,6 +45,25 @@ id = "smollm2"
 provider = "local"
 model = "{model}"
 probes = ["probes/*.toml"]
+"""
+
+# The first-token tier with as little else as the configuration allows: one short probe asked
+# twice (too few for any text test to reach alpha, so the verdict is the tier's), and
+# `first_token_samples` calls per border input.
+CURVE_PINS = """version = 1
+
+[providers.local]
+kind = "openai-compatible"
+base_url = "{base_url}"
+api_key_env = "MODELPIN_BENCH_KEY"
+
+[[pin]]
+id = "smollm2"
+provider = "local"
+model = "{model}"
+probes = ["probes/arith.toml"]
+samples = 2
+first_token_samples = {samples}
 """
 
 
@@ -91,6 +114,65 @@ def audit(modelpin, project):
     }
 
 
+def curve(args, base, points, audits):
+    """{(logprobs on?, variant, calls per input): [audit]} for the first-token tier alone."""
+    results = collections.defaultdict(list)
+    locks = {}
+    for logprobs in (True, False):
+        project = tempfile.mkdtemp(prefix="modelpin-curve-")
+        try:
+            os.mkdir(os.path.join(project, "probes"))
+            shutil.copy(os.path.join(ROOT, "probes", "arith.toml"), os.path.join(project, "probes"))
+            post(base + "/admin/variant", {"variant": "base"})
+            post(base + "/admin/logprobs", {"enabled": logprobs})
+            pins = os.path.join(project, "pins.toml")
+            with open(pins, "w") as f:
+                f.write(CURVE_PINS.format(base_url=base + "/v1", model=MODEL_ID, samples=points[0]))
+            before = get(base + "/admin/stats")
+            done, seconds = run(args.modelpin, project, ["lock"])
+            if done.returncode != 0:
+                raise SystemExit(f"curve lock failed:\n{done.stderr}")
+            after = get(base + "/admin/stats")
+            tiers = [l for l in done.stderr.splitlines() if l.startswith("tiers ")]
+            locks[logprobs] = (after["calls"] - before["calls"], seconds, tiers)
+            for i in range(audits):
+                for k in points:
+                    with open(pins, "w") as f:
+                        f.write(CURVE_PINS.format(base_url=base + "/v1", model=MODEL_ID,
+                                                  samples=k))
+                    for variant in ["base"] + VARIANTS:
+                        post(base + "/admin/variant", {"variant": variant})
+                        a = audit(args.modelpin, project)
+                        a.update(variant=variant, logprobs=logprobs, calls_per_input=k)
+                        results[(logprobs, variant, k)].append(a)
+        finally:
+            shutil.rmtree(project, ignore_errors=True)
+    post(base + "/admin/logprobs", {"enabled": True})
+    return results, locks
+
+
+def calibration(rows):
+    """Markdown lines: per test, how often the unchanged model's p-value fell at or under 0.05
+    and 0.01. The family's alpha (0.001) is too small to check over a few hundred audits; these
+    rates are not. Every audit is judged against the one lock, so the rates are conditional on
+    that lock's baseline: a test can sit above its level for one lock and below for another."""
+    by_test = collections.defaultdict(list)
+    for r in rows:
+        for name, p in r["tests"].items():
+            if p is not None:
+                test, probes = name.split(":", 1)
+                probes = probes.split(",")
+                label = f"{test} ({len(probes)} inputs)" if len(probes) > 1 else f"{test}:{probes[0]}"
+                by_test[label].append(p)
+    lines = ["| test (unchanged model) | audits | p ≤ 0.05 | p ≤ 0.01 | smallest p |",
+             "|---|---|---|---|---|"]
+    for name, ps in sorted(by_test.items()):
+        n = len(ps)
+        lines.append(f"| `{name}` | {n} | {sum(p <= 0.05 for p in ps) / n:.3f} | "
+                     f"{sum(p <= 0.01 for p in ps) / n:.3f} | {min(ps):.2g} |")
+    return lines
+
+
 def se(p, n):
     return math.sqrt(max(p * (1 - p), 0) / n) if n else float("nan")
 
@@ -103,6 +185,9 @@ def main():
     parser.add_argument("--null", type=int, default=200, help="audits of the unchanged model")
     parser.add_argument("--swaps", type=int, default=20, help="audits of each swap")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--curve", default="2,4,8,16,32",
+                        help="calls per border input for the power curve ('' for none)")
+    parser.add_argument("--curve-audits", type=int, default=6, help="audits per curve point")
     parser.add_argument("--out", default="real_model_audits.jsonl")
     args = parser.parse_args()
     if not args.python or not args.models:
@@ -138,6 +223,14 @@ def main():
                 out.write(json.dumps(a) + "\n")
                 out.flush()
         after = get(base + "/admin/stats")
+        points = [int(k) for k in args.curve.split(",") if k]
+        curve_began = time.monotonic()
+        curved, curve_locks = curve(args, base, points, args.curve_audits) if points else ({}, {})
+        curve_seconds = time.monotonic() - curve_began
+        with open(args.out, "a") as out:
+            for rows in curved.values():
+                for a in rows:
+                    out.write(json.dumps(a) + "\n")
     finally:
         child.terminate()
         child.wait()
@@ -169,11 +262,35 @@ def main():
         extra = f" ({other} other exit)" if other else ""
         print(f"| {variant} | {len(rows)} | {flagged}{extra} | {rate:.3f} ± {se(rate, len(rows)):.3f}"
               f" | {reasons} | {seconds:.1f} |")
+    if results["base"]:
+        print()
+        print("\n".join(calibration(results["base"])))
     calls = after["calls"] - before["calls"]
     tokens = after["completion_tokens"] - before["completion_tokens"]
     print()
     print(f"Per audit: {calls / len(order):.0f} calls, {tokens / len(order):.0f} output tokens "
           f"(all variants).")
+    if not points:
+        return
+    print()
+    print(f"Power curve of the first-token tier alone (no text probes), {args.curve_audits} "
+          f"audits per cell, {curve_seconds / 60:.1f} min:")
+    for logprobs, (calls, seconds, tiers) in curve_locks.items():
+        print(f"- lock {'with' if logprobs else 'without'} logprobs: {calls} one-token calls, "
+              f"{seconds:.0f} s; " + "; ".join(f"`{t}`" for t in tiers))
+    print()
+    head = " | ".join(f"{k} per input" for k in points)
+    print(f"| what answered | logprobs | {head} |")
+    print("|---|---|" + "---|" * len(points))
+    for variant in ["base"] + VARIANTS:
+        for logprobs in (True, False):
+            cells = []
+            for k in points:
+                rows = curved[(logprobs, variant, k)]
+                flagged = sum(1 for r in rows if r["exit"] == 1)
+                other = sum(1 for r in rows if r["exit"] not in (0, 1))
+                cells.append(f"{flagged}/{len(rows)}" + (f" ({other} other)" if other else ""))
+            print(f"| {variant} | {'yes' if logprobs else 'no'} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
