@@ -635,8 +635,8 @@ def main():
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--ctx", type=int, default=512)
-    # One thread: on a two-core machine running a test suite, llama.cpp's spinning worker threads
-    # lose more to contention than a second thread gains (see README.md, "Speed").
+    # One thread by default: the suite's tests share two cores with each other; a benchmark
+    # alone on the machine passes 2 (see README.md, "Speed").
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
 
