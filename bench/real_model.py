@@ -33,6 +33,7 @@ MODEL_ID = "smollm2-135m-instruct"
 VARIANTS = ["family", "system", "requant", "temperature"]
 ALPHA = 0.001
 
+# The pins.toml `modelpin init` writes, pointed at the server; `{extra}` is more pin keys.
 PINS = """version = 1
 
 [providers.local]
@@ -44,27 +45,13 @@ api_key_env = "MODELPIN_BENCH_KEY"
 id = "smollm2"
 provider = "local"
 model = "{model}"
-probes = ["probes/*.toml"]
-"""
+{extra}"""
+DEFAULT_PIN = 'probes = ["probes/*.toml"]\n'
 
 # The first-token tier with as little else as the configuration allows: one short probe asked
 # twice (too few for any text test to reach alpha, so the verdict is the tier's), and
 # `first_token_samples` calls per border input.
-CURVE_PINS = """version = 1
-
-[providers.local]
-kind = "openai-compatible"
-base_url = "{base_url}"
-api_key_env = "MODELPIN_BENCH_KEY"
-
-[[pin]]
-id = "smollm2"
-provider = "local"
-model = "{model}"
-probes = ["probes/arith.toml"]
-samples = 2
-first_token_samples = {samples}
-"""
+CURVE_PIN = 'probes = ["probes/arith.toml"]\nsamples = 2\nfirst_token_samples = {samples}\n'
 
 
 def post(url, body):
@@ -127,7 +114,8 @@ def curve(args, base, points, audits):
             post(base + "/admin/logprobs", {"enabled": logprobs})
             pins = os.path.join(project, "pins.toml")
             with open(pins, "w") as f:
-                f.write(CURVE_PINS.format(base_url=base + "/v1", model=MODEL_ID, samples=points[0]))
+                f.write(PINS.format(base_url=base + "/v1", model=MODEL_ID,
+                                    extra=CURVE_PIN.format(samples=points[0])))
             before = get(base + "/admin/stats")
             done, seconds = run(args.modelpin, project, ["lock"])
             if done.returncode != 0:
@@ -138,8 +126,8 @@ def curve(args, base, points, audits):
             for i in range(audits):
                 for k in points:
                     with open(pins, "w") as f:
-                        f.write(CURVE_PINS.format(base_url=base + "/v1", model=MODEL_ID,
-                                                  samples=k))
+                        f.write(PINS.format(base_url=base + "/v1", model=MODEL_ID,
+                                            extra=CURVE_PIN.format(samples=k)))
                     for variant in ["base"] + VARIANTS:
                         post(base + "/admin/variant", {"variant": variant})
                         a = audit(args.modelpin, project)
@@ -200,7 +188,7 @@ def main():
     try:
         shutil.copytree(os.path.join(ROOT, "probes"), os.path.join(project, "probes"))
         with open(os.path.join(project, "pins.toml"), "w") as f:
-            f.write(PINS.format(base_url=base + "/v1", model=MODEL_ID))
+            f.write(PINS.format(base_url=base + "/v1", model=MODEL_ID, extra=DEFAULT_PIN))
         post(base + "/admin/variant", {"variant": "base"})
         done, lock_seconds = run(args.modelpin, project, ["lock"])
         if done.returncode != 0:
