@@ -5,9 +5,9 @@ unchanged SmolLM2-135M-Instruct, then audits while each variant answers behind t
 Prints the markdown tables for BENCHMARKS.md ("Detection on a real model") and writes every
 audit's verdict as JSON lines to --out.
 
-Then a power curve of the first-token tier alone: a pin with no text probes, locked once with
-logprobs and once with the server ignoring them, audited at --curve calls per border input
-(`first_token_samples`) on every variant.
+Then a power curve of the first-token tier: a pin with one short probe asked twice (too few for
+any text test to reach alpha), locked once with logprobs and once with the server ignoring them,
+audited at --curve calls per border input (`first_token_samples`) on every variant.
 
   source .ci/real-model.sh
   cargo build --release
@@ -261,7 +261,8 @@ def main():
     if not points:
         return
     print()
-    print(f"Power curve of the first-token tier alone (no text probes), {args.curve_audits} "
+    print(f"Power curve of the first-token tier (one short probe asked twice beside it), "
+          f"{args.curve_audits} "
           f"audits per cell, {curve_seconds / 60:.1f} min:")
     for logprobs, (calls, seconds, tiers) in curve_locks.items():
         print(f"- lock {'with' if logprobs else 'without'} logprobs: {calls} one-token calls, "
