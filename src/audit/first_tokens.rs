@@ -7,7 +7,8 @@
 //! Tracking, arXiv 2512.03816), or makes the sampled token disagree with the reported
 //! probabilities. `lock` finds such inputs for each pin (discovery: every candidate asked
 //! `DISCOVERY_SAMPLES` times), keeps the `KEEP` most uncertain, and records `BASELINE_SAMPLES`
-//! first tokens of each; every audit asks each kept input `CHECK_SAMPLES` times for one token.
+//! first tokens of each; every audit asks each kept input the pin's `first_token_samples` times
+//! (`CHECK_SAMPLES` unless set) for one token.
 //! The tests themselves are in `stats::{first_token, logprob, sampling}`.
 
 use std::collections::BTreeMap;
@@ -53,7 +54,8 @@ pub const DISCOVERY_SAMPLES: u32 = 4;
 pub const KEEP: usize = 8;
 /// First tokens recorded per kept input at the lock.
 pub const BASELINE_SAMPLES: u32 = 60;
-/// One-token calls per kept input in each audit: `KEEP × CHECK_SAMPLES` output tokens at most.
+/// One-token calls per kept input in each audit unless the pin sets `first_token_samples`:
+/// `KEEP × CHECK_SAMPLES` output tokens at most.
 pub const CHECK_SAMPLES: u32 = 32;
 /// Top tokens asked for per call where logprobs exist (OpenAI allows up to 20).
 pub const TOP_LOGPROBS: u8 = 10;

@@ -60,13 +60,13 @@ fn one(check: &mut Check, raw: &RawPin, refs: &Refs, probes: &mut Probes) -> Opt
     let samples = match &raw.samples {
         Some(s) => check
             .at_least_one(s, "samples")
-            .and_then(|n| within_max_samples(check, s, n, "samples")),
+            .and_then(|n| within_max_samples(check, s, n, &PROBE_SAMPLES)),
         None => Some(DEFAULT_SAMPLES),
     };
     let first_token_samples = match &raw.first_token_samples {
         Some(s) => check
             .at_least_one(s, "first_token_samples")
-            .and_then(|n| within_max_samples(check, s, n, "first_token_samples")),
+            .and_then(|n| within_max_samples(check, s, n, &FIRST_TOKEN_SAMPLES)),
         None => Some(crate::audit::first_tokens::CHECK_SAMPLES),
     };
     let price = match &raw.price {
@@ -178,11 +178,30 @@ fn only_for(
 /// useful baseline (30 per probe is a good start), far below a plan that would exhaust the machine.
 pub(crate) const MAX_SAMPLES: u32 = 10_000;
 
+/// A per-audit sample count's key, what it counts per, and the hint when it is too large.
+struct SampleKey {
+    key: &'static str,
+    per: &'static str,
+    help: &'static str,
+}
+
+const PROBE_SAMPLES: SampleKey = SampleKey {
+    key: "samples",
+    per: "per probe",
+    help: "30 samples per probe detect most behaviour changes; `modelpin lock` warns when a baseline is too small",
+};
+
+const FIRST_TOKEN_SAMPLES: SampleKey = SampleKey {
+    key: "first_token_samples",
+    per: "per border input",
+    help: "on a real model, the default 32 per border input caught a requantization without logprobs, and 16 a lowered temperature with them (BENCHMARKS.md, \"Detection on a real model\")",
+};
+
 fn within_max_samples(
     check: &mut Check,
     value: &toml::Spanned<u32>,
     n: u32,
-    key: &str,
+    what: &SampleKey,
 ) -> Option<u32> {
     if n <= MAX_SAMPLES {
         return Some(n);
@@ -190,9 +209,12 @@ fn within_max_samples(
     check
         .error(
             value.span(),
-            format!("`{key}` is {n}; at most {MAX_SAMPLES} per probe per audit"),
+            format!(
+                "`{}` is {n}; at most {MAX_SAMPLES} {} per audit",
+                what.key, what.per
+            ),
         )
-        .help("30 samples per probe detect most behaviour changes; `modelpin lock` warns when a baseline is too small");
+        .help(what.help);
     None
 }
 

@@ -207,7 +207,9 @@ fn first_token_samples_bounds() {
     );
     let too_many = error(&format!("{BASE}first_token_samples = 20000\n"));
     assert!(
-        too_many.starts_with("error: `first_token_samples` is 20000; at most 10000"),
+        too_many.starts_with(
+            "error: `first_token_samples` is 20000; at most 10000 per border input per audit"
+        ),
         "{too_many}"
     );
 }
