@@ -116,9 +116,9 @@ class ApiError(Exception):
 
 class Model:
     """One GGUF loaded once, with its chat template, end-of-generation tokens, and a llama.cpp
-    context of SLOTS sequences, each with its own `ctx` tokens of KV cache, so that answers being
-    generated at the same time are decoded together, one token each per step. Keeps recent
-    prompts' evaluations (probes repeat their prompts)."""
+    context of SLOTS sequences sharing one KV buffer (room for each to reach `n_ctx` tokens), so
+    that answers being generated at the same time are decoded together, one token each per step.
+    Keeps recent prompts' evaluations (probes repeat their prompts)."""
 
     def __init__(self, path, n_ctx, threads):
         # The Llama object reads the file and gives the tokenizer, the metadata and the vocabulary;
@@ -218,8 +218,8 @@ class Model:
         return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).astype(np.float64)
 
     def start(self, tokens, seq, more):
-        """The logits after the prompt `tokens`. With `more` (tokens to decode after the first),
-        sequence `seq` holds the prompt's KV cache afterwards; otherwise it is left empty.
+        """The logits after the prompt `tokens`, `seq` being an empty sequence. With `more`
+        (tokens to decode after the first), `seq` holds the prompt's KV cache afterwards.
 
         A prompt seen lately reuses its evaluation: the logits it ended with and, when more
         tokens follow, a copy of its sequence's KV cache. Any other prompt is evaluated whole, in
@@ -228,7 +228,6 @@ class Model:
         same request must always meet the same distribution."""
         key = tuple(tokens)
         kept = self.states.get(key)
-        llama_cpp.llama_memory_seq_rm(self.mem, seq, -1, -1)
         if kept is not None:
             self.states.move_to_end(key)
             cache, logits = kept
@@ -250,8 +249,6 @@ class Model:
         self.states[key] = (cache, logits.astype(np.float32))
         while len(self.states) > PROMPTS_KEPT:
             self.states.popitem(last=False)
-        if not more:
-            llama_cpp.llama_memory_seq_rm(self.mem, seq, -1, -1)
         return logits
 
 
@@ -268,7 +265,8 @@ class Generation:
         self.top_p = top_p
         self.top_n = top_n
         self.rng = rng
-        self.seq = None
+        self.seq = None  # the model's sequence id while generating
+        self.slot = None  # where Evaluator hands the finished generation back
         self.out = []
         self.sampled = 0
         self.finish = None  # "stop" or "length" once done
@@ -355,12 +353,17 @@ class Evaluator:
         self.busy = 0.0
         self.widths = {}
 
+    def submit(self, job):
+        """Queues job() -> Generation for the model thread; its slot, whose "done" is set with
+        "result" (the finished Generation) or "error" in it."""
+        slot = {"done": threading.Event()}
+        self.jobs.put((job, slot))
+        return slot
+
     def call(self, job):
         """job() -> Generation evaluated on the model thread; the finished Generation here."""
-        done = threading.Event()
-        slot = {"done": done}
-        self.jobs.put((job, slot))
-        if not done.wait(QUEUE_SECONDS):
+        slot = self.submit(job)
+        if not slot["done"].wait(QUEUE_SECONDS):
             raise ApiError(503, f"The model was busy for {QUEUE_SECONDS} s; try again.",
                            kind="server_error")
         if "error" in slot:
@@ -396,7 +399,7 @@ class Evaluator:
             if gen.model.free:
                 self.waiting.remove(gen)
                 gen.seq = gen.model.free.pop()
-                self.run(gen, lambda g: g.take(g.model.start(g.tokens, g.seq, g.max_tokens > 1)))
+                self.run(gen, lambda: gen.model.start(gen.tokens, gen.seq, gen.max_tokens > 1))
         for model in self.models.values():
             going = [g for g in self.active if g.model is model]
             if not going:
@@ -409,12 +412,13 @@ class Evaluator:
                     self.end(g, error=e)
                 continue
             for i, g in enumerate(going):
-                self.run(g, lambda g, i=i: g.take(g.model.logits(i)))
+                self.run(g, lambda: model.logits(i))
         self.busy += time.monotonic() - started
 
-    def run(self, gen, advance):
+    def run(self, gen, logits):
+        """Samples gen's next token from logits(), then ends it or keeps it going."""
         try:
-            advance(gen)
+            gen.take(logits())
         except Exception as e:  # noqa: BLE001
             self.end(gen, error=e)
             return
@@ -652,9 +656,7 @@ def main():
     evaluator = Handler.state.evaluator
     for model in models.values():
         hi = model.prompt([{"role": "user", "content": "Hi"}])
-        evaluator.jobs.put((lambda m=model, t=hi: Generation(m, t, 2, 0.0, 1.0, 1,
-                                                              random.Random(0)),
-                            {"done": threading.Event()}))
+        evaluator.submit(lambda m=model, t=hi: Generation(m, t, 2, 0.0, 1.0, 1, random.Random(0)))
     evaluator.drain()
     evaluator.busy = 0.0
     print(f"loaded {len(models)} models in {time.monotonic() - started:.2f} s", file=sys.stderr,
