@@ -11,7 +11,10 @@ audited at --curve calls per border input (`first_token_samples`) on every varia
 
   source .ci/real-model.sh
   cargo build --release
-  python3 bench/real_model.py --modelpin target/release/modelpin --null 200 --swaps 8
+  python3 bench/real_model.py --modelpin target/release/modelpin
+
+(the defaults are the run in BENCHMARKS.md: 200 unchanged audits, 8 of each swap, the curve at
+4, 8, 16 and 32 calls per input with 4 audits each; about 18 minutes on two cores).
 
 Standard library only.
 """
@@ -101,7 +104,7 @@ def audit(modelpin, project):
     }
 
 
-def curve(args, base, points, audits):
+def curve(modelpin, base, points, audits):
     """{(logprobs on?, variant, calls per input): [audit]} for the first-token tier alone."""
     results = collections.defaultdict(list)
     locks = {}
@@ -117,7 +120,7 @@ def curve(args, base, points, audits):
                 f.write(PINS.format(base_url=base + "/v1", model=MODEL_ID,
                                     extra=CURVE_PIN.format(samples=points[0])))
             before = get(base + "/admin/stats")
-            done, seconds = run(args.modelpin, project, ["lock"])
+            done, seconds = run(modelpin, project, ["lock"])
             if done.returncode != 0:
                 raise SystemExit(f"curve lock failed:\n{done.stderr}")
             after = get(base + "/admin/stats")
@@ -130,7 +133,7 @@ def curve(args, base, points, audits):
                                             extra=CURVE_PIN.format(samples=k)))
                     for variant in ["base"] + VARIANTS:
                         post(base + "/admin/variant", {"variant": variant})
-                        a = audit(args.modelpin, project)
+                        a = audit(modelpin, project)
                         a.update(variant=variant, logprobs=logprobs, calls_per_input=k)
                         results[(logprobs, variant, k)].append(a)
         finally:
@@ -171,11 +174,11 @@ def main():
     parser.add_argument("--models", default=os.environ.get("MODELPIN_MODELS"))
     parser.add_argument("--modelpin", default=os.path.join(ROOT, "target/release/modelpin"))
     parser.add_argument("--null", type=int, default=200, help="audits of the unchanged model")
-    parser.add_argument("--swaps", type=int, default=20, help="audits of each swap")
+    parser.add_argument("--swaps", type=int, default=8, help="audits of each swap")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--curve", default="2,4,8,16,32",
+    parser.add_argument("--curve", default="4,8,16,32",
                         help="calls per border input for the power curve ('' for none)")
-    parser.add_argument("--curve-audits", type=int, default=6, help="audits per curve point")
+    parser.add_argument("--curve-audits", type=int, default=4, help="audits per curve point")
     parser.add_argument("--out", default="real_model_audits.jsonl")
     args = parser.parse_args()
     if not args.python or not args.models:
@@ -213,7 +216,8 @@ def main():
         after = get(base + "/admin/stats")
         points = [int(k) for k in args.curve.split(",") if k]
         curve_began = time.monotonic()
-        curved, curve_locks = curve(args, base, points, args.curve_audits) if points else ({}, {})
+        curved, curve_locks = (curve(args.modelpin, base, points, args.curve_audits) if points
+                               else ({}, {}))
         curve_seconds = time.monotonic() - curve_began
         with open(args.out, "a") as out:
             for rows in curved.values():
