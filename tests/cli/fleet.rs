@@ -284,9 +284,9 @@ fn postgres_restarted_under_a_fleet_shows_on_healthz_and_both_recover() {
 }
 
 /// The leader's link to PostgreSQL cut (a relay that passes nothing and resets nothing, as a
-/// dropped network does): the standby leads within two leases, the cut-off daemon says on
-/// `/healthz` that its store is unreachable instead of claiming to lead, nothing it ran during
-/// the cut is stored, and healed it comes back as the standby without a restart.
+/// dropped network does): it stands down within one lease, the standby leads within two, the
+/// cut-off daemon says on `/healthz` that its store is unreachable instead of claiming to lead,
+/// healed it comes back as the standby without a restart, and no audit is stored twice.
 #[test]
 fn the_leader_cut_off_from_postgres_is_replaced_and_comes_back_as_standby() {
     let Some(pg) = Postgres::start() else {

@@ -51,19 +51,21 @@ impl Relay {
 fn pump(mut from: TcpStream, mut into: TcpStream, cut: &AtomicBool) {
     let mut buf = vec![0u8; 64 * 1024];
     loop {
-        while cut.load(Ordering::SeqCst) {
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        hold_while(cut);
         let n = match from.read(&mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        while cut.load(Ordering::SeqCst) {
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        hold_while(cut);
         if into.write_all(&buf[..n]).is_err() {
             break;
         }
     }
     let _ = into.shutdown(std::net::Shutdown::Write);
+}
+
+fn hold_while(cut: &AtomicBool) {
+    while cut.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
