@@ -135,12 +135,16 @@ impl PgStore {
                 &[],
             )
             .await?;
-        let decoded: Vec<Option<Entry>> = rows
+        let mut unreadable = 0;
+        let entries = rows
             .iter()
-            .map(|r| serde_json::from_slice(r.get::<_, &[u8]>(0)).ok())
+            .filter_map(|r| {
+                let entry = serde_json::from_slice(r.get::<_, &[u8]>(0)).ok();
+                unreadable += u64::from(entry.is_none());
+                entry
+            })
             .collect();
-        let unreadable = decoded.iter().filter(|e| e.is_none()).count() as u64;
-        Ok((decoded.into_iter().flatten().collect(), unreadable))
+        Ok((entries, unreadable))
     }
 
     /// Records an attempt's outcome, unless the entry changed while it was being sent.
