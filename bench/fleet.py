@@ -105,6 +105,7 @@ class Sim:
         self.proc = subprocess.Popen([BIN, "sim", "--scenario", f"{self.dir}/scenario.json"],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.addr = self.proc.stdout.readline().strip()
+        self.sentinels = 0  # counting calls made so far
 
     def served(self):
         """Generation calls answered so far, the sentinel calls themselves excluded."""
@@ -114,7 +115,7 @@ class Sim:
                                      headers={"content-type": "application/json"})
         with urllib.request.urlopen(req, timeout=10) as r:
             serial = int(re.fullmatch(r"chatcmpl-sim(\d+)", json.load(r)["id"]).group(1))
-        self.sentinels = getattr(self, "sentinels", 0) + 1
+        self.sentinels += 1
         return serial - self.sentinels
 
     def stop(self):
@@ -226,9 +227,11 @@ def wait(what, predicate, limit=120, poll=0.05):
 
 
 def leader_and_standby(a, b):
-    roles = wait("one leader and one standby",
-                 lambda: (lambda r: r if sorted(r) == ["leader", "standby"] else None)(
-                     [a.role(), b.role()]))
+    def settled():
+        roles = [a.role(), b.role()]
+        return roles if sorted(roles) == ["leader", "standby"] else None
+
+    roles = wait("one leader and one standby", settled)
     return (a, b) if roles[0] == "leader" else (b, a)
 
 
