@@ -37,7 +37,9 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "throughput"))
 from daemon_bench import ARITH, BIN, build, free_port, scenario  # noqa: E402
+from run import SENTINEL, served  # noqa: E402  (bench/throughput/run.py)
 
 CALL_PINS = int(os.environ.get("CALL_PINS", "10"))
 CALL_SECONDS = int(os.environ.get("CALL_SECONDS", "600"))
@@ -47,7 +49,6 @@ PARTS = os.environ.get("PARTS", "calls,failover,pages").split(",")
 FAILOVERS = int(os.environ.get("FAILOVERS", "8"))
 PAGE_PINS, PAGE_AUDITS = 100, 30
 PAGE_REQUESTS = int(os.environ.get("PAGE_REQUESTS", "200"))
-SENTINEL = "count-sentinel"
 USER = "modelpin"
 
 
@@ -109,14 +110,8 @@ class Sim:
 
     def served(self):
         """Generation calls answered so far, the sentinel calls themselves excluded."""
-        body = json.dumps({"model": SENTINEL, "max_tokens": 1,
-                           "messages": [{"role": "user", "content": "count"}]}).encode()
-        req = urllib.request.Request(f"http://{self.addr}/compat/v1/chat/completions", data=body,
-                                     headers={"content-type": "application/json"})
-        with urllib.request.urlopen(req, timeout=10) as r:
-            serial = int(re.fullmatch(r"chatcmpl-sim(\d+)", json.load(r)["id"]).group(1))
         self.sentinels += 1
-        return serial - self.sentinels
+        return served(self.addr) - self.sentinels
 
     def stop(self):
         self.proc.terminate()
