@@ -65,6 +65,10 @@ pub struct LockedFirstTokens {
     pub discovery: Discovery,
     /// By tier probe id (`first-token:<digest prefix>`).
     pub inputs: BTreeMap<String, LockedInput>,
+    /// Tests of the tier switched off for this pin by the lock's own check, by test name
+    /// (`first_tokens`, `logprobs`, `sampling`), with the reason.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub off: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

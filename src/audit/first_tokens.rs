@@ -12,16 +12,17 @@
 //! The tests themselves are in `stats::{first_token, logprob, sampling}`.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use crate::audit::Observation;
 use crate::config::{Compare, Config, Pin, Probe, probe_digest};
 use crate::lock::{Discovery, LoadedLock, LockedFirstTokens, LockedInput, LockedPin};
-use crate::provider::{ProviderKind, Reply};
-use crate::stats::PermutationBudget;
+use crate::provider::{FirstToken, Flaw, ProviderKind, Reply};
 use crate::stats::drift::TierTest;
 use crate::stats::first_token::{FirstTokens, first_tokens};
-use crate::stats::logprob::{PromptLogprobs, logprobs};
-use crate::stats::sampling::{SampledToken, sampling};
+use crate::stats::logprob::{PromptLogprobs, Reported, logprobs};
+use crate::stats::sampling::{SamplingInput, SideSummary, sampling, side_summary};
+use crate::stats::{PermutationBudget, TestKind};
 
 /// Built-in candidates: open questions whose first word has many plausible answers. The pin's
 /// own probes are candidates too.
@@ -48,7 +49,8 @@ pub const CANDIDATES: &[&str] = &[
     "Name a programming language.",
 ];
 
-/// Calls per candidate in discovery; they count towards the baseline of the inputs kept.
+/// Calls per candidate in discovery. They only choose the inputs: the baseline is recorded
+/// after the choice, so no input's baseline is one picked for how it happened to fall.
 pub const DISCOVERY_SAMPLES: u32 = 4;
 /// Inputs kept per pin.
 pub const KEEP: usize = 8;
@@ -66,6 +68,15 @@ pub const MAX_INPUTS: usize = KEEP;
 pub const MAX_CANDIDATES: usize = 40;
 /// An input whose most probable first token has more than this share is no border input.
 const DECIDED: f64 = 0.95;
+/// Share of calls whose logprobs may be missing or inconsistent before the logprob and
+/// sampling tests are short of what they claim to watch (a tenth).
+pub const UNUSABLE_SHARE: f64 = 0.1;
+/// How far the returned token's own logprob may sit from its entry in the list (the same
+/// number printed twice; any real stack agrees to the last digit).
+const AGREE: f64 = 1e-3;
+/// How far above 1 the listed probabilities may add up (float32 rounding) before the list is
+/// no distribution.
+const MASS: f64 = 1e-2;
 
 /// The id tier probes carry in observations and the lock (config probe ids cannot hold `:`).
 const PREFIX: &str = "first-token:";
@@ -180,6 +191,136 @@ fn token_of(reply: &Reply) -> &str {
         .map_or(reply.text.as_str(), |t| t.sampled.as_str())
 }
 
+/// What one call's reported logprobs can testify to the logprob and sampling tests.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Testimony {
+    /// The tested tokens, cut from the list so that no draw changes them.
+    Usable(Reported),
+    /// Logprobs with fewer than two entries: nothing to test.
+    Narrow,
+    /// No logprobs.
+    Missing,
+    /// Logprobs that are no distribution: no evidence, with the reason.
+    Flawed(Flaw),
+}
+
+/// Reads a call's first token as asked with `top_logprobs: asked`. Every listing convention
+/// met in the wild is read alike (exactly the top k; the sampled token appended as a k + 1-th
+/// entry; fewer than asked); what none of them produces is a flaw.
+#[must_use]
+pub fn testimony(token: Option<&FirstToken>, asked: u8) -> Testimony {
+    let Some(t) = token else {
+        return Testimony::Missing;
+    };
+    if let Some(flaw) = flaw(t, usize::from(asked)) {
+        return Testimony::Flawed(flaw);
+    }
+    Reported::cut(&t.top, &t.sampled, usize::from(asked))
+        .map_or(Testimony::Narrow, Testimony::Usable)
+}
+
+fn flaw(t: &FirstToken, asked: usize) -> Option<Flaw> {
+    if let Some(flaw) = t.flaw {
+        return Some(flaw);
+    }
+    let own = t
+        .top
+        .iter()
+        .find(|(tok, _)| *tok == t.sampled)
+        .map(|(_, lp)| *lp);
+    let lowest = t
+        .top
+        .iter()
+        .map(|(_, lp)| *lp)
+        .fold(f64::INFINITY, f64::min);
+    // One entry beyond those asked is the sampled token appended below them (llama.cpp).
+    let appended = own.is_some_and(|lp| lp <= lowest);
+    if t.listed > asked + 1 || (t.listed == asked + 1 && !appended) {
+        return Some(Flaw::MoreThanAsked);
+    }
+    if let (Some(reported), Some(listed)) = (t.sampled_logprob, own)
+        && (reported - listed).abs() > AGREE
+    {
+        return Some(Flaw::SampledDisagrees);
+    }
+    if t.top.iter().map(|(_, lp)| lp.exp()).sum::<f64>() > 1.0 + MASS {
+        return Some(Flaw::NotADistribution);
+    }
+    None
+}
+
+/// How a tier's calls testified: calls, usable ones, narrow ones, and the flaws by reason.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Testimonies {
+    pub calls: u64,
+    pub usable: u64,
+    pub narrow: u64,
+    pub flawed: BTreeMap<Flaw, u64>,
+}
+
+impl Testimonies {
+    /// Counts the testimony of `replies`, asked with `top_logprobs: asked`.
+    #[must_use]
+    pub fn of<'a>(replies: impl Iterator<Item = &'a Reply>, asked: u8) -> Testimonies {
+        let mut counts = Testimonies::default();
+        for reply in replies {
+            counts.calls += 1;
+            match testimony(reply.first_token.as_deref(), asked) {
+                Testimony::Usable(_) => counts.usable += 1,
+                Testimony::Narrow => counts.narrow += 1,
+                Testimony::Missing => {}
+                Testimony::Flawed(flaw) => *counts.flawed.entry(flaw).or_default() += 1,
+            }
+        }
+        counts
+    }
+
+    /// More than `UNUSABLE_SHARE` of the calls could not testify: an audit's tests would be
+    /// short of what they claim to watch.
+    #[must_use]
+    pub fn short(&self) -> bool {
+        self.calls > 0 && (self.calls - self.usable) as f64 > UNUSABLE_SHARE * self.calls as f64
+    }
+
+    /// At most `UNUSABLE_SHARE` of the calls came without logprobs or with flawed ones, and some
+    /// are usable: the provider reports logprobs (a decided input may list a single token).
+    #[must_use]
+    pub fn reported(&self) -> bool {
+        let unreported = self.calls - self.usable - self.narrow;
+        self.usable > 0 && unreported as f64 <= UNUSABLE_SHARE * self.calls as f64
+    }
+
+    /// Why logprobs are missing for the tier, in words; `None` when they are reported.
+    #[must_use]
+    pub fn why_short(&self) -> Option<String> {
+        if self.reported() {
+            return None;
+        }
+        let flawed: u64 = self.flawed.values().sum();
+        if flawed == 0 {
+            return Some(if self.usable == 0 {
+                "the provider returned no logprobs when asked".to_owned()
+            } else {
+                format!(
+                    "the provider returned logprobs on only {} of {} calls",
+                    self.usable + self.narrow,
+                    self.calls
+                )
+            });
+        }
+        let reasons: Vec<String> = self
+            .flawed
+            .iter()
+            .map(|(flaw, n)| format!("{} ({n})", flaw.as_str()))
+            .collect();
+        Some(format!(
+            "the provider's logprobs are no distribution on {flawed} of {} calls: {}",
+            self.calls,
+            reasons.join(", ")
+        ))
+    }
+}
+
 /// The replies of one tier probe, in sample order.
 fn replies_of<'a>(obs: &'a Observation, id: &str) -> Vec<&'a Reply> {
     obs.replies()
@@ -200,22 +341,23 @@ pub struct Found {
 }
 
 /// How uncertain a candidate's first token is. With logprobs: entropy plus the variance of the
-/// log-probability under the reported distribution (the information a sampling test gets per
-/// call), averaged over calls. Without: the chance two calls differ (Gini impurity) of the
-/// sampled tokens. `None` when the candidate looks decided.
-fn uncertainty(replies: &[&Reply], with_logprobs: bool) -> Option<f64> {
-    if with_logprobs {
+/// log-probability under the reported distribution of the tested tokens (the information a
+/// sampling test gets per call), averaged over calls. Without: the chance two calls differ
+/// (Gini impurity) of the sampled tokens. `None` when the candidate looks decided.
+fn uncertainty(replies: &[&Reply], asked: Option<u8>) -> Option<f64> {
+    if let Some(asked) = asked {
         let scores: Vec<f64> = replies
             .iter()
-            .filter_map(|r| r.first_token.as_ref())
-            .filter(|t| t.top.len() > 1)
-            .filter_map(|t| {
-                let max = t
-                    .top
+            .filter_map(|r| match testimony(r.first_token.as_deref(), asked) {
+                Testimony::Usable(reported) => Some(reported.top),
+                _ => None,
+            })
+            .filter_map(|top| {
+                let max = top
                     .iter()
                     .map(|(_, lp)| *lp)
                     .fold(f64::NEG_INFINITY, f64::max);
-                let w: Vec<f64> = t.top.iter().map(|(_, lp)| (lp - max).exp()).collect();
+                let w: Vec<f64> = top.iter().map(|(_, lp)| (lp - max).exp()).collect();
                 let total: f64 = w.iter().sum();
                 let p: Vec<f64> = w.iter().map(|x| x / total).collect();
                 let top = p.iter().copied().fold(0.0, f64::max);
@@ -258,7 +400,8 @@ fn uncertainty(replies: &[&Reply], with_logprobs: bool) -> Option<f64> {
     )
 }
 
-/// Chooses the border inputs from discovery's calls.
+/// Chooses the border inputs from discovery's calls. Logprobs count as given when at most
+/// `UNUSABLE_SHARE` of the answered calls came without usable ones.
 #[must_use]
 pub fn select(calls: &TierCalls, obs: &Observation) -> Found {
     let answered: usize = calls
@@ -266,25 +409,32 @@ pub fn select(calls: &TierCalls, obs: &Observation) -> Found {
         .iter()
         .map(|p| replies_of(obs, &p.id).len())
         .sum();
-    let logprobs = calls.top_logprobs.is_some()
-        && obs
-            .replies()
-            .any(|(c, r)| is_tier_probe(&c.probe) && r.first_token.is_some());
+    let testified = calls.top_logprobs.map(|asked| {
+        Testimonies::of(
+            obs.replies()
+                .filter(|(c, _)| is_tier_probe(&c.probe))
+                .map(|(_, r)| r),
+            asked,
+        )
+    });
+    let logprobs = testified.as_ref().is_some_and(Testimonies::reported);
     let discovery = Discovery {
         candidates: calls.probes.len() as u32,
         calls: answered as u64,
     };
-    let no_logprobs = if calls.top_logprobs.is_none() {
-        Some("no logprobs in this provider's API".to_owned())
-    } else if answered > 0 && !logprobs {
-        Some("the provider returned no logprobs when asked".to_owned())
-    } else {
-        None
+    let no_logprobs = match &testified {
+        None => Some("no logprobs in this provider's API".to_owned()),
+        Some(_) if answered == 0 || logprobs => None,
+        Some(t) => Some(
+            t.why_short()
+                .unwrap_or_else(|| "the provider returned no logprobs when asked".to_owned()),
+        ),
     };
+    let asked = calls.top_logprobs.filter(|_| logprobs);
     let mut scored: Vec<(f64, &Probe)> = calls
         .probes
         .iter()
-        .filter_map(|p| Some((uncertainty(&replies_of(obs, &p.id), logprobs)?, p)))
+        .filter_map(|p| Some((uncertainty(&replies_of(obs, &p.id), asked)?, p)))
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
     let kept: Vec<Probe> = scored
@@ -312,7 +462,7 @@ pub fn select(calls: &TierCalls, obs: &Observation) -> Found {
     }
 }
 
-/// The calls that complete the baseline of the kept inputs after discovery.
+/// The calls that record the baseline of the kept inputs after discovery.
 #[must_use]
 pub fn baseline_calls(found: &Found) -> Option<TierCalls> {
     if found.kept.is_empty() {
@@ -320,27 +470,32 @@ pub fn baseline_calls(found: &Found) -> Option<TierCalls> {
     }
     Some(TierCalls {
         probes: found.kept.clone(),
-        samples: BASELINE_SAMPLES.saturating_sub(DISCOVERY_SAMPLES),
+        samples: BASELINE_SAMPLES,
         top_logprobs: found.logprobs.then_some(TOP_LOGPROBS),
     })
 }
 
-/// The tier's lock entry from discovery's and the baseline's calls; `None` when no kept input
-/// was answered.
+/// The tier's lock entry from the baseline's calls (made after discovery chose the inputs),
+/// with the tests that failed the lock's own split-half check at `alpha` switched off; `None`
+/// when no kept input was answered. A call whose logprobs cannot testify is recorded with an
+/// empty list.
 #[must_use]
-pub fn record(found: &Found, observations: &[&Observation]) -> Option<LockedFirstTokens> {
+pub fn record(found: &Found, baseline: &Observation, alpha: f64) -> Option<LockedFirstTokens> {
     let mut inputs = BTreeMap::new();
     for probe in &found.kept {
-        let replies: Vec<&Reply> = observations
-            .iter()
-            .flat_map(|o| replies_of(o, &probe.id))
-            .collect();
+        let replies = replies_of(baseline, &probe.id);
         if replies.is_empty() {
             continue;
         }
         let mut prompt_tokens: Vec<u64> = replies.iter().filter_map(|r| r.usage.input).collect();
         prompt_tokens.sort_unstable();
         prompt_tokens.dedup();
+        let usable = |r: &&Reply| {
+            matches!(
+                testimony(r.first_token.as_deref(), TOP_LOGPROBS),
+                Testimony::Usable(_)
+            )
+        };
         inputs.insert(
             probe.id.clone(),
             LockedInput {
@@ -351,11 +506,9 @@ pub fn record(found: &Found, observations: &[&Observation]) -> Option<LockedFirs
                 tokens: replies.iter().map(|r| token_of(r).to_owned()).collect(),
                 top: replies
                     .iter()
-                    .map(|r| {
-                        r.first_token
-                            .as_ref()
-                            .map(|t| t.top.clone())
-                            .unwrap_or_default()
+                    .map(|r| match (found.logprobs && usable(r), &r.first_token) {
+                        (true, Some(t)) => t.top.clone(),
+                        _ => Vec::new(),
                     })
                     .collect(),
             },
@@ -364,16 +517,158 @@ pub fn record(found: &Found, observations: &[&Observation]) -> Option<LockedFirs
     if inputs.is_empty() {
         return None;
     }
-    Some(LockedFirstTokens {
+    let mut tier = LockedFirstTokens {
         top_logprobs: if found.logprobs { TOP_LOGPROBS } else { 0 },
         discovery: found.discovery,
         inputs,
-    })
+        off: BTreeMap::new(),
+    };
+    tier.off = self_check(&tier, alpha);
+    Some(tier)
 }
 
+/// One side of an input's comparison: the first tokens, and the calls whose logprobs testify.
+struct Side<'a> {
+    tokens: Vec<&'a str>,
+    reported: Vec<Reported>,
+}
+
+impl<'a> Side<'a> {
+    /// The lock's calls `range` of an input.
+    fn locked(input: &'a LockedInput, asked: u8, range: std::ops::Range<usize>) -> Side<'a> {
+        let tokens: Vec<&str> = input.tokens[range.clone()]
+            .iter()
+            .map(String::as_str)
+            .collect();
+        let reported = input.tokens[range.clone()]
+            .iter()
+            .zip(input.top.get(range).unwrap_or_default())
+            .filter_map(|(token, top)| Reported::cut(top, token, usize::from(asked)))
+            .collect();
+        Side { tokens, reported }
+    }
+
+    fn audited(replies: &[&'a Reply], asked: u8) -> Side<'a> {
+        Side {
+            tokens: replies.iter().map(|r| token_of(r)).collect(),
+            reported: replies
+                .iter()
+                .filter_map(|r| match testimony(r.first_token.as_deref(), asked) {
+                    Testimony::Usable(reported) => Some(reported),
+                    _ => None,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// An input's two sides.
+struct Compared<'a> {
+    prompt: &'a str,
+    baseline: Side<'a>,
+    current: Side<'a>,
+}
+
+/// The tier's tests on compared inputs: first tokens, and with logprobs the reported logprobs
+/// and how the provider samples them; a test the lock switched off is not run.
+fn run(
+    ids: &[String],
+    inputs: &[Compared<'_>],
+    asked: u8,
+    off: &BTreeMap<String, String>,
+    budget: PermutationBudget,
+    seed: u64,
+) -> Vec<TierTest> {
+    let on = |kind: TestKind| !off.contains_key(kind.as_str());
+    let mut out = Vec::new();
+    if on(TestKind::FirstTokens) {
+        let first: Vec<FirstTokens<'_>> = inputs
+            .iter()
+            .map(|i| FirstTokens {
+                input: i.prompt,
+                baseline: i.baseline.tokens.clone(),
+                current: i.current.tokens.clone(),
+            })
+            .collect();
+        out.push(TierTest {
+            probes: ids.to_vec(),
+            result: first_tokens(&first, budget, seed),
+        });
+    }
+    if asked == 0 {
+        return out;
+    }
+    if on(TestKind::Logprobs) {
+        let prompts: Vec<PromptLogprobs<'_>> = inputs
+            .iter()
+            .map(|i| PromptLogprobs {
+                prompt: i.prompt,
+                baseline: i.baseline.reported.iter().map(|r| &r.top).collect(),
+                current: i.current.reported.iter().map(|r| &r.top).collect(),
+            })
+            .collect();
+        out.push(TierTest {
+            probes: ids.to_vec(),
+            result: logprobs(&prompts, budget, seed),
+        });
+    }
+    if on(TestKind::Sampling) {
+        let sampled: Vec<SamplingInput<'_>> = inputs
+            .iter()
+            .map(|i| SamplingInput {
+                baseline: i.baseline.reported.iter().collect(),
+                current: i.current.reported.iter().collect(),
+            })
+            .collect();
+        out.push(TierTest {
+            probes: ids.to_vec(),
+            result: sampling(&sampled, budget, seed),
+        });
+    }
+    out
+}
+
+/// The lock's own check: each test run on the first half of every input's baseline calls
+/// against the second half, at `alpha`. A test that rejects there would compare later audits
+/// with a provider that does not hold still even within one lock: it is switched off for the
+/// pin, with the reason.
+fn self_check(tier: &LockedFirstTokens, alpha: f64) -> BTreeMap<String, String> {
+    let ids: Vec<String> = tier.inputs.keys().cloned().collect();
+    let inputs: Vec<Compared<'_>> = tier
+        .inputs
+        .values()
+        .map(|input| {
+            let half = input.tokens.len() / 2;
+            Compared {
+                prompt: &input.prompt,
+                baseline: Side::locked(input, tier.top_logprobs, 0..half),
+                current: Side::locked(input, tier.top_logprobs, half..input.tokens.len()),
+            }
+        })
+        .collect();
+    let none = BTreeMap::new();
+    let budget = PermutationBudget::resolving(alpha);
+    run(&ids, &inputs, tier.top_logprobs, &none, budget, SELF_CHECK_SEED)
+        .into_iter()
+        .filter(|t| t.result.p_value <= alpha)
+        .map(|t| {
+            (
+                t.result.test.as_str().to_owned(),
+                format!(
+                    "off: it rejected on the lock's own calls (first half against second, p = {:.1e} at alpha {alpha}): the provider did not hold still within the lock",
+                    t.result.p_value
+                ),
+            )
+        })
+        .collect()
+}
+
+/// The self-check's permutations are seeded alike for every lock, so a lock can be rechecked.
+const SELF_CHECK_SEED: u64 = 0x10C4_5E1F;
+
 /// The tier's tests on one audit: first tokens against the lock's, and where the lock has
-/// logprobs, reported logprobs against the lock's spread and sampled tokens against the
-/// reported probabilities. Inputs this audit did not answer take no part.
+/// logprobs, reported logprobs against the lock's spread and how the provider samples them
+/// against how it sampled at the lock. Inputs this audit did not answer take no part.
 #[must_use]
 pub fn tests(
     tier: &LockedFirstTokens,
@@ -391,51 +686,30 @@ pub fn tests(
         return Vec::new();
     }
     let ids: Vec<String> = answered.iter().map(|(id, _, _)| (*id).to_owned()).collect();
-    let first: Vec<FirstTokens<'_>> = answered
+    let inputs: Vec<Compared<'_>> = answered
         .iter()
-        .map(|(_, input, replies)| FirstTokens {
-            input: &input.prompt,
-            baseline: input.tokens.iter().map(String::as_str).collect(),
-            current: replies.iter().map(|r| token_of(r)).collect(),
-        })
-        .collect();
-    let mut out = vec![TierTest {
-        probes: ids.clone(),
-        result: first_tokens(&first, budget, seed),
-    }];
-    if tier.top_logprobs == 0 {
-        return out;
-    }
-    let prompts: Vec<PromptLogprobs<'_>> = answered
-        .iter()
-        .map(|(_, input, replies)| PromptLogprobs {
+        .map(|(_, input, replies)| Compared {
             prompt: &input.prompt,
-            baseline: input.top.iter().filter(|t| !t.is_empty()).collect(),
-            current: replies
-                .iter()
-                .filter_map(|r| r.first_token.as_ref())
-                .map(|t| &t.top)
-                .filter(|t| !t.is_empty())
-                .collect(),
+            baseline: Side::locked(input, tier.top_logprobs, 0..input.tokens.len()),
+            current: Side::audited(replies, tier.top_logprobs),
         })
         .collect();
-    out.push(TierTest {
-        probes: ids.clone(),
-        result: logprobs(&prompts, budget, seed),
-    });
-    let sampled: Vec<SampledToken<'_>> = answered
-        .iter()
-        .flat_map(|(_, _, replies)| replies.iter().filter_map(|r| r.first_token.as_ref()))
-        .map(|t| SampledToken {
-            top: &t.top,
-            sampled: &t.sampled,
-        })
+    run(&ids, &inputs, tier.top_logprobs, &tier.off, budget, seed)
+}
+
+/// How the provider sampled at the lock against the probabilities it reported, over every
+/// input; `None` without logprobs.
+#[must_use]
+pub fn locked_sampling(tier: &LockedFirstTokens) -> Option<SideSummary> {
+    if tier.top_logprobs == 0 {
+        return None;
+    }
+    let sides: Vec<Side<'_>> = tier
+        .inputs
+        .values()
+        .map(|i| Side::locked(i, tier.top_logprobs, 0..i.tokens.len()))
         .collect();
-    out.push(TierTest {
-        probes: ids,
-        result: sampling(&sampled, budget, seed),
-    });
-    out
+    Some(side_summary(sides.iter().flat_map(|s| s.reported.iter())))
 }
 
 /// The tier calls of an audit: each pin with a baseline whose lock holds inputs (and that has
@@ -466,7 +740,7 @@ pub fn for_lock(config: &Config, pins: &[&Pin]) -> Vec<(String, TierCalls)> {
         };
         let baseline = TierCalls {
             probes: discovery.probes.iter().take(KEEP).cloned().collect(),
-            samples: BASELINE_SAMPLES.saturating_sub(DISCOVERY_SAMPLES),
+            samples: BASELINE_SAMPLES,
             top_logprobs: discovery.top_logprobs,
         };
         planned.push((pin.id.clone(), discovery));
@@ -482,8 +756,16 @@ pub fn describe(pin: &str, locked: &LockedPin, samples: u32) -> String {
     match &locked.first_tokens {
         Some(tier) => {
             let logprobs = if tier.top_logprobs > 0 {
+                let drawn = locked_sampling(tier).map_or_else(String::new, |s| {
+                    format!(
+                        ", both against the lock's own calls (it sampled like temperature {:.2} against the probabilities it reported; {:.0} % outside the top {})",
+                        s.implied_temperature,
+                        s.outside * 100.0,
+                        tier.top_logprobs - 1
+                    )
+                });
                 format!(
-                    "logprobs (top {}) and sampling tests too",
+                    "logprobs (top {}) and sampling tests too{drawn}",
                     tier.top_logprobs
                 )
             } else {
@@ -492,8 +774,15 @@ pub fn describe(pin: &str, locked: &LockedPin, samples: u32) -> String {
                     missing("logprobs").unwrap_or("no logprobs")
                 )
             };
+            let off: String = tier
+                .off
+                .iter()
+                .fold(String::new(), |mut line, (test, why)| {
+                    let _ = write!(line, "; `{test}` {why}");
+                    line
+                });
             format!(
-                "tiers {pin}: first tokens on {} border inputs (found among {} candidates in {} one-token calls; {} per audit); {logprobs}",
+                "tiers {pin}: first tokens on {} border inputs (found among {} candidates in {} one-token calls; {} per audit); {logprobs}{off}",
                 tier.inputs.len(),
                 tier.discovery.candidates,
                 tier.discovery.calls,
@@ -514,7 +803,6 @@ mod tests {
     use super::*;
     use crate::audit::{CallRecord, CallResult};
     use crate::provider::FirstToken;
-    use crate::stats::TestKind;
 
     fn reply(token: &str, top: &[(&str, f64)]) -> Reply {
         Reply {
@@ -523,6 +811,8 @@ mod tests {
                 Box::new(FirstToken {
                     sampled: token.to_owned(),
                     top: top.iter().map(|(t, p)| ((*t).to_owned(), p.ln())).collect(),
+                    listed: top.len(),
+                    ..FirstToken::default()
                 })
             }),
             ..Reply::default()
@@ -592,7 +882,10 @@ mod tests {
                 wide.as_str(),
                 reply("a", &[("a", 0.4), ("b", 0.3), ("c", 0.2), ("d", 0.1)]),
             ));
-            seen.push((tied.as_str(), reply("x", &[("x", 0.5), ("y", 0.5)])));
+            seen.push((
+                tied.as_str(),
+                reply("x", &[("x", 0.45), ("y", 0.45), ("z", 0.1)]),
+            ));
             seen.push((decided.as_str(), reply("z", &[("z", 0.99), ("w", 0.01)])));
         }
         let found = select(&plan, &observation(&seen));
@@ -648,26 +941,26 @@ mod tests {
     }
 
     #[test]
-    fn the_lock_holds_every_round_and_the_audit_runs_three_tests_with_logprobs() {
+    fn the_lock_holds_the_baseline_round_and_the_audit_runs_three_tests_with_logprobs() {
         let plan = calls(&["wide"], true);
         let id = plan.probes[0].id.clone();
         let top = [("a", 0.4), ("b", 0.3), ("c", 0.2), ("d", 0.1)];
         let first: Vec<(&str, Reply)> = (0..4).map(|_| (id.as_str(), reply("a", &top))).collect();
         let found = select(&plan, &observation(&first));
         let more = baseline_calls(&found).unwrap();
-        assert_eq!(more.samples, BASELINE_SAMPLES - DISCOVERY_SAMPLES);
+        assert_eq!(more.samples, BASELINE_SAMPLES);
         let rest: Vec<(&str, Reply)> = ["b", "c", "a"]
             .iter()
             .cycle()
-            .take((BASELINE_SAMPLES - DISCOVERY_SAMPLES) as usize)
+            .take(BASELINE_SAMPLES as usize)
             .map(|t| (id.as_str(), reply(t, &top)))
             .collect();
-        let (a, b) = (observation(&first), observation(&rest));
-        let tier = record(&found, &[&a, &b]).unwrap();
+        let tier = record(&found, &observation(&rest), 0.001).unwrap();
         let input = &tier.inputs[&id];
         let recorded = BASELINE_SAMPLES as usize;
         assert_eq!((input.tokens.len(), input.top.len()), (recorded, recorded));
         assert_eq!(tier.top_logprobs, TOP_LOGPROBS);
+        assert!(tier.off.is_empty(), "{:?}", tier.off);
         let now: Vec<(&str, Reply)> = ["a", "b", "c", "d"]
             .iter()
             .cycle()
@@ -689,3 +982,7 @@ mod tests {
         assert!(tests(&tier, &observation(&[]), budget, 7).is_empty());
     }
 }
+
+#[cfg(test)]
+#[path = "conventions_tests.rs"]
+mod conventions;

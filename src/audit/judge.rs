@@ -741,24 +741,29 @@ fn unmeasured_probes(case: &Case<'_>) -> Vec<Evidence> {
     found
 }
 
-/// Logprobs the lock's tier had and this audit's tier calls lack: more than a tenth of the calls
-/// without them leaves the logprob and sampling tests short of what they claim to watch.
+/// Logprobs the lock's tier had and this audit's tier calls lack or report as no distribution:
+/// more than `UNUSABLE_SHARE` of the calls without usable ones leaves the logprob and sampling
+/// tests short of what they claim to watch.
 fn logprobs_missing(case: &Case<'_>) -> Option<Unmeasured> {
     let tier = case.baseline?.first_tokens.as_ref()?;
     if tier.top_logprobs == 0 {
         return None;
     }
-    let (calls, with_logprobs) = case
-        .observation
-        .replies()
-        .filter(|(c, _)| first_tokens::is_tier_probe(&c.probe))
-        .fold((0u64, 0u64), |(n, w), (_, r)| {
-            let has = r.first_token.as_ref().is_some_and(|t| t.top.len() > 1);
-            (n + 1, w + u64::from(has))
-        });
-    (calls > 0 && (calls - with_logprobs) * 10 > calls).then_some(Unmeasured::LogprobsMissing {
-        calls,
-        with_logprobs,
+    let counts = first_tokens::Testimonies::of(
+        case.observation
+            .replies()
+            .filter(|(c, _)| first_tokens::is_tier_probe(&c.probe))
+            .map(|(_, r)| r),
+        tier.top_logprobs,
+    );
+    counts.short().then(|| Unmeasured::LogprobsMissing {
+        calls: counts.calls,
+        with_logprobs: counts.usable + counts.flawed.values().sum::<u64>(),
+        inconsistent: counts
+            .flawed
+            .iter()
+            .map(|(flaw, n)| (flaw.as_str().to_owned(), *n))
+            .collect(),
     })
 }
 

@@ -96,7 +96,12 @@ pub async fn lock(
                     .into_iter()
                     .flatten()
                     .collect();
-            record_tier(pin, found.get(&pin.id), &rounds, entry, &mut notices);
+            let tier = TierRounds {
+                found: found.get(&pin.id),
+                rounds: &rounds,
+                baseline: completed.get(pin.id.as_str()).copied(),
+            };
+            record_tier(pin, &tier, config.settings.alpha, entry, &mut notices);
         }
         recorded += usize::from(matches!(locked, Locked::Recorded | Locked::Partial));
         worst = worst.max(locked);
@@ -115,14 +120,27 @@ pub async fn lock(
     }
 }
 
+/// What the lock's tier calls gave one pin: discovery's choice, every round (for counting what
+/// went unanswered) and the baseline round.
+struct TierRounds<'a> {
+    found: Option<&'a Found>,
+    rounds: &'a [&'a Observation],
+    baseline: Option<&'a Observation>,
+}
+
 /// Puts the pin's first-token tier (or why it has none) into its new lock entry, and says so.
 fn record_tier(
     pin: &Pin,
-    found: Option<&Found>,
-    rounds: &[&Observation],
+    tier: &TierRounds<'_>,
+    alpha: f64,
     entry: &mut LockedPin,
     notices: &mut Vec<String>,
 ) {
+    let TierRounds {
+        found,
+        rounds,
+        baseline,
+    } = *tier;
     entry.first_tokens = None;
     entry.tiers_missing.clear();
     match found {
@@ -133,7 +151,7 @@ fn record_tier(
                 .insert("first_tokens".into(), why.to_owned());
         }
         Some(found) => {
-            entry.first_tokens = first_tokens::record(found, rounds);
+            entry.first_tokens = baseline.and_then(|b| first_tokens::record(found, b, alpha));
             if let Some(why) = &found.no_logprobs {
                 entry.tiers_missing.insert("logprobs".into(), why.clone());
             }

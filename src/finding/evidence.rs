@@ -598,8 +598,15 @@ pub enum Unmeasured {
     /// Traffic whose spans did not say which model answered: the served identity is unmeasured.
     ServedNotReported { spans: u64 },
     /// The lock's first-token calls came with logprobs; this audit's came without (or with too
-    /// few tokens to test): the logprob and sampling tests could not measure.
-    LogprobsMissing { calls: u64, with_logprobs: u64 },
+    /// few tokens to test, or with logprobs that are no distribution): the logprob and sampling
+    /// tests could not measure.
+    LogprobsMissing {
+        calls: u64,
+        with_logprobs: u64,
+        /// Calls whose logprobs were no distribution, by reason.
+        #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+        inconsistent: BTreeMap<String, u64>,
+    },
     /// Several audits in a row measured nothing (what the alert says).
     Streak {
         consecutive: u32,
@@ -681,9 +688,24 @@ impl Unmeasured {
             Unmeasured::LogprobsMissing {
                 calls,
                 with_logprobs,
-            } => format!(
+                inconsistent,
+            } if inconsistent.is_empty() => format!(
                 "the provider reported logprobs at the lock, but {} of {calls} first-token calls came without them: the logprob and sampling tests could not measure (the provider's API or serving stack changed)",
                 calls - with_logprobs
+            ),
+            Unmeasured::LogprobsMissing {
+                calls,
+                with_logprobs,
+                inconsistent,
+            } => format!(
+                "{} of {calls} first-token calls came without logprobs and {} with logprobs that are no distribution ({}): the logprob and sampling tests could not measure (the provider's serving stack reports something other than probabilities)",
+                calls - with_logprobs,
+                inconsistent.values().sum::<u64>(),
+                inconsistent
+                    .iter()
+                    .map(|(why, n)| format!("{why}: {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             Unmeasured::ServedNotReported { spans } => format!(
                 "none of {spans} span{} named the model that answered (`gen_ai.response.model` or `llm.model_name`): the served model was not measured",
@@ -733,7 +755,7 @@ fn test_name(kind: crate::stats::TestKind) -> &'static str {
             "the reported first-token probabilities moved beyond the provider's own spread: the serving stack changed (weights, quantization or kernels)"
         }
         crate::stats::TestKind::Sampling => {
-            "the provider samples differently from the probabilities it reports: its sampling changed (temperature, top_p or top_k)"
+            "the provider samples its reported probabilities differently from how it did at the lock: its sampling changed (temperature, top_p or top_k)"
         }
     }
 }

@@ -146,10 +146,53 @@ pub const MAX_TOKEN_CHARS: usize = 64;
 pub struct FirstToken {
     /// The token the provider returned first.
     pub sampled: String,
+    /// The logprob the provider gave the returned token itself (`content[0].logprob`).
+    pub sampled_logprob: Option<f64>,
     /// Its top tokens with their natural-log probabilities, most probable first, each token once,
     /// at most `MAX_TOP_LOGPROBS`, every value finite and at most 0.
     pub top: Vec<(String, f64)>,
+    /// How many entries `top_logprobs` held as it came, before any was dropped.
+    pub listed: usize,
+    /// What made the listing no distribution, seen while reading it: such a call is no evidence
+    /// for the logprob and sampling tests.
+    pub flaw: Option<Flaw>,
 }
+
+/// Why a call's reported logprobs cannot be read as the model's distribution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Flaw {
+    /// An entry (or the returned token) carried no number as its logprob.
+    NotANumber,
+    /// A logprob above 0: a probability above 1.
+    AboveZero,
+    /// A token listed twice.
+    Repeated,
+    /// More entries than asked for, beyond the returned token appended to the top ones.
+    MoreThanAsked,
+    /// The returned token's own logprob differs from its entry in the list.
+    SampledDisagrees,
+    /// The listed probabilities add up to more than 1.
+    NotADistribution,
+}
+
+impl Flaw {
+    /// The reason a report gives.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Flaw::NotANumber => "a logprob that is not a number",
+            Flaw::AboveZero => "a logprob above 0",
+            Flaw::Repeated => "a token listed twice",
+            Flaw::MoreThanAsked => "more top_logprobs entries than asked for",
+            Flaw::SampledDisagrees => "the returned token's logprob differs from its own entry",
+            Flaw::NotADistribution => "listed probabilities adding up to more than 1",
+        }
+    }
+}
+
+/// Logprobs this far above 0 are rounding of a probability of 1 (a float32 log-softmax), read
+/// as 0; further above, a flaw.
+pub const LOGPROB_ROUNDING: f64 = 1e-4;
 
 /// A fully built HTTP request: always `POST` with a JSON body.
 #[derive(Clone)]
@@ -409,10 +452,11 @@ fn mask(parsed: Parsed, redactor: &Redactor) -> Parsed {
                 })
             }),
             first_token: r.first_token.map(|t| {
-                let FirstToken { sampled, top } = *t;
+                let FirstToken { sampled, top, .. } = *t;
                 Box::new(FirstToken {
                     sampled: m(sampled),
                     top: top.into_iter().map(|(token, lp)| (m(token), lp)).collect(),
+                    ..*t
                 })
             }),
             ..r
@@ -474,6 +518,7 @@ fn bound_first_token(t: FirstToken) -> FirstToken {
     FirstToken {
         sampled: token(t.sampled),
         top,
+        ..t
     }
 }
 

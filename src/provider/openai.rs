@@ -13,8 +13,9 @@ use crate::provider::gateway;
 use crate::provider::json;
 use crate::provider::refusal::ProviderError;
 use crate::provider::{
-    Endpoint, ErrorClass, FirstToken, HttpRequest, LifecycleHint, MAX_TOP_LOGPROBS, Parsed,
-    ProbeCall, ProviderKind, RawResponse, Reply, Usage, normalize_model_id, path_segment,
+    Endpoint, ErrorClass, FirstToken, Flaw, HttpRequest, LOGPROB_ROUNDING, LifecycleHint,
+    MAX_TOP_LOGPROBS, Parsed, ProbeCall, ProviderKind, RawResponse, Reply, Usage,
+    normalize_model_id, path_segment,
 };
 
 /// Used when a pin names no Azure `api_version`: the GA version that first took
@@ -139,9 +140,10 @@ fn read_reply(kind: ProviderKind, body: &Value) -> Result<Reply, String> {
 }
 
 /// `choices[0].logprobs.content[0]`: the first output token and its `top_logprobs`, in the chat
-/// completions shape OpenAI, vLLM, llama.cpp and Together share. Entries whose logprob is not a
-/// finite number at most 0 are no probabilities and are dropped; so is a repeated token. `None`
-/// when the reply has no logprobs or its first position names no token.
+/// completions shape OpenAI, vLLM, llama.cpp and Together share. Entries that are no
+/// probability (no number, above 0) or repeat a token are kept out of `top` and named as the
+/// call's `flaw`; logprobs a rounding above 0 read as 0. `None` when the reply has no logprobs
+/// or its first position names no token.
 fn first_token(body: &Value) -> Option<FirstToken> {
     let first = json::at(body, &["choices"])?
         .as_array()?
@@ -151,23 +153,51 @@ fn first_token(body: &Value) -> Option<FirstToken> {
         .as_array()?
         .first()?;
     let sampled = json::owned_text(first, &["token"])?;
+    let mut flaw = None;
+    let mut note = |f: Flaw| flaw = Some(flaw.map_or(f, |g: Flaw| g.min(f)));
+    let mut probability = |value: Option<&Value>| -> Option<f64> {
+        match value.and_then(Value::as_f64) {
+            None => {
+                note(Flaw::NotANumber);
+                None
+            }
+            Some(lp) if lp > LOGPROB_ROUNDING => {
+                note(Flaw::AboveZero);
+                None
+            }
+            Some(lp) => Some(lp.min(0.0)),
+        }
+    };
+    let sampled_logprob = first.get("logprob").and_then(|v| probability(Some(v)));
     let mut top: Vec<(String, f64)> = Vec::new();
+    let mut listed = 0;
+    let mut repeated = false;
     for entry in json::items(first, &["top_logprobs"]) {
-        let (Some(token), Some(lp)) = (
-            json::owned_text(entry, &["token"]),
-            entry.get("logprob").and_then(Value::as_f64),
-        ) else {
+        listed += 1;
+        let Some(token) = json::owned_text(entry, &["token"]) else {
             continue;
         };
-        if lp.is_finite() && lp <= 0.0 && !top.iter().any(|(t, _)| *t == token) {
+        let Some(lp) = probability(entry.get("logprob")) else {
+            continue;
+        };
+        if top.iter().any(|(t, _)| *t == token) {
+            repeated = true;
+        } else if top.len() < MAX_TOP_LOGPROBS + 1 {
             top.push((token, lp));
         }
-        if top.len() == MAX_TOP_LOGPROBS {
-            break;
-        }
+    }
+    if repeated {
+        note(Flaw::Repeated);
     }
     top.sort_by(|a, b| b.1.total_cmp(&a.1));
-    Some(FirstToken { sampled, top })
+    top.truncate(MAX_TOP_LOGPROBS);
+    Some(FirstToken {
+        sampled,
+        sampled_logprob,
+        top,
+        listed,
+        flaw,
+    })
 }
 
 fn answer_text(body: &Value) -> Result<String, String> {

@@ -23,6 +23,38 @@ use super::{Calibration, Effect, TestKind, TestResult};
 /// One call's top tokens with their logprobs.
 pub type TopLogprobs = Vec<(String, f64)>;
 
+/// One call's first token as the tests read it: the most probable tokens of its report, cut to
+/// a set no draw can change, and where the sampled token fell.
+///
+/// Stacks list `top_logprobs` differently: OpenAI lists exactly the top k and gives the
+/// sampled token's logprob apart; llama.cpp appends the sampled token when it is not among the
+/// top k (k + 1 entries); others put it in place of the k-th, or list fewer. Under each of them
+/// the top k − 1 (of at most k entries, fewer when fewer are listed) are the same whatever was
+/// drawn, so the tests read only those: which tokens are listed, and how often, never depends
+/// on what the provider sampled.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Reported {
+    /// The tested tokens with their logprobs, most probable first.
+    pub top: TopLogprobs,
+    /// The sampled token's place among them; `None` when it was drawn from outside them.
+    pub sampled: Option<usize>,
+}
+
+impl Reported {
+    /// Reads a call's list (most probable first, as asked with `top_logprobs: asked`) and the
+    /// token it returned; `None` when fewer than two entries are listed.
+    #[must_use]
+    pub fn cut(listed: &[(String, f64)], sampled: &str, asked: usize) -> Option<Reported> {
+        let keep = listed.len().min(asked).checked_sub(1)?;
+        if keep == 0 {
+            return None;
+        }
+        let top: TopLogprobs = listed[..keep].to_vec();
+        let sampled = top.iter().position(|(t, _)| t == sampled);
+        Some(Reported { top, sampled })
+    }
+}
+
 /// One prompt's calls: at the lock and in this audit.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PromptLogprobs<'a> {
@@ -291,6 +323,49 @@ mod tests {
         let index: BTreeMap<&str, usize> = [("a", 0), ("b", 1), ("z", 2)].into_iter().collect();
         let call: TopLogprobs = vec![("a".into(), -0.1), ("b".into(), -3.0)];
         assert_eq!(row(&call, &index), vec![-0.1, -3.0, -3.0]);
+    }
+
+    #[test]
+    fn the_tested_tokens_do_not_depend_on_the_draw_under_any_listing_convention() {
+        let model: Vec<(String, f64)> = ["a", "b", "c", "d", "e"]
+            .iter()
+            .zip([0.4f64, 0.3, 0.15, 0.1, 0.05])
+            .map(|(t, p)| ((*t).to_owned(), p.ln()))
+            .collect();
+        let top3 = &model[..3];
+        let with = |extra: &str| -> Vec<(String, f64)> {
+            let mut l = top3.to_vec();
+            if !l.iter().any(|(t, _)| t == extra) {
+                l.push(model.iter().find(|(t, _)| t == extra).unwrap().clone());
+            }
+            l
+        };
+        let replaced = |extra: &str| -> Vec<(String, f64)> {
+            let mut l = model[..2].to_vec();
+            l.push(model.iter().find(|(t, _)| t == extra).unwrap().clone());
+            l
+        };
+        // (listing, sampled): exactly top 3 (OpenAI), the sampled token appended (llama.cpp),
+        // the sampled token in place of the third, all asked with top_logprobs 3.
+        let table: [(TopLogprobs, &str, Option<usize>); 6] = [
+            (top3.to_vec(), "a", Some(0)),
+            (top3.to_vec(), "e", None),
+            (with("b"), "b", Some(1)),
+            (with("e"), "e", None),
+            (replaced("c"), "c", None),
+            (replaced("d"), "d", None),
+        ];
+        for (listing, sampled, place) in table {
+            let cut = Reported::cut(&listing, sampled, 3).unwrap();
+            assert_eq!(cut.top, model[..2].to_vec(), "{listing:?}");
+            assert_eq!(cut.sampled, place, "{listing:?} sampled {sampled}");
+        }
+        // Fewer than asked: the listed ones less one; a single entry tests nothing.
+        assert_eq!(
+            Reported::cut(&model[..2], "a", 10).unwrap().top,
+            model[..1].to_vec()
+        );
+        assert_eq!(Reported::cut(&model[..1], "a", 10), None);
     }
 
     #[test]

@@ -156,7 +156,7 @@ fn a_provider_that_samples_colder_than_it_reports_is_caught() {
     assert!(
         pin.finding("behavior_drift")
             .message
-            .contains("samples differently from the probabilities it reports"),
+            .contains("samples its reported probabilities differently from how it did at the lock"),
         "{}",
         pin.finding("behavior_drift").message
     );
