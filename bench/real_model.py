@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Detection on a real model: the modelpin CLI at its default configuration (the pins.toml
-`modelpin init` writes, its six probes) against tests/realmodel/serve.py, one lock on the
-unchanged SmolLM2-135M-Instruct, then audits while each variant answers behind the same ID.
-Prints the markdown tables for BENCHMARKS.md ("Detection on a real model") and writes every
-audit's verdict as JSON lines to --out.
+`modelpin init` writes, its six probes) against llama-cpp-python's own server
+(`python -m llama_cpp.server`, unmodified) behind tests/realmodel/stack.py's proxy: one lock on
+the unchanged SmolLM2-135M-Instruct, then audits while each variant answers behind the same ID;
+and a second null, one lock and its audits while the same file answers from two instances on
+different numeric paths, one at random per call (`jitter`). Prints the markdown tables for
+BENCHMARKS.md ("Detection on a real model") and writes every audit's verdict as JSON lines to
+--out.
 
 Then a power curve of the first-token tier: a pin with one short probe asked twice (too few for
 any text test to reach alpha), locked once with logprobs and once with the server ignoring them,
@@ -13,8 +16,8 @@ audited at --curve calls per border input (`first_token_samples`) on every varia
   cargo build --release
   python3 bench/real_model.py --modelpin target/release/modelpin
 
-(the defaults are the run in BENCHMARKS.md: 200 unchanged audits, 8 of each swap, the curve at
-4, 8, 16 and 32 calls per input with 4 audits each; about 18 minutes on two cores).
+(the defaults are the run in BENCHMARKS.md: 200 unchanged audits, 100 jittering ones, 8 of each
+swap, the curve at 4, 8, 16 and 32 calls per input with 2 audits each).
 
 Standard library only.
 """
@@ -71,14 +74,14 @@ def get(url):
 
 def start_server(python, models, threads):
     child = subprocess.Popen(
-        [python, os.path.join(ROOT, "tests/realmodel/serve.py"), "--models", models,
+        [python, os.path.join(ROOT, "tests/realmodel/stack.py"), "--models", models,
          "--model-id", MODEL_ID, "--port", "0", "--threads", str(threads)],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     for line in child.stdout:
         if line.startswith("listening on "):
             port = int(line.rsplit(":", 1)[1])
             return child, port
-    raise SystemExit("serve.py exited before listening")
+    raise SystemExit("stack.py exited before listening")
 
 
 def run(modelpin, project, args):
@@ -104,8 +107,9 @@ def audit(modelpin, project):
     }
 
 
-def curve(modelpin, base, points, audits):
-    """{(logprobs on?, variant, calls per input): [audit]} for the first-token tier alone."""
+def curve(modelpin, base, points, audits, out):
+    """{(logprobs on?, variant, calls per input): [audit]} for the first-token tier alone; each
+    audit also written to `out` as it ends."""
     results = collections.defaultdict(list)
     locks = {}
     for logprobs in (True, False):
@@ -113,19 +117,13 @@ def curve(modelpin, base, points, audits):
         try:
             os.mkdir(os.path.join(project, "probes"))
             shutil.copy(os.path.join(ROOT, "probes", "arith.toml"), os.path.join(project, "probes"))
-            post(base + "/admin/variant", {"variant": "base"})
             post(base + "/admin/logprobs", {"enabled": logprobs})
             pins = os.path.join(project, "pins.toml")
             with open(pins, "w") as f:
                 f.write(PINS.format(base_url=base + "/v1", model=MODEL_ID,
                                     extra=CURVE_PIN.format(samples=points[0])))
-            before = get(base + "/admin/stats")
-            done, seconds = run(modelpin, project, ["lock"])
-            if done.returncode != 0:
-                raise SystemExit(f"curve lock failed:\n{done.stderr}")
-            after = get(base + "/admin/stats")
-            tiers = [l for l in done.stderr.splitlines() if l.startswith("tiers ")]
-            locks[logprobs] = (after["calls"] - before["calls"], seconds, tiers)
+            calls, _, seconds, tiers = lock(modelpin, base, project, "base")
+            locks[logprobs] = (calls, seconds, tiers)
             for i in range(audits):
                 for k in points:
                     with open(pins, "w") as f:
@@ -136,6 +134,8 @@ def curve(modelpin, base, points, audits):
                         a = audit(modelpin, project)
                         a.update(variant=variant, logprobs=logprobs, calls_per_input=k)
                         results[(logprobs, variant, k)].append(a)
+                        out.write(json.dumps(a) + "\n")
+                        out.flush()
         finally:
             shutil.rmtree(project, ignore_errors=True)
     post(base + "/admin/logprobs", {"enabled": True})
@@ -168,78 +168,32 @@ def se(p, n):
     return math.sqrt(max(p * (1 - p), 0) / n) if n else float("nan")
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--python", default=os.environ.get("MODELPIN_LLAMA_PYTHON"))
-    parser.add_argument("--models", default=os.environ.get("MODELPIN_MODELS"))
-    parser.add_argument("--modelpin", default=os.path.join(ROOT, "target/release/modelpin"))
-    parser.add_argument("--null", type=int, default=200, help="audits of the unchanged model")
-    parser.add_argument("--swaps", type=int, default=8, help="audits of each swap")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--curve", default="4,8,16,32",
-                        help="calls per border input for the power curve ('' for none)")
-    parser.add_argument("--curve-audits", type=int, default=4, help="audits per curve point")
-    parser.add_argument("--out", default="real_model_audits.jsonl")
-    args = parser.parse_args()
-    if not args.python or not args.models:
-        raise SystemExit("set MODELPIN_LLAMA_PYTHON and MODELPIN_MODELS (source .ci/real-model.sh)")
+def make_project(base, prefix):
+    project = tempfile.mkdtemp(prefix=prefix)
+    shutil.copytree(os.path.join(ROOT, "probes"), os.path.join(project, "probes"))
+    with open(os.path.join(project, "pins.toml"), "w") as f:
+        f.write(PINS.format(base_url=base + "/v1", model=MODEL_ID, extra=DEFAULT_PIN))
+    return project
 
-    began = time.monotonic()
-    child, port = start_server(args.python, args.models, args.threads)
-    base = f"http://127.0.0.1:{port}"
-    project = tempfile.mkdtemp(prefix="modelpin-bench-")
-    try:
-        shutil.copytree(os.path.join(ROOT, "probes"), os.path.join(project, "probes"))
-        with open(os.path.join(project, "pins.toml"), "w") as f:
-            f.write(PINS.format(base_url=base + "/v1", model=MODEL_ID, extra=DEFAULT_PIN))
-        post(base + "/admin/variant", {"variant": "base"})
-        done, lock_seconds = run(args.modelpin, project, ["lock"])
-        if done.returncode != 0:
-            raise SystemExit(f"lock failed:\n{done.stderr}")
-        lock_calls = get(base + "/admin/stats")
-        tiers = [l for l in done.stderr.splitlines() if l.startswith("tiers ")]
-        results = collections.defaultdict(list)
-        plan = [("base", args.null)] + [(v, args.swaps) for v in VARIANTS]
-        # Interleaved, so a slow stretch of the machine lands on every row alike.
-        order = []
-        for i in range(max(n for _, n in plan)):
-            order += [v for v, n in plan if i < n]
-        before = get(base + "/admin/stats")
-        with open(args.out, "w") as out:
-            for variant in order:
-                post(base + "/admin/variant", {"variant": variant})
-                a = audit(args.modelpin, project)
-                a["variant"] = variant
-                results[variant].append(a)
-                out.write(json.dumps(a) + "\n")
-                out.flush()
-        after = get(base + "/admin/stats")
-        points = [int(k) for k in args.curve.split(",") if k]
-        curve_began = time.monotonic()
-        curved, curve_locks = (curve(args.modelpin, base, points, args.curve_audits) if points
-                               else ({}, {}))
-        curve_seconds = time.monotonic() - curve_began
-        with open(args.out, "a") as out:
-            for rows in curved.values():
-                for a in rows:
-                    out.write(json.dumps(a) + "\n")
-    finally:
-        child.terminate()
-        child.wait()
-        shutil.rmtree(project, ignore_errors=True)
-    total = time.monotonic() - began
 
-    print(f"One run, {time.strftime('%Y-%m-%d')}: lock once on the unchanged model "
-          f"({lock_calls['calls']} calls, {lock_calls['completion_tokens']} output tokens, "
-          f"{lock_seconds:.0f} s), then {len(order)} audits; alpha {ALPHA}; "
-          f"whole run {total / 60:.1f} min.")
-    for line in tiers:
-        print(f"`{line}`")
-    print()
-    print("| what answered behind the same ID | audits | flagged (exit 1) | rate ± SE | "
+def lock(modelpin, base, project, variant):
+    """Locks `project` while `variant` answers: (calls, output tokens, seconds, tier lines)."""
+    post(base + "/admin/variant", {"variant": variant})
+    before = get(base + "/admin/stats")
+    done, seconds = run(modelpin, project, ["lock"])
+    if done.returncode != 0:
+        raise SystemExit(f"lock ({variant}) failed:\n{done.stderr}")
+    after = get(base + "/admin/stats")
+    tiers = [l for l in done.stderr.splitlines() if l.startswith("tiers ")]
+    return (after["calls"] - before["calls"],
+            after["completion_tokens"] - before["completion_tokens"], seconds, tiers)
+
+
+def verdict_table(results, rows_order):
+    print("| what answered behind the same ID | lock | audits | flagged (exit 1) | rate ± SE | "
           "rejected tests / findings (audits) | s per audit |")
-    print("|---|---|---|---|---|---|")
-    for variant in ["base"] + VARIANTS:
+    print("|---|---|---|---|---|---|---|")
+    for variant, locked in rows_order:
         rows = results[variant]
         if not rows:
             continue
@@ -252,16 +206,99 @@ def main():
         reasons = ", ".join(f"{k} {v}" for k, v in why.most_common(6)) or "—"
         seconds = sum(r["seconds"] for r in rows) / len(rows)
         extra = f" ({other} other exit)" if other else ""
-        print(f"| {variant} | {len(rows)} | {flagged}{extra} | {rate:.3f} ± {se(rate, len(rows)):.3f}"
-              f" | {reasons} | {seconds:.1f} |")
-    if results["base"]:
-        print()
-        print("\n".join(calibration(results["base"])))
+        bound = ""
+        if flagged == 0:
+            # One-sided 95 % upper bound on the rate when none of n flagged: 1 - 0.05^(1/n).
+            bound = f" (≤ {1 - 0.05 ** (1 / len(rows)):.4f}, 95 %)"
+        print(f"| {variant} | {locked} | {len(rows)} | {flagged}{extra} | "
+              f"{rate:.3f} ± {se(rate, len(rows)):.3f}{bound} | {reasons} | {seconds:.1f} |")
+
+
+def report(args, began, locks, order, results, before, after):
+    """The main tables, printed before the curve starts."""
+
+    print(f"One run, {time.strftime('%Y-%m-%d')}, against llama-cpp-python's own server "
+          f"(`python -m llama_cpp.server`, {args.threads} thread(s) per instance); alpha {ALPHA}; "
+          f"{len(order)} audits in {(time.monotonic() - began) / 60:.1f} min.")
+    for name, (calls, tokens, seconds, tiers) in locks.items():
+        print(f"- lock on `{name}`: {calls} calls, {tokens} output tokens, {seconds:.0f} s; "
+              + "; ".join(f"`{t}`" for t in tiers))
+    print()
+    verdict_table(results, [("base", "base"), ("jitter", "jitter")]
+                  + [(v, "base") for v in VARIANTS])
+    for null in ("base", "jitter"):
+        if results[null]:
+            print()
+            print(f"Null `{null}`:")
+            print("\n".join(calibration(results[null])))
     calls = after["calls"] - before["calls"]
     tokens = after["completion_tokens"] - before["completion_tokens"]
+    one_token = after["by_max_tokens"].get("1", {}).get("calls", 0) - before[
+        "by_max_tokens"].get("1", {}).get("calls", 0)
     print()
-    print(f"Per audit: {calls / len(order):.0f} calls, {tokens / len(order):.0f} output tokens "
-          f"(all variants).")
+    print(f"Per audit: {calls / len(order):.0f} calls ({one_token / len(order):.0f} one-token), "
+          f"{tokens / len(order):.0f} output tokens (all variants).")
+    sys.stdout.flush()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--python", default=os.environ.get("MODELPIN_LLAMA_PYTHON"))
+    parser.add_argument("--models", default=os.environ.get("MODELPIN_MODELS"))
+    parser.add_argument("--modelpin", default=os.path.join(ROOT, "target/release/modelpin"))
+    parser.add_argument("--null", type=int, default=200, help="audits of the unchanged model")
+    parser.add_argument("--jitter", type=int, default=100,
+                        help="audits of the unchanged model on two numeric paths")
+    parser.add_argument("--swaps", type=int, default=8, help="audits of each swap")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="threads per server instance (five instances share the cores)")
+    parser.add_argument("--curve", default="4,8,16,32",
+                        help="calls per border input for the power curve ('' for none)")
+    parser.add_argument("--curve-audits", type=int, default=2, help="audits per curve point")
+    parser.add_argument("--out", default="real_model_audits.jsonl")
+    args = parser.parse_args()
+    if not args.python or not args.models:
+        raise SystemExit("set MODELPIN_LLAMA_PYTHON and MODELPIN_MODELS (source .ci/real-model.sh)")
+
+    began = time.monotonic()
+    child, port = start_server(args.python, args.models, args.threads)
+    base = f"http://127.0.0.1:{port}"
+    project = make_project(base, "modelpin-bench-")
+    jitter_project = make_project(base, "modelpin-bench-jitter-")
+    try:
+        locks = {"base": lock(args.modelpin, base, project, "base")}
+        if args.jitter:
+            locks["jitter"] = lock(args.modelpin, base, jitter_project, "jitter")
+        results = collections.defaultdict(list)
+        plan = ([("base", args.null)] + [("jitter", args.jitter)]
+                + [(v, args.swaps) for v in VARIANTS])
+        # Interleaved, so a slow stretch of the machine lands on every row alike.
+        order = []
+        for i in range(max(n for _, n in plan)):
+            order += [v for v, n in plan if i < n]
+        before = get(base + "/admin/stats")
+        with open(args.out, "w") as out:
+            for variant in order:
+                post(base + "/admin/variant", {"variant": variant})
+                a = audit(args.modelpin, jitter_project if variant == "jitter" else project)
+                a["variant"] = variant
+                results[variant].append(a)
+                out.write(json.dumps(a) + "\n")
+                out.flush()
+        after = get(base + "/admin/stats")
+        report(args, began, locks, order, results, before, after)
+        points = [int(k) for k in args.curve.split(",") if k]
+        curve_began = time.monotonic()
+        with open(args.out, "a") as out:
+            curved, curve_locks = (curve(args.modelpin, base, points, args.curve_audits, out)
+                                   if points else ({}, {}))
+        curve_seconds = time.monotonic() - curve_began
+    finally:
+        child.terminate()
+        child.wait()
+        shutil.rmtree(project, ignore_errors=True)
+        shutil.rmtree(jitter_project, ignore_errors=True)
+    print(f"\nWhole run {(time.monotonic() - began) / 60:.1f} min.")
     if not points:
         return
     print()

@@ -1,9 +1,12 @@
 //! Silent swaps on a real model at the default configuration: the pins.toml `modelpin init`
 //! writes (only `id`, `provider`, `model` and its six probes; no `samples`, no tier settings),
-//! locked once on SmolLM2-135M-Instruct, then checked while each variant of
-//! tests/realmodel/serve.py answers behind the same model ID. The unchanged model passes; another
-//! family, a hidden system message, requantized weights and a forced sampling temperature are each
-//! caught. Missing llama-cpp-python fails under CI and skips elsewhere.
+//! locked once on SmolLM2-135M-Instruct served by llama-cpp-python's own, unmodified server, then
+//! checked while each variant of tests/realmodel/stack.py answers behind the same model ID (the
+//! swaps are made around the real server: another model file, a rewritten request). The
+//! unchanged model passes, also when it answers from two numeric paths at random (locked and
+//! checked so); another family, a hidden system message, requantized weights and a forced
+//! sampling temperature are each caught. Missing llama-cpp-python fails under CI and skips
+//! elsewhere.
 
 use std::path::Path;
 
@@ -130,5 +133,34 @@ fn swaps_behind_one_id_are_caught_and_the_unchanged_model_passes() {
     assert!(
         !tests.iter().any(|t| t == "logprobs"),
         "logprobs are reported before sampling: {tests:?}"
+    );
+
+    // The second null: locked and checked while the same file answers from two numeric paths,
+    // one at random per call. Its logprobs jitter from call to call; nothing changed.
+    server.set_variant("jitter");
+    let jitter = project(&server);
+    jitter.run(&["lock"]).code(0);
+    let (run, report) = check(&jitter, &server, "jitter");
+    assert_eq!(
+        run.code, 0,
+        "a jittering numeric path is no change:\n{}",
+        run.stdout
+    );
+    let tiers: Vec<&str> = report
+        .pin("smollm2")
+        .behaviour
+        .iter()
+        .map(|t| t.test.as_str())
+        .collect();
+    assert!(
+        ["first_tokens", "logprobs", "sampling"]
+            .iter()
+            .all(|t| tiers.contains(t)),
+        "{tiers:?}"
+    );
+    let spent = server.stats();
+    assert!(
+        spent["by_server"]["base_b"].as_u64().unwrap() > 0,
+        "{spent}"
     );
 }

@@ -1,7 +1,9 @@
-//! A real language model behind an OpenAI-compatible server on a loopback port the system picks:
-//! tests/realmodel/serve.py under llama-cpp-python (the virtualenv .ci/real-model.sh builds).
-//! It answers as one pinned model ID whatever variant serves, and a test switches the variant
-//! (`base`, `family`, `requant`, `temperature`, `system`; see tests/realmodel/README.md).
+//! Real language models behind llama-cpp-python's own OpenAI-compatible server
+//! (`python -m llama_cpp.server`, unmodified, from the virtualenv .ci/real-model.sh builds),
+//! with tests/realmodel/stack.py's proxy in front on a loopback port the system picks. It answers
+//! as one pinned model ID whatever variant serves, and a test switches the variant (`base`,
+//! `family`, `requant`, `temperature`, `system`, `jitter`; see tests/realmodel/README.md). The
+//! replies are the real server's bytes: the proxy only routes and rewrites requests.
 //! `MODELPIN_LLAMA_PYTHON` names that virtualenv's python and `MODELPIN_MODELS` the directory of
 //! GGUF files; either missing fails under CI and skips elsewhere.
 
@@ -18,11 +20,12 @@ use crate::support::http;
 /// The model ID every answer reports.
 pub const MODEL_ID: &str = "smollm2-135m-instruct";
 
-/// What serve.py prints on stdout once it listens, before the address.
+/// What stack.py prints on stdout once every server answers, before the proxy's address.
 const LISTENING: &str = "listening on ";
 
-/// Loading three small models takes a second or two; a loaded two-core machine takes longer.
-const START: Duration = Duration::from_secs(120);
+/// Four server processes import their web stack and load a small model each: about 15 s on an
+/// idle two-core machine, longer beside a test suite.
+const START: Duration = Duration::from_secs(240);
 
 /// The virtualenv's python and the models directory, or `None` (after a notice) when they are
 /// not installed outside CI.
@@ -31,7 +34,7 @@ pub fn program() -> Option<(PathBuf, PathBuf)> {
     let models = std::env::var_os("MODELPIN_MODELS").map(PathBuf::from);
     if let (Some(python), Some(models)) = (python, models) {
         let found = Command::new(&python)
-            .args(["-c", "import llama_cpp"])
+            .args(["-c", "import llama_cpp.server.app"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
@@ -59,15 +62,15 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts serve.py and waits until it says where it listens; `None` when it is not installed
-    /// (outside CI).
+    /// Starts the servers and the proxy and waits until it says where it listens; `None` when
+    /// they are not installed (outside CI).
     pub fn start() -> Option<Server> {
         let (python, models) = program()?;
         Some(Server::spawn(&python, &models))
     }
 
     fn spawn(python: &Path, models: &Path) -> Server {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/realmodel/serve.py");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/realmodel/stack.py");
         let mut child = Command::new(python)
             .arg(&script)
             .arg("--models")
@@ -77,7 +80,7 @@ impl Server {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("serve.py starts");
+            .expect("stack.py starts");
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -97,9 +100,9 @@ impl Server {
                 let _ = pipe.read_to_string(&mut stderr);
             }
             let _ = child.wait();
-            panic!("serve.py did not say where it listens within {START:?}:\n{stderr}");
+            panic!("stack.py did not say where it listens within {START:?}:\n{stderr}");
         };
-        // Its stderr (llama.cpp's notices) is drained so a full pipe never stalls it.
+        // Its stderr is drained so a full pipe never stalls it.
         if let Some(mut pipe) = child.stderr.take() {
             std::thread::spawn(move || std::io::copy(&mut pipe, &mut std::io::sink()));
         }
@@ -117,9 +120,17 @@ impl Server {
         assert_eq!(status, 200, "setting variant {variant}: {body}");
     }
 
-    /// `{"variant", "calls", "prompt_tokens", "completion_tokens"}` since the server started.
+    /// Whether requests reach the servers with their `logprobs` (off: stripped by the proxy, as
+    /// a provider without them).
+    pub fn set_logprobs(&self, enabled: bool) {
+        let (status, body) = self.post("/admin/logprobs", &json!({ "enabled": enabled }));
+        assert_eq!(status, 200, "setting logprobs {enabled}: {body}");
+    }
+
+    /// `{"variant", "calls", "prompt_tokens", "completion_tokens", "by_max_tokens", "by_server"}`
+    /// since the proxy started, counted from the real replies.
     pub fn stats(&self) -> Value {
-        let (status, _, body) = http::get(self.port, "/admin/stats").expect("serve.py answers");
+        let (status, _, body) = http::get(self.port, "/admin/stats").expect("stack.py answers");
         assert_eq!(status, 200, "stats: {body}");
         serde_json::from_str(&body).expect("stats are JSON")
     }
@@ -136,7 +147,7 @@ impl Server {
             &["Content-Type: application/json"],
             body.to_string().as_bytes(),
         )
-        .expect("serve.py answers");
+        .expect("stack.py answers");
         let value = serde_json::from_slice(&reply.body)
             .unwrap_or_else(|e| panic!("{path} answered non-JSON ({e}): {}", reply.text()));
         (reply.status, value)
