@@ -4,11 +4,13 @@
 //! A swap that keeps the model family — requantized weights, other kernels, a changed sampler —
 //! barely moves long answers but tips the first token of a prompt whose first token is nearly
 //! tied (B3IT, arXiv 2602.11083), moves the logprobs the provider reports for it (Logprob
-//! Tracking, arXiv 2512.03816), or makes the sampled token disagree with the reported
+//! Tracking, arXiv 2512.03816), or changes how the sampled token relates to the reported
 //! probabilities. `lock` finds such inputs for each pin (discovery: every candidate asked
-//! `DISCOVERY_SAMPLES` times), keeps the `KEEP` most uncertain, and records `BASELINE_SAMPLES`
-//! first tokens of each; every audit asks each kept input the pin's `first_token_samples` times
-//! (`CHECK_SAMPLES` unless set) for one token.
+//! `DISCOVERY_SAMPLES` times), keeps the `KEEP` most uncertain, records `BASELINE_SAMPLES`
+//! first tokens of each in calls made after the choice, and checks each test on its own halves;
+//! every audit asks each kept input the pin's `first_token_samples` times (`CHECK_SAMPLES` unless
+//! set) for one token. Every test compares with the lock, never with an ideal provider, and
+//! reads the reported logprobs only as `testimony` allows (see `stats::logprob::Reported`).
 //! The tests themselves are in `stats::{first_token, logprob, sampling}`.
 
 use std::collections::BTreeMap;

@@ -61,8 +61,8 @@ pub enum TestKind {
     FirstTokens,
     /// Reported first-token logprobs against the provider's own spread at the lock.
     Logprobs,
-    /// Sampled first tokens against the probabilities reported with them: is the provider
-    /// sampling the distribution it reports?
+    /// Sampled first tokens against the probabilities reported with them, now against the
+    /// lock: does the provider sample its reported distributions as it did?
     Sampling,
 }
 }
