@@ -121,18 +121,29 @@ fn swaps_behind_one_id_are_caught_and_the_unchanged_model_passes() {
         pin.behaviour
     );
 
-    // Sampling at 0.7 where 1.0 was asked: the logprobs are the same; the draws are not.
-    let (run, report) = check(&test, &server, "temperature");
-    assert_eq!(
-        run.code, 1,
-        "the forced temperature is caught:\n{}",
-        run.stdout
-    );
-    let tests = rejected(&report);
-    assert!(tests.iter().any(|t| t == "sampling"), "{tests:?}");
+    // Sampling at 0.7 where 1.0 was asked: the logprobs are the same; the draws are not. On
+    // this server one audit catches it 7 times in 8 (BENCHMARKS.md); the sampling test's own
+    // p-value is small every time, and one of up to three audits flags it.
+    let mut caught = false;
+    for _ in 0..3 {
+        let (run, report) = check(&test, &server, "temperature");
+        let pin = report.pin("smollm2");
+        let sampling = pin.behaviour.iter().find(|t| t.test == "sampling").unwrap();
+        assert!(sampling.p_value <= 0.01, "{:?}", pin.behaviour);
+        let tests = rejected(&report);
+        assert!(
+            !tests.iter().any(|t| t == "logprobs"),
+            "logprobs are reported before sampling: {tests:?}"
+        );
+        if run.code == 1 && tests.iter().any(|t| t == "sampling") {
+            caught = true;
+            break;
+        }
+        assert_eq!(run.code, 0, "{}", run.stdout);
+    }
     assert!(
-        !tests.iter().any(|t| t == "logprobs"),
-        "logprobs are reported before sampling: {tests:?}"
+        caught,
+        "the forced temperature is caught in one of three audits"
     );
 
     // The second null: locked and checked while the same file answers from two numeric paths,
