@@ -29,7 +29,10 @@ pub(crate) mod scan;
 pub mod sim;
 pub mod stats;
 pub mod store;
-pub(crate) mod text;
-pub(crate) mod traffic;
+// Public for the fuzz targets (fuzz/), which call the text bounds and the OTLP decoder.
+#[doc(hidden)]
+pub mod text;
+#[doc(hidden)]
+pub mod traffic;
 pub(crate) mod transport;
 pub(crate) mod words;
