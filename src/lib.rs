@@ -15,6 +15,7 @@ pub mod config;
 pub mod daemon;
 pub(crate) mod exit;
 pub(crate) mod fault;
+pub(crate) mod files;
 pub(crate) mod finding;
 #[cfg(test)]
 pub(crate) mod fixtures;

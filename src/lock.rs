@@ -138,6 +138,10 @@ pub enum LockError {
         "error: {path} has merge conflict markers at line {line}: resolve them (or run `modelpin lock` to record afresh)\n  = help: keep one side of each conflict (`<<<<<<<` … `=======` … `>>>>>>>`), or run `modelpin lock --pin ID` for the pins the two sides disagree on; other pins' baselines are kept"
     )]
     Conflict { path: PathBuf, line: usize },
+    #[error(
+        "error: {path} is not read: {why}\n  = help: the lock must be a regular file; a symlink may not lead out of its directory"
+    )]
+    Refused { path: PathBuf, why: String },
     #[error("error: cannot write {path}: {source}")]
     Write {
         path: PathBuf,
@@ -187,38 +191,31 @@ pub fn read(path: &Path) -> Result<Option<LoadedLock>, LockError> {
     }))
 }
 
-/// The file's bytes, refusing one larger than `MAX_LOCK_BYTES` before reading it.
+/// The file's bytes, read under `files::read`'s rules with the lock's own directory as its
+/// project (a symlinked lock may not lead out of it) and `MAX_LOCK_BYTES` as the bound.
 pub(crate) fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>, LockError> {
-    use std::io::Read as _;
-    let fail = |source| LockError::Read {
-        path: path.to_owned(),
-        source,
-    };
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(fail(source)),
-    };
-    let too_large = |size: u64| LockError::Invalid {
-        path: path.to_owned(),
-        message: format!(
-            "it is {size} bytes, more than any lock modelpin writes ({} MiB); it was not written by modelpin or was damaged",
-            MAX_LOCK_BYTES / (1024 * 1024)
-        ),
-    };
-    let size = file.metadata().map_err(fail)?.len();
-    if size > MAX_LOCK_BYTES {
-        return Err(too_large(size));
+    use crate::files::Refusal;
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    match crate::files::read(path, dir, MAX_LOCK_BYTES) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(Refusal::Missing) => Ok(None),
+        Err(Refusal::TooLarge { size, .. }) => Err(LockError::Invalid {
+            path: path.to_owned(),
+            message: format!(
+                "it is {}more than any lock modelpin writes ({} MiB); it was not written by modelpin or was damaged",
+                size.map(|n| format!("{n} bytes, ")).unwrap_or_default(),
+                MAX_LOCK_BYTES / (1024 * 1024)
+            ),
+        }),
+        Err(Refusal::Io(source)) => Err(LockError::Read {
+            path: path.to_owned(),
+            source,
+        }),
+        Err(refusal) => Err(LockError::Refused {
+            path: path.to_owned(),
+            why: refusal.to_string(),
+        }),
     }
-    let mut bytes = Vec::with_capacity(size as usize);
-    // `take`: a file that grows while it is read is still cut at the bound.
-    file.take(MAX_LOCK_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(fail)?;
-    if bytes.len() as u64 > MAX_LOCK_BYTES {
-        return Err(too_large(bytes.len() as u64));
-    }
-    Ok(Some(bytes))
 }
 
 fn check_version(lock: &Lock) -> Result<(), String> {

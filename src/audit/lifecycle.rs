@@ -60,7 +60,7 @@ pub async fn load_facts(config: &Config, transport: &Transport) -> Facts {
             if feed.starts_with("https://") || feed.starts_with("http://") {
                 remote_feed(config, transport, feed).await
             } else {
-                local_feed(feed)
+                local_feed(feed, &config.settings.project).map(|facts| (facts, None))
             }
         });
     // In feed order, so the facts (and any tie between them) do not depend on timing.
@@ -76,10 +76,20 @@ pub async fn load_facts(config: &Config, transport: &Transport) -> Facts {
     out
 }
 
-fn local_feed(path: &str) -> Result<(Vec<Fact>, Option<String>), String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("feed {path}: cannot read it: {e}"))?;
-    let facts = feeds::parse_feed(&bytes, None).map_err(|e| format!("feed {path}: {e}"))?;
-    Ok((facts, None))
+/// Largest local deprecation feed read: LiteLLM's whole price table is a few megabytes.
+pub(crate) const MAX_FEED_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The facts of the feed file at `path`, read under `files::read`'s rules, or why not.
+pub(crate) fn local_feed(path: &str, project: &Path) -> Result<Vec<Fact>, String> {
+    let fail = |why: String| {
+        crate::text::bounded_owned(
+            format!("feed {path}: {why}"),
+            crate::text::MAX_MESSAGE_CHARS,
+        )
+    };
+    let bytes = crate::files::read(Path::new(path), project, MAX_FEED_BYTES)
+        .map_err(|refusal| fail(format!("cannot read it: {refusal}")))?;
+    feeds::parse_feed(&bytes, None).map_err(|e| fail(e.to_string()))
 }
 
 /// Fetches a remote feed; on any failure falls back to the cached copy, saying so.

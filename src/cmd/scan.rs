@@ -17,7 +17,7 @@ use crate::cmd::AppError;
 use crate::cmd::{Output, emit};
 use crate::config::Config;
 use crate::exit::Exit;
-use crate::lifecycle::{Fact, builtin, parse_feed};
+use crate::lifecycle::{Fact, builtin};
 use crate::lock::Lock;
 use crate::scan::judge::{Knowledge, Level};
 use crate::scan::matcher::Matcher;
@@ -59,12 +59,9 @@ pub fn load_project(config_path: &Path, explicit: bool, out: Output) -> Result<P
             out.progress(&format!("note: scan uses no network; feed {feed} skipped"));
             continue;
         }
-        match std::fs::read(feed)
-            .map_err(|e| e.to_string())
-            .and_then(|bytes| parse_feed(&bytes, None).map_err(|e| e.to_string()))
-        {
+        match crate::audit::lifecycle::local_feed(feed, &config.settings.project) {
             Ok(more) => facts.extend(more),
-            Err(e) => out.progress(&format!("warning: feed {feed}: {e}")),
+            Err(e) => out.progress(&format!("warning: {e}")),
         }
     }
     Ok(Project {

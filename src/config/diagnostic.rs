@@ -31,6 +31,17 @@ impl ConfigError {
         ConfigError { diagnostics }
     }
 
+    /// Every diagnostic with `redactor`'s secrets masked in its headline, snippet and notes.
+    #[must_use]
+    pub(crate) fn scrubbed(self, redactor: &crate::redact::Redactor) -> ConfigError {
+        let diagnostics = self
+            .diagnostics
+            .into_iter()
+            .map(|d| d.scrubbed(redactor))
+            .collect();
+        ConfigError { diagnostics }
+    }
+
     /// One entry per problem; never empty.
     #[must_use]
     pub fn diagnostics(&self) -> &[Diagnostic] {
@@ -88,6 +99,29 @@ impl Diagnostic {
     pub(crate) fn with_snippet(mut self, snippet: Snippet) -> Diagnostic {
         self.snippet = Some(snippet);
         self
+    }
+
+    fn scrubbed(self, redactor: &crate::redact::Redactor) -> Diagnostic {
+        let snippet = self.snippet.map(|s| {
+            let text = redactor.scrub_owned(s.text);
+            // A mask may shorten the line: the caret stays on it.
+            let end = text.chars().count() + 1;
+            Snippet {
+                column: s.column.min(end),
+                width: s.width.min(end + 1 - s.column.min(end)).max(1),
+                text,
+                ..s
+            }
+        });
+        Diagnostic {
+            message: redactor.scrub_owned(self.message),
+            snippet,
+            notes: self
+                .notes
+                .into_iter()
+                .map(|(kind, text)| (kind, redactor.scrub_owned(text)))
+                .collect(),
+        }
     }
 
     /// The headline, without the `error: ` prefix.

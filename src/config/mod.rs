@@ -119,16 +119,78 @@ fn load_with(
     key_env: &dyn Fn(&str) -> Option<String>,
     channel_secrets: ChannelSecrets,
 ) -> Result<Config, ConfigError> {
-    let bytes = fs::read(path).map_err(|err| {
+    let bytes = read_pins(path)?;
+    let text =
+        String::from_utf8(bytes).map_err(|e| not_utf8(path, e.as_bytes(), e.utf8_error()))?;
+    let redactor = diagnostic_redactor(&text, env);
+    from_text(path, text, env, key_env, channel_secrets).map_err(|e| e.scrubbed(&redactor))
+}
+
+/// Largest pins.toml read: a thousand pins with their prices are a few hundred kilobytes.
+const MAX_PINS_BYTES: u64 = 4 * 1024 * 1024;
+
+/// pins.toml's bytes, at most `MAX_PINS_BYTES`. The path is the command line's, so any file
+/// is taken (`--config <(generate)` is a pipe); only the bound applies.
+fn read_pins(path: &Path) -> Result<Vec<u8>, Diagnostic> {
+    use std::io::Read as _;
+    let cannot = |err: std::io::Error| {
         let mut d = Diagnostic::new(format!("cannot read `{}`: {err}", path.display()));
         if err.kind() == std::io::ErrorKind::NotFound {
             d.help("run `modelpin init` to write an example, or pass `--config PATH`");
         }
         d
-    })?;
-    let text =
-        String::from_utf8(bytes).map_err(|e| not_utf8(path, e.as_bytes(), e.utf8_error()))?;
-    from_text(path, text, env, key_env, channel_secrets)
+    };
+    let mut bytes = Vec::new();
+    fs::File::open(path)
+        .and_then(|file| file.take(MAX_PINS_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(cannot)?;
+    if bytes.len() as u64 > MAX_PINS_BYTES {
+        let mut d = Diagnostic::new(format!(
+            "`{}` is larger than {} MiB: no pins.toml is",
+            path.display(),
+            MAX_PINS_BYTES / (1024 * 1024)
+        ));
+        d.help("check that `--config` names pins.toml");
+        return Err(d);
+    }
+    Ok(bytes)
+}
+
+/// Masks, in config diagnostics, every value a diagnostic could quote that is a secret: the
+/// variables pins.toml names (`api_key_env = "OPENAI_API_KEY"`) and every variable of the
+/// process whose name says it holds one (`GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`). A snippet
+/// quotes a line of whatever file it points at, and a probe path may lead to one that holds them.
+fn diagnostic_redactor(
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> crate::redact::Redactor {
+    let named = text
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+        .filter_map(env);
+    let by_name = std::env::vars_os()
+        .filter(|(name, _)| name.to_str().is_some_and(names_a_secret))
+        .filter_map(|(_, value)| value.into_string().ok());
+    crate::redact::Redactor::new(named.chain(by_name))
+}
+
+/// Whether a variable's name says it holds a credential.
+fn names_a_secret(name: &str) -> bool {
+    const MARKS: [&str; 9] = [
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "AUTH",
+        "COOKIE",
+        "WEBHOOK",
+    ];
+    let upper = name.to_ascii_uppercase();
+    MARKS.iter().any(|mark| upper.contains(mark))
 }
 
 /// Validates `text` as the contents of pins.toml at `path` (probe files are read relative to
@@ -326,6 +388,9 @@ impl Config {
 
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// The directory of pins.toml: files the config names inside it are read only when they
+    /// stay inside it (`files::read`).
+    pub project: PathBuf,
     /// Resolved relative to the directory of pins.toml.
     pub lockfile: PathBuf,
     /// A directory (resolved relative to the directory of pins.toml) or a PostgreSQL URL.

@@ -15,8 +15,11 @@ use super::probe::probe;
 use super::raw::{RawProbe, Str};
 use super::source::Source;
 
-/// How deep `**` looks; guards against symlink loops.
+/// How deep `**` looks.
 const MAX_DEPTH: usize = 32;
+
+/// Largest probe file read: a probe is a prompt and a few checks, kilobytes at most.
+pub(crate) const MAX_PROBE_BYTES: u64 = 1024 * 1024;
 
 pub(crate) struct Probes {
     base: PathBuf,
@@ -80,13 +83,24 @@ impl Probes {
     }
 
     fn read(&mut self, check: &mut Check, pattern: &Str, path: &Path) -> Option<String> {
-        let text = match fs::read_to_string(path) {
+        let bytes = match crate::files::read(path, &self.base, MAX_PROBE_BYTES) {
+            Ok(bytes) => bytes,
+            Err(refusal) => {
+                check
+                    .error(
+                        pattern.span(),
+                        format!("cannot read probe file `{}`: {refusal}", path.display()),
+                    )
+                    .help(refusal.help());
+                return None;
+            }
+        };
+        let text = match String::from_utf8(bytes) {
             Ok(text) => text,
-            Err(err) => {
-                check.error(
-                    pattern.span(),
-                    format!("cannot read probe file `{}`: {err}", path.display()),
-                );
+            Err(e) => {
+                check
+                    .errors
+                    .push(super::not_utf8(path, e.as_bytes(), e.utf8_error()));
                 return None;
             }
         };
@@ -139,11 +153,11 @@ fn has_glob_meta(s: &str) -> bool {
 /// Files matching `pattern` under `base`, sorted. A pattern without glob characters is a path.
 fn expand(base: &Path, pattern: &str) -> Result<Vec<PathBuf>, String> {
     if !has_glob_meta(pattern) {
+        // Whatever is there (a symlink, a FIFO) is handed on, so the read says why it is refused.
         let path = base.join(pattern);
-        return Ok(if path.is_file() {
-            vec![path]
-        } else {
-            Vec::new()
+        return Ok(match fs::symlink_metadata(&path) {
+            Ok(meta) if !meta.is_dir() => vec![path],
+            _ => Vec::new(),
         });
     }
     let parts: Vec<&str> = pattern.split('/').collect();
@@ -166,7 +180,9 @@ fn expand(base: &Path, pattern: &str) -> Result<Vec<PathBuf>, String> {
     Ok(found.into_iter().map(|rel| root.join(rel)).collect())
 }
 
-/// Collects paths relative to `root` (with `/` separators) that `matcher` accepts.
+/// Collects paths relative to `root` (with `/` separators) that `matcher` accepts. Symlinked
+/// directories are not entered (a link to `/` would walk the disk); symlinked files are collected
+/// and judged when read.
 fn walk(root: &Path, rel: &str, depth: usize, matcher: &GlobMatcher, found: &mut Vec<String>) {
     let dir = root.join(rel);
     let dir = if dir.as_os_str().is_empty() {
@@ -184,8 +200,10 @@ fn walk(root: &Path, rel: &str, depth: usize, matcher: &GlobMatcher, found: &mut
         } else {
             format!("{rel}/{name}")
         };
-        let path = entry.path();
-        if path.is_dir() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
             if depth > 1 {
                 walk(root, &child, depth - 1, matcher, found);
             }

@@ -41,6 +41,7 @@ pub(crate) fn settings(check: &mut Check, raw: Option<RawSettings>, base: &Path)
     let raw = raw.unwrap_or_default();
     let public = raw.metrics_public.as_ref().is_some_and(|p| *p.get_ref());
     Settings {
+        project: base.to_path_buf(),
         lockfile: path_or(
             check,
             raw.lockfile.as_ref(),

@@ -27,6 +27,10 @@ use crate::daemon::{Daemon, GRACE};
 use crate::exit::Exit;
 use crate::transport::Transport;
 
+/// How long a SIGHUP may spend reading pins.toml and its files. Every file read is bounded, so
+/// only a stalled disk or network mount gets near it.
+const RELOAD_DEADLINE: Duration = Duration::from_secs(30);
+
 /// The loop and what it owns. `audit` runs one pin's audit (`audit::audit_pin` in the daemon).
 pub struct Scheduler<A> {
     daemon: Arc<Daemon>,
@@ -169,7 +173,7 @@ where
     }
 
     async fn reload(&mut self, old: &mut JobScheduler) -> Option<JobScheduler> {
-        let snapshot = self.reloaded()?;
+        let snapshot = self.reloaded().await?;
         let config = snapshot.config.clone();
         warn_restart_needed(&self.daemon.config(), &config);
         self.daemon.metrics.declare(&config);
@@ -195,11 +199,26 @@ where
 
     /// A snapshot of pins.toml as it is now, with the facts the running one has; `None` (logged)
     /// when it cannot be used.
-    fn reloaded(&self) -> Option<Snapshot> {
-        let config = match self.daemon.selection.load(&self.daemon.config_path) {
-            Ok(config) => config,
-            Err(e) => {
+    /// The files are read on the blocking pool under `RELOAD_DEADLINE`, so a slow disk holds
+    /// up neither the loop nor its signals.
+    async fn reloaded(&self) -> Option<Snapshot> {
+        let daemon = self.daemon.clone();
+        let load = tokio::task::spawn_blocking(move || daemon.selection.load(&daemon.config_path));
+        let config = match tokio::time::timeout(RELOAD_DEADLINE, load).await {
+            Ok(Ok(Ok(config))) => config,
+            Ok(Ok(Err(e))) => {
                 tracing::error!(error = %e, "SIGHUP: the new pins.toml is invalid; keeping the running config");
+                return None;
+            }
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "SIGHUP: reading pins.toml failed; keeping the running config");
+                return None;
+            }
+            Err(_) => {
+                tracing::error!(
+                    deadline_seconds = RELOAD_DEADLINE.as_secs(),
+                    "SIGHUP: reading pins.toml and its files did not finish in time; keeping the running config"
+                );
                 return None;
             }
         };

@@ -61,8 +61,10 @@ pub enum FeedError {
     NotText,
     #[error("the feed is not valid JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// The parser's message and where, never its snippet: a feed path the config names may be
+    /// any file, and its lines are not ours to print.
     #[error("the feed is not valid TOML: {0}")]
-    Toml(#[from] toml::de::Error),
+    Toml(String),
     #[error("unrecognised feed format: {0}")]
     UnknownFormat(String),
     #[error("not a {format} feed: {reason}")]
@@ -74,6 +76,13 @@ pub enum FeedError {
         id: Option<String>,
         reason: String,
     },
+}
+
+impl From<toml::de::Error> for FeedError {
+    fn from(e: toml::de::Error) -> FeedError {
+        let at = e.span().map(|s| format!(" (at byte {})", s.start));
+        FeedError::Toml(format!("{}{}", e.message().trim(), at.unwrap_or_default()))
+    }
 }
 
 /// Reads one feed document; `format: None` recognises it from its shape.

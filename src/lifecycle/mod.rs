@@ -20,7 +20,6 @@ use std::sync::OnceLock;
 use chrono::{DateTime, NaiveDate, Timelike, Utc};
 use serde::Serialize;
 
-pub use feeds::parse_feed;
 pub use resolve::{Lifecycle, PinRef, Stage, resolve, retirement_message};
 pub use signals::Signal;
 

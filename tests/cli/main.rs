@@ -25,6 +25,7 @@ mod fleet;
 mod history_table;
 mod honesty;
 mod hostile;
+mod hostile_files;
 mod hostile_setup;
 mod ids;
 mod interrupt;

@@ -59,14 +59,23 @@ impl MakeRustls {
     }
 }
 
+/// Largest CA bundle read: Mozilla's whole root store in PEM is about 220 KB.
+const MAX_ROOT_CERT_BYTES: u64 = 4 * 1024 * 1024;
+
 fn roots(target: &Target) -> Result<RootCertStore, String> {
     let mut roots = RootCertStore::empty();
     let Some(file) = target.root_cert_file() else {
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
         return Ok(roots);
     };
-    let certs = CertificateDer::pem_file_iter(&file)
-        .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+    let bytes = crate::files::read_anywhere(&file, MAX_ROOT_CERT_BYTES).map_err(|refusal| {
+        format!(
+            "cannot read root certificates {}: {refusal}; name a PEM file in `sslrootcert`",
+            file.display()
+        )
+    })?;
+    let certs = CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| {
             format!(
                 "sslmode={} needs root certificates: cannot read {} ({e}); name a PEM file in `sslrootcert`",
@@ -221,5 +230,41 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Stream<S> {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut *self.0).poll_shutdown(cx)
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::{Target, roots};
+
+    fn refusal(root_cert: &str) -> String {
+        let url =
+            format!("postgres://mp@db.example/fleet?sslmode=verify-full&sslrootcert={root_cert}");
+        let target = Target::parse(&url, None).unwrap();
+        roots(&target).err().unwrap()
+    }
+
+    #[test]
+    fn a_root_certificate_path_is_read_only_as_a_bounded_regular_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("ca.pem");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        for (path, says) in [
+            ("/dev/zero", "kernel file"),
+            ("/proc/self/environ", "kernel file"),
+            (fifo.to_str().unwrap(), "FIFO"),
+        ] {
+            let why = refusal(path);
+            assert!(
+                why.contains(says) && why.contains("sslrootcert"),
+                "{path}: {why}"
+            );
+        }
     }
 }
