@@ -388,6 +388,20 @@ pub fn write(path: &Path, lock: &Lock) -> Result<String, LockError> {
     Ok(digest(&bytes))
 }
 
+/// Whether `write` could write `path`: a temporary file is made beside it and removed. Run
+/// before any provider call, so a lock that cannot be written costs nothing.
+pub fn check_writable(path: &Path) -> Result<(), LockError> {
+    tempfile::Builder::new()
+        .prefix(".modelpin.lock.")
+        .suffix(".tmp")
+        .tempfile_in(directory_of(path))
+        .and_then(tempfile::NamedTempFile::close)
+        .map_err(|source| LockError::Write {
+            path: path.to_owned(),
+            source,
+        })
+}
+
 /// The directory a file named by `path` lives in (`.` for a bare file name).
 fn directory_of(path: &Path) -> &Path {
     match path.parent() {

@@ -53,6 +53,7 @@ pub async fn lock_pins(
     })
     .await
     .map_err(|e| AppError::Io(format!("waiting for the lock file: {e}")))??;
+    crate::lock::check_writable(path)?;
     let previous = match crate::lock::read(path) {
         Ok(previous) => previous,
         Err(e @ (LockError::Invalid { .. } | LockError::Conflict { .. })) => {

@@ -74,9 +74,12 @@ pub(crate) struct Snippet {
     pub path: String,
     /// 1-based.
     pub line: usize,
-    /// 1-based, in characters.
+    /// 1-based, in characters of the file's line.
     pub column: usize,
+    /// The line, or at most `MAX_SNIPPET_CHARS` of it around the caret.
     pub text: String,
+    /// Where the caret sits in `text`: 1-based, in characters (`column` unless the line was cut).
+    pub caret: usize,
     /// Characters under the caret; at least one.
     pub width: usize,
 }
@@ -107,8 +110,8 @@ impl Diagnostic {
             // A mask may shorten the line: the caret stays on it.
             let end = text.chars().count() + 1;
             Snippet {
-                column: s.column.min(end),
-                width: s.width.min(end + 1 - s.column.min(end)).max(1),
+                caret: s.caret.min(end),
+                width: s.width.min(end + 1 - s.caret.min(end)).max(1),
                 text,
                 ..s
             }
@@ -181,11 +184,11 @@ fn write_snippet(f: &mut fmt::Formatter<'_>, s: &Snippet, pad: &str) -> fmt::Res
             " ".repeat(shown(c).chars().count())
         }
     };
-    let indent: String = s.text.chars().take(s.column - 1).map(blank).collect();
+    let indent: String = s.text.chars().take(s.caret - 1).map(blank).collect();
     let under: usize = s
         .text
         .chars()
-        .skip(s.column - 1)
+        .skip(s.caret - 1)
         .take(s.width.max(1))
         .map(|c| shown(c).chars().count())
         .sum();
@@ -262,6 +265,7 @@ mod tests {
             path: "pins.toml".into(),
             line: 14,
             column: 1,
+            caret: 1,
             text: "acept = [\"gpt-4o-2024-08-06\"]".into(),
             width: 5,
         });
@@ -278,6 +282,7 @@ mod tests {
             path: "p".into(),
             line: 3,
             column: 3,
+            caret: 3,
             text: "\t a".into(),
             width: 0,
         });

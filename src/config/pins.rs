@@ -237,7 +237,23 @@ fn accept(check: &mut Check, raw: &RawPin) -> Result<Option<Vec<String>>, Report
         .ok_or(Reported)
 }
 
+/// Most entries in `accept` or `upstream`: a pin is served under a handful of names, and every
+/// entry is compared with every served ID of every audit.
+pub(crate) const MAX_LIST_ENTRIES: usize = 1000;
+
 fn strings(check: &mut Check, values: &[Str], what: &str) -> Option<Vec<String>> {
+    if let Some(first_over) = values.get(MAX_LIST_ENTRIES) {
+        check
+            .error(
+                first_over.span(),
+                format!(
+                    "`{what}` has {} entries, more than {MAX_LIST_ENTRIES}",
+                    values.len()
+                ),
+            )
+            .help("list the names the model is really served under; a pin's `accept` is a few IDs");
+        return None;
+    }
     let checked: Vec<Option<String>> = values.iter().map(|v| check.non_empty(v, what)).collect();
     checked.into_iter().collect()
 }

@@ -122,12 +122,13 @@ fn snippet_in(path: &Path, text: &str, shown: &str, span: Range<usize>) -> Snipp
     let width = text[start..end.min(line_end)].chars().count();
     let line = shown.split('\n').nth(line_index).unwrap_or("");
     let line = line.strip_suffix('\r').unwrap_or(line);
-    let (text, column, width) = excerpt(line, column, width.max(1));
+    let (text, caret, width) = excerpt(line, column, width.max(1));
     Snippet {
         path: path.display().to_string(),
         line: line_index + 1,
         column,
         text,
+        caret,
         width,
     }
 }

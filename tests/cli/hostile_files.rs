@@ -276,3 +276,28 @@ fn a_fifo_in_the_probe_glob_at_sighup_blocks_neither_the_loop_nor_its_signals() 
         daemon.log()
     );
 }
+
+/// A lock that cannot be written (`/proc` takes no new file, whoever runs it) is found out before
+/// a single provider call is spent.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_lock_that_cannot_be_written_costs_no_call() {
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
+    let settings = format!("{SETTINGS}\nlockfile = \"/proc/modelpin.lock\"");
+    let pins = one_pin_with(
+        &settings,
+        ProviderKind::OpenAi,
+        &sim.url(ProviderKind::OpenAi),
+        ID,
+        "samples = 1",
+    );
+    let test = Test::new().pins(&pins).file("probes/arith.toml", ARITH);
+    let run = test.run(&["lock"]);
+    run.code(2);
+    assert!(
+        run.stderr.contains("cannot write /proc/modelpin.lock"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(sim.requests(), 0, "{}", run.stderr);
+}

@@ -386,3 +386,16 @@ fn unreadable_file() {
         "{err}"
     );
 }
+
+#[test]
+fn an_accept_list_past_the_cap_is_refused_at_its_first_extra_entry() {
+    let names: Vec<String> = (0..=1000).map(|i| format!("\"m{i}\"")).collect();
+    let err = error(&format!("{BASE}accept = [{}]\n", names.join(", ")));
+    assert!(
+        err.starts_with("error: `accept` has 1001 entries, more than 1000\n  --> pins.toml:11:"),
+        "{err}"
+    );
+    // The line is 7,900 characters; the snippet shows the stretch before the caret.
+    assert!(err.contains("11 | …\"m986\", "), "{err}");
+    assert!(err.lines().all(|l| l.chars().count() < 140), "{err}");
+}
