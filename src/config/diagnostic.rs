@@ -64,7 +64,8 @@ fn render(diagnostics: &[Diagnostic]) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
     message: String,
-    snippet: Option<Snippet>,
+    /// Boxed: most diagnostics travel in `Result`s, and the snippet is most of their size.
+    snippet: Option<Box<Snippet>>,
     notes: Vec<(NoteKind, String)>,
 }
 
@@ -100,21 +101,22 @@ impl Diagnostic {
     }
 
     pub(crate) fn with_snippet(mut self, snippet: Snippet) -> Diagnostic {
-        self.snippet = Some(snippet);
+        self.snippet = Some(Box::new(snippet));
         self
     }
 
     fn scrubbed(self, redactor: &crate::redact::Redactor) -> Diagnostic {
         let snippet = self.snippet.map(|s| {
+            let s = *s;
             let text = redactor.scrub_owned(s.text);
             // A mask may shorten the line: the caret stays on it.
             let end = text.chars().count() + 1;
-            Snippet {
+            Box::new(Snippet {
                 caret: s.caret.min(end),
                 width: s.width.min(end + 1 - s.caret.min(end)).max(1),
                 text,
                 ..s
-            }
+            })
         });
         Diagnostic {
             message: redactor.scrub_owned(self.message),
