@@ -13,7 +13,8 @@ use crate::alert::Notification;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SmtpOutcome {
     Sent,
-    /// A 5xx or a malformed message: retrying cannot help.
+    /// A 5xx, a malformed message, a server without what the client requires (STARTTLS, an AUTH
+    /// mechanism) or a certificate it refuses: retrying cannot help.
     Permanent(String),
     /// A 4xx, or the connection failed before the server accepted anything.
     Transient(String),
@@ -41,6 +42,9 @@ pub async fn send(channel: &EmailChannel<'_>, n: &Notification, timeout: Duratio
     match tokio::time::timeout(timeout, transport.send(message)).await {
         Ok(Ok(_)) => SmtpOutcome::Sent,
         Ok(Err(e)) if e.is_permanent() => SmtpOutcome::Permanent(e.to_string()),
+        // The client refusing what the server offers (no STARTTLS, no usable AUTH mechanism) or
+        // a certificate it cannot accept: the same server answers the same way next time.
+        Ok(Err(e)) if e.is_client() || e.is_tls() => SmtpOutcome::Permanent(e.to_string()),
         Ok(Err(e)) if e.is_transient() => SmtpOutcome::Transient(e.to_string()),
         Ok(Err(e)) if e.is_timeout() || e.to_string().contains("onnection") => {
             SmtpOutcome::Unknown(e.to_string())

@@ -326,3 +326,29 @@ fn check_notify_uses_the_same_outbox_and_dedup() {
     assert_eq!(hits[1].json()["status"], "resolved");
     assert!(run.stderr.contains("1 delivered"), "{}", run.stderr);
 }
+
+/// A server reached over `smtp://` off loopback that offers no STARTTLS: refused before AUTH
+/// and not tried again, since the same server answers the same way. (`0.0.0.0` is not loopback
+/// to the config, yet Linux delivers it to the local server.)
+#[cfg(target_os = "linux")]
+#[test]
+fn an_smtp_server_without_starttls_is_refused_once_not_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(smtp) = Smtp::start(dir.path()) else {
+        return;
+    };
+    let sim = clean_sim();
+    let mail = Channel::email("mail", smtp.port)
+        .set("smtp", format!("smtp://0.0.0.0:{}", smtp.port))
+        .set("username_env", "SMTP_USER")
+        .set("password_env", "SMTP_PASSWORD");
+    let test = project(&sim, vec![mail])
+        .env("SMTP_USER", "alerts")
+        .env("SMTP_PASSWORD", "hunter2-password");
+    let run = test.run(&["alerts", "test"]);
+    run.code(1);
+    assert!(run.stdout.contains("mail: FAILED"), "{}", run.stdout);
+    assert!(run.stdout.contains("STARTTLS"), "{}", run.stdout);
+    assert!(!run.stdout.contains("gave up after"), "{}", run.stdout);
+    assert!(smtp.messages().is_empty());
+}
