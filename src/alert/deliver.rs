@@ -72,7 +72,7 @@ impl Deliverer {
                 secret_env,
                 signing_key,
             } => {
-                let body = serde_json::to_vec(&webhook_payload(n)).expect("payload serialises");
+                let body = inert_json(&webhook_payload(n));
                 let mut headers = id_headers(n);
                 let ts = Utc::now().timestamp();
                 headers.push(("webhook-timestamp".into(), ts.to_string()));
@@ -99,15 +99,13 @@ impl Deliverer {
                         "environment variable `{url_env}` (the Slack webhook URL) is not set"
                     ));
                 };
-                let body = serde_json::to_vec(
+                let body = inert_json(
                     &json!({ "text": format!("*{}*\n{}", slack_escape(&n.headline()), slack_escape(&n.text())) }),
-                )
-                .expect("payload serialises");
+                );
                 self.post(url.expose(), id_headers(n), body, &n.id).await
             }
             AlertKind::Alertmanager { url } => {
-                let body =
-                    serde_json::to_vec(&alertmanager_payload(n)).expect("payload serialises");
+                let body = inert_json(&alertmanager_payload(n));
                 let endpoint = format!("{}/api/v2/alerts", url.trim_end_matches('/'));
                 self.post(&endpoint, id_headers(n), body, &n.id).await
             }
@@ -274,6 +272,13 @@ pub fn alertmanager_payload(n: &Notification) -> Value {
         })
         .collect();
     Value::Array(alerts)
+}
+
+/// A payload as JSON with the report's escaping: a bidi override or C1 control in a served model
+/// name arrives as `\u202e`, not raw, in whatever the receiver shows.
+fn inert_json(payload: &impl serde::Serialize) -> Vec<u8> {
+    let text = serde_json::to_string(payload).expect("payload serialises");
+    crate::text::json_inert(text).into_bytes()
 }
 
 /// One delivery attempt's result, for whoever counts them (the daemon's metrics).

@@ -62,13 +62,18 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     stop: CancellationToken,
 ) {
+    // What `api_token_env` guards: never stored by a shared cache, and never served from a cache
+    // to a request with another (or no) token.
+    let private = Router::new()
+        .route("/api/history", get(history))
+        .route("/", get(page::serve::overview_page))
+        .route("/pins/{id}", get(page::serve::pin_page))
+        .layer(axum::middleware::map_response(private_answer));
     let app = Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
-        .route("/api/history", get(history))
         .route("/v1/traces", post(crate::daemon::traffic::receive))
-        .route("/", get(page::serve::overview_page))
-        .route("/pins/{id}", get(page::serve::pin_page))
+        .merge(private)
         .with_state(daemon);
     let listener = Bounded::new(listener, MAX_CONNECTIONS, IDLE_TIMEOUT);
     let mut connections = JoinSet::new();
@@ -92,6 +97,23 @@ pub async fn serve(
             "listener: connections cut at shutdown"
         );
     }
+}
+
+/// `Cache-Control: private, no-store` unless the answer set its own (the pages revalidate with
+/// an ETag: `private, no-cache` when a token guards them), and `Vary: Authorization` always.
+async fn private_answer(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    if !headers.contains_key(header::CACHE_CONTROL) {
+        headers.insert(
+            header::CACHE_CONTROL,
+            header::HeaderValue::from_static("private, no-store"),
+        );
+    }
+    headers.append(
+        header::VARY,
+        header::HeaderValue::from_static("Authorization"),
+    );
+    response
 }
 
 /// One connection, HTTP/1.1 with keep-alive, until the client or the head deadline ends it;
@@ -229,7 +251,9 @@ async fn history_answer(
             if record.source.is_some() {
                 crate::traffic::budget::cap_record(&mut record);
             }
-            let bytes = serde_json::to_vec(&record)
+            // The report's escaping: no raw bidi override or C1 control reaches a reader.
+            let bytes = serde_json::to_string(&record)
+                .map(|text| crate::text::json_inert(text).into_bytes())
                 .map_err(|e| format!("record {} cannot be written: {e}", record.audit_id))?;
             if sent > 0 && body.len() + bytes.len() + 2 > max {
                 // The page ends before this record: the cursor of the one before it.

@@ -138,4 +138,46 @@ fn a_served_model_with_a_bidi_override_is_escaped_in_metric_labels() {
         "the label shows the override as an escape: {scrape}"
     );
     crate::support::tools::promtool_accepts(&scrape);
+    // The history answer escapes it as the report does, and no cache keeps the answer.
+    let history = daemon.get("/api/history").unwrap();
+    let body = history.text();
+    assert!(body.contains("gnp.exe"), "{body}");
+    assert!(
+        !body.contains('\u{202e}'),
+        "a raw U+202E in /api/history: {body}"
+    );
+    assert!(body.contains("y\\u202egnp.exe"), "{body}");
+    assert_eq!(
+        history.header("cache-control").as_deref(),
+        Some("private, no-store")
+    );
+    assert_eq!(history.header("vary").as_deref(), Some("Authorization"));
+}
+
+#[test]
+fn a_webhook_body_carries_a_bidi_override_only_as_an_escape() {
+    use crate::support::pins::Channel;
+    use crate::support::receivers::Webhook;
+    let hook = Webhook::start();
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
+    let test = crate::support::drift::pins(&sim, 1)
+        .alert(Channel::webhook("hook", &hook.url()))
+        .locked();
+    let mut scenario = single(ID, model(ID, 4.0, (1.0, 2.0)));
+    scenario.routes.get_mut(ID).unwrap().report = Reported::Fixed("y\u{202e}gnp.exe".to_owned());
+    sim.set(scenario);
+    let daemon = Daemon::start(&test);
+    daemon.wait_notifications("hook", "delivered", 1);
+    let hits = hook.hits();
+    let body = hits[0].text();
+    assert!(body.contains("gnp.exe"), "{body}");
+    assert!(
+        !body.contains('\u{202e}'),
+        "a raw U+202E in the webhook body: {body}"
+    );
+    // serde writes the character raw: the escape reads back as the served name.
+    assert!(
+        hits[0].json().to_string().contains("y\u{202e}gnp.exe"),
+        "{body}"
+    );
 }

@@ -37,6 +37,10 @@ impl Hit {
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body).expect("JSON body")
     }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
 }
 
 #[derive(Clone)]
