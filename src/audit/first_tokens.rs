@@ -447,8 +447,14 @@ pub fn select(calls: &TierCalls, obs: &Observation) -> Found {
     let no_inputs = if answered == 0 {
         Some("no discovery call was answered; lock again".to_owned())
     } else if kept.is_empty() {
+        // Logprobs asked for but unusable: the choice fell back to the returned tokens alone,
+        // and the user should learn why from this line too.
+        let fallback = match (calls.top_logprobs, &no_logprobs) {
+            (Some(_), Some(why)) => format!(" (judged by the returned tokens alone: {why})"),
+            _ => String::new(),
+        };
         Some(format!(
-            "no border input: each of {} candidates gave the same first token in {} calls",
+            "no border input: each of {} candidates gave the same first token in {} calls{fallback}",
             calls.probes.len(),
             calls.samples
         ))
@@ -526,6 +532,9 @@ pub fn record(found: &Found, baseline: &Observation, alpha: f64) -> Option<Locke
         off: BTreeMap::new(),
     };
     tier.off = self_check(&tier, alpha);
+    if let Some(why) = sampling_blind(&tier, alpha) {
+        tier.off.insert(TestKind::Sampling.as_str().to_owned(), why);
+    }
     Some(tier)
 }
 
@@ -663,6 +672,40 @@ fn self_check(tier: &LockedFirstTokens, alpha: f64) -> BTreeMap<String, String> 
             )
         })
         .collect()
+}
+
+/// Why the sampling test cannot watch this provider, when the lock's calls show it: the
+/// returned token fell outside the listed tokens more often than their probabilities leave room
+/// for (a Poisson tail at `alpha` over the expected count), and in more than `UNUSABLE_SHARE` of
+/// the calls. Such a listing does not describe how the provider samples, and a test whose calls
+/// nearly all land in one outcome ("outside") has no power: it would say p = 1 whatever changed.
+fn sampling_blind(tier: &LockedFirstTokens, alpha: f64) -> Option<String> {
+    use statrs::distribution::{DiscreteCDF, Poisson};
+    if tier.top_logprobs == 0 {
+        return None;
+    }
+    let asked = usize::from(tier.top_logprobs);
+    let (mut calls, mut outside, mut room) = (0_u64, 0_u64, 0.0_f64);
+    for input in tier.inputs.values() {
+        for (token, top) in input.tokens.iter().zip(&input.top) {
+            let Some(reported) = Reported::cut(top, token, asked) else {
+                continue;
+            };
+            calls += 1;
+            outside += u64::from(reported.sampled.is_none());
+            let listed: f64 = reported.top.iter().map(|(_, lp)| lp.exp()).sum();
+            room += (1.0 - listed).max(0.0);
+        }
+    }
+    if calls == 0 || (outside as f64) <= UNUSABLE_SHARE * calls as f64 {
+        return None;
+    }
+    let tail = Poisson::new(room.max(1e-9)).map_or(0.0, |p| p.sf(outside - 1));
+    (tail <= alpha).then(|| {
+        format!(
+            "off: the returned token was outside the listed tokens in {outside} of the lock's {calls} calls, where their probabilities leave room for {room:.1}: the logprobs do not describe how the provider samples, so the sampling test could not measure"
+        )
+    })
 }
 
 /// The self-check's permutations are seeded alike for every lock, so a lock can be rechecked.
@@ -940,6 +983,68 @@ mod tests {
             Some("no discovery call was answered; lock again")
         );
         assert!(baseline_calls(&none).is_none());
+    }
+
+    #[test]
+    fn a_provider_that_never_returns_a_listed_token_has_no_sampling_test() {
+        let plan = calls(&["wide"], true);
+        let id = plan.probes[0].id.clone();
+        let top = [("a", 0.4), ("b", 0.3), ("c", 0.2), ("d", 0.1)];
+        let first: Vec<(&str, Reply)> = (0..4).map(|_| (id.as_str(), reply("a", &top))).collect();
+        let found = select(&plan, &observation(&first));
+        let baseline = |token: &'static str| -> Vec<(&str, Reply)> {
+            ["a", "b", token]
+                .iter()
+                .cycle()
+                .take(BASELINE_SAMPLES as usize)
+                .map(|t| (id.as_str(), reply(t, &top)))
+                .collect()
+        };
+        // Every third call draws `q`, never listed though the list leaves it 0.1 (with `d` cut
+        // as the k-th entry): 20 outside where 6 are expected.
+        let blind = record(&found, &observation(&baseline("q")), 0.001).unwrap();
+        let why = &blind.off[TestKind::Sampling.as_str()];
+        assert!(
+            why.contains("outside the listed tokens in 20 of the lock's 60 calls"),
+            "{why}"
+        );
+        assert!(why.contains("room for 6.0"), "{why}");
+        // Drawing `c` instead stays inside: the test stays on.
+        let seeing = record(&found, &observation(&baseline("c")), 0.001).unwrap();
+        assert!(
+            !seeing.off.contains_key(TestKind::Sampling.as_str()),
+            "{:?}",
+            seeing.off
+        );
+    }
+
+    #[test]
+    fn logprobs_that_are_no_distribution_are_named_when_nothing_is_kept() {
+        let plan = calls(&["one", "two"], true);
+        let ids = [0, 1].map(|i| plan.probes[i].id.clone());
+        // Six listed tokens whose probabilities add up to 5.9.
+        let top = [
+            ("s", 0.99),
+            ("t", 0.99),
+            ("u", 0.98),
+            ("v", 0.98),
+            ("w", 0.98),
+            ("x", 0.98),
+        ];
+        let seen: Vec<(&str, Reply)> = ids
+            .iter()
+            .flat_map(|id| (0..4).map(move |_| (id.as_str(), reply("s", &top))))
+            .collect();
+        let found = select(&plan, &observation(&seen));
+        assert!(!found.logprobs && found.kept.is_empty());
+        let why = found.no_logprobs.unwrap();
+        assert!(why.contains("no distribution on 8 of 8 calls"), "{why}");
+        let none = found.no_inputs.unwrap();
+        assert!(
+            none.contains("judged by the returned tokens alone"),
+            "{none}"
+        );
+        assert!(none.contains("no distribution"), "{none}");
     }
 
     #[test]
