@@ -83,7 +83,10 @@ const MASS: f64 = 1e-2;
 /// The id tier probes carry in observations and the lock (config probe ids cannot hold `:`).
 const PREFIX: &str = "first-token:";
 
-/// Whether a probe id is a tier probe's.
+/// Every tier call asks for one token.
+pub const TIER_MAX_TOKENS: u32 = 1;
+
+/// Whether a probe id is a tier probe's (its calls are not the pin's probes).
 #[must_use]
 pub fn is_tier_probe(id: &str) -> bool {
     id.starts_with(PREFIX)
@@ -112,7 +115,7 @@ pub fn tier_probe(system: Option<&str>, prompt: &str) -> Probe {
         source: std::path::PathBuf::from("first-token tier"),
         system: system.map(str::to_owned),
         prompt: prompt.to_owned(),
-        max_tokens: 1,
+        max_tokens: TIER_MAX_TOKENS,
         temperature: 1.0,
         compare: Compare::Choice,
         expect: None,

@@ -252,25 +252,33 @@ fn over_max_tokens(case: &Case<'_>) -> Option<MaxTokensExceeded> {
     if case.traffic {
         return None;
     }
-    let probes: Vec<OverLimit> = case
+    let over = |is: &dyn Fn(&str) -> bool, name: &str, max_tokens: u32| {
+        let over: Vec<u64> = case
+            .observation
+            .replies()
+            .filter(|(c, _)| is(&c.probe))
+            .filter_map(|(_, r)| r.usage.output)
+            .filter(|n| *n > u64::from(max_tokens))
+            .collect();
+        Some(OverLimit {
+            probe: name.to_owned(),
+            max_tokens,
+            completion_tokens: *over.iter().max()?,
+            answers: over.len() as u64,
+        })
+    };
+    let mut probes: Vec<OverLimit> = case
         .probes
         .iter()
-        .filter_map(|probe| {
-            let over: Vec<u64> = case
-                .observation
-                .replies()
-                .filter(|(c, _)| c.probe == probe.id)
-                .filter_map(|(_, r)| r.usage.output)
-                .filter(|n| *n > u64::from(probe.max_tokens))
-                .collect();
-            Some(OverLimit {
-                probe: probe.id.clone(),
-                max_tokens: probe.max_tokens,
-                completion_tokens: *over.iter().max()?,
-                answers: over.len() as u64,
-            })
-        })
+        .filter_map(|probe| over(&|id| id == probe.id, &probe.id, probe.max_tokens))
         .collect();
+    // The first-token tier's one-token calls are judged alike: a provider that answers them
+    // at length spends hundreds of times the plan.
+    probes.extend(over(
+        &crate::audit::first_tokens::is_tier_probe,
+        "first-token tier",
+        crate::audit::first_tokens::TIER_MAX_TOKENS,
+    ));
     (!probes.is_empty()).then_some(MaxTokensExceeded { probes })
 }
 

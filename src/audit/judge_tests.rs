@@ -255,3 +255,46 @@ fn messages_are_built_from_the_evidence() {
         "prompt tokens per call changed by +25.0%: at the pinned input price, $0.00005 → $0.000063 per call"
     );
 }
+
+#[test]
+fn one_token_tier_calls_answered_at_length_are_max_tokens_exceeded() {
+    let config = config();
+    let pin = &config.pins[0];
+    let locked = locked_for(Baseline::Honest, &config);
+    let mut records = honest().calls;
+    for i in 0..3 {
+        let CallResult::Reply(mut long) = reply(MODEL, 20, "391") else {
+            unreachable!()
+        };
+        long.usage.output = Some(5000);
+        records.push(CallRecord {
+            probe: "first-token:color".to_owned(),
+            sample: i,
+            result: CallResult::Reply(long),
+            latency: Duration::from_millis(5),
+            attempts: 1,
+            waits: Vec::new(),
+            stopped: None,
+        });
+    }
+    let now = Observation::complete("support-bot", records);
+    let findings = judge(&Case::new(
+        pin,
+        config.probes_of(pin),
+        &now,
+        locked.as_ref(),
+    ));
+    let over = findings
+        .iter()
+        .find(|f| f.code == Code::MaxTokensExceeded)
+        .unwrap_or_else(|| panic!("{findings:#?}"));
+    assert_eq!(
+        over.evidence.pointer("/probes/0"),
+        Some(&serde_json::json!({
+            "probe": "first-token tier",
+            "max_tokens": 1,
+            "completion_tokens": 5000,
+            "answers": 3
+        }))
+    );
+}
