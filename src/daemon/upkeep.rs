@@ -103,6 +103,14 @@ async fn prune(daemon: &Daemon) {
         Ok(n) => tracing::info!(removed = n, "pruned audit history past the retention"),
         Err(e) => tracing::error!(error = %e, "pruning failed"),
     }
+    match daemon.store.prune_outbox(cutoff).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(
+            removed = n,
+            "pruned finished notifications past the retention"
+        ),
+        Err(e) => tracing::error!(error = %e, "pruning the outbox failed"),
+    }
 }
 
 #[cfg(test)]

@@ -95,6 +95,7 @@ contract!(
     an_entry_with_nothing_left_to_send_leaves_the_queue_and_a_stale_update_is_ignored,
     a_delivered_or_failed_entry_leaves_the_queue_with_its_last_error,
     a_refused_write_shows_as_failing_until_a_write_succeeds,
+    finished_entries_past_the_retention_are_pruned_pending_ones_kept,
 );
 
 fn ids(records: Vec<AuditRecord>) -> Vec<String> {
@@ -389,6 +390,38 @@ async fn a_delivered_or_failed_entry_leaves_the_queue_with_its_last_error(backen
     assert!(waiting_ids(&store).await.is_empty());
     assert!(store.channels_waiting().await.unwrap().is_empty());
     assert_eq!(store.outbox_all().await.unwrap(), [delivered, failed]);
+}
+
+async fn finished_entries_past_the_retention_are_pruned_pending_ones_kept(backend: &Backend) {
+    let store = backend.open().await;
+    queue(
+        &store,
+        &[
+            notification("old-done", "a", 1, "x"),
+            notification("old-waiting", "b", 2, "x"),
+            notification("new-done", "c", 100, "x"),
+        ],
+    )
+    .await;
+    for queued in store.queued("hook").await.unwrap().into_iter().flatten() {
+        if queued.entry.notification.id.ends_with("done") {
+            let mut done = queued.entry.clone();
+            done.delivery.state = DeliveryState::Delivered;
+            store.update_delivery(&queued, &done).await.unwrap();
+        }
+    }
+    let cutoff = DateTime::from_timestamp(50, 0).unwrap();
+    assert_eq!(store.prune_outbox(cutoff).await.unwrap(), 1);
+    let left: Vec<String> = store
+        .outbox_all()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.notification.id)
+        .collect();
+    assert_eq!(left, ["old-waiting", "new-done"]);
+    assert_eq!(waiting_ids(&store).await, [["old-waiting"]]);
+    assert_eq!(store.prune_outbox(cutoff).await.unwrap(), 0);
 }
 
 async fn a_refused_write_shows_as_failing_until_a_write_succeeds(backend: &Backend) {

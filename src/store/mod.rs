@@ -318,6 +318,13 @@ impl Store {
         each!(self, s => s.prune(cutoff).await)
     }
 
+    /// Removes outbox entries created before `cutoff` whose delivery is over (delivered,
+    /// superseded, failed, expired); pending ones and any that do not decode are kept. Returns
+    /// how many went.
+    pub async fn prune_outbox(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
+        each!(self, s => s.prune_outbox(cutoff).await)
+    }
+
     /// Everything the store holds (`modelpin store copy`).
     pub async fn export(&self) -> Result<copy::Contents, StoreError> {
         each!(self, s => s.export().await)

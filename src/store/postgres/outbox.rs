@@ -77,6 +77,28 @@ impl PgStore {
             .unwrap_or_default())
     }
 
+    /// Removes finished entries created before `cutoff` (see `Store::prune_outbox`).
+    pub async fn prune_outbox(
+        &self,
+        cutoff: chrono::DateTime<chrono::Utc>,
+    ) -> Result<usize, StoreError> {
+        let end = cutoff.timestamp_millis();
+        self.write(async {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await?;
+            self.fenced(&tx).await?;
+            let removed = tx
+                .execute(
+                    "DELETE FROM modelpin_outbox WHERE NOT pending AND created_millis < $1",
+                    &[&end],
+                )
+                .await?;
+            tx.commit().await?;
+            Ok(removed as usize)
+        })
+        .await
+    }
+
     /// Pending entries of `channel` (one pin's, or all), by pin, then creation.
     async fn queue(&self, channel: &str, pin: Option<&str>) -> Result<Vec<Queued>, StoreError> {
         let rows = self

@@ -99,6 +99,41 @@ impl SledStore {
         .await
     }
 
+    /// Removes finished entries created before `cutoff` (see `Store::prune_outbox`).
+    pub async fn prune_outbox(
+        &self,
+        cutoff: chrono::DateTime<chrono::Utc>,
+    ) -> Result<usize, StoreError> {
+        let end = keys::millis(cutoff).to_be_bytes();
+        let finished = self
+            .read(move |t| {
+                let mut keys = Vec::new();
+                for item in t.outbox.range(..end.as_slice()) {
+                    let (key, bytes) = item?;
+                    if serde_json::from_slice::<Entry>(&bytes)
+                        .is_ok_and(|e| e.delivery.state != DeliveryState::Pending)
+                    {
+                        keys.push((key.to_vec(), bytes.to_vec()));
+                    }
+                }
+                Ok(keys)
+            })
+            .await?;
+        let count = finished.len();
+        // Each removed only if it still holds what was read: an entry rewritten meanwhile stays.
+        self.write(move |t| {
+            for (key, bytes) in &finished {
+                t.outbox
+                    .compare_and_swap(key, Some(bytes.as_slice()), None as Option<&[u8]>)
+                    .map_err(|e| Refused::Failed(e.to_string()))?
+                    .ok();
+            }
+            Ok(())
+        })
+        .await?;
+        Ok(count)
+    }
+
     /// Indexes pending entries written before channel queues existed (a store from an older
     /// modelpin), so they are still sent.
     pub async fn index_older_entries(&self) -> Result<(), StoreError> {
