@@ -26,6 +26,12 @@ pub struct Fleet {
     pub holder: String,
     pub lease: Duration,
     leading: tokio::sync::watch::Sender<bool>,
+    /// Until when the server's last confirmation of this daemon's lease is believed (two thirds
+    /// of a lease after the renewal was sent); `None` on a store of its own. A daemon that was
+    /// frozen (SIGSTOP) past it stops dispatching before its next renewal says whether it
+    /// still leads, instead of spending an audit's calls first.
+    confirmed_until: std::sync::Mutex<Option<tokio::time::Instant>>,
+    shared: bool,
     term: std::sync::atomic::AtomicI64,
     /// When this daemon last started leading: a new leader's pins are overdue counting from
     /// then, not from the dead leader's last audit.
@@ -44,6 +50,8 @@ impl Fleet {
             ),
             lease,
             leading: tokio::sync::watch::Sender::new(!shared),
+            confirmed_until: std::sync::Mutex::new(None),
+            shared,
             term: std::sync::atomic::AtomicI64::new(0),
             since: std::sync::Mutex::new(chrono::Utc::now()),
         }
@@ -55,9 +63,33 @@ impl Fleet {
         *self.since.lock().expect("since lock")
     }
 
+    /// Whether this daemon leads now: it won the lease, and the server confirmed it recently
+    /// enough to be sure it still holds.
     #[must_use]
     pub fn leads(&self) -> bool {
-        *self.leading.borrow()
+        *self.leading.borrow() && (!self.shared || self.confirmed())
+    }
+
+    fn confirmed(&self) -> bool {
+        self.confirmed_until
+            .lock()
+            .expect("confirmed lock")
+            .is_some_and(|until| tokio::time::Instant::now() < until)
+    }
+
+    /// Takes the outcome of one try for the lease, sent at `asked`: whether it leads, and
+    /// whether that changed. Watchers are told only of a change, not of every renewal.
+    fn settle(&self, leads: bool, asked: tokio::time::Instant) -> Option<bool> {
+        *self.confirmed_until.lock().expect("confirmed lock") =
+            leads.then(|| asked + self.lease * 2 / 3);
+        let mut was = false;
+        let changed = self.leading.send_if_modified(|leading| {
+            was = *leading;
+            let changed = *leading != leads;
+            *leading = leads;
+            changed
+        });
+        changed.then_some(was)
     }
 
     #[must_use]
@@ -92,6 +124,7 @@ pub async fn run(daemon: Arc<Daemon>, stop: CancellationToken) {
             _ = tick.tick() => {}
             () = stop.cancelled() => return,
         }
+        let asked = tokio::time::Instant::now();
         let lead = tokio::select! {
             lead = daemon.store.lead(&fleet.holder, fleet.lease) => lead,
             () = stop.cancelled() => return,
@@ -109,15 +142,14 @@ pub async fn run(daemon: Arc<Daemon>, stop: CancellationToken) {
         };
         fleet.term.store(term, std::sync::atomic::Ordering::Release);
         daemon.metrics.fleet(leads, term);
-        let was = fleet.leading.send_replace(leads);
-        match (was, leads) {
-            (false, true) => {
+        match (fleet.settle(leads, asked), leads) {
+            (Some(false), true) => {
                 *fleet.since.lock().expect("since lock") = chrono::Utc::now();
                 tracing::info!(term, holder = %fleet.holder, "leading the fleet: auditing on schedule and sending notifications");
                 // Whatever the last leader queued and did not send goes out now.
                 daemon.outbox_wake.send_modify(|n| *n += 1);
             }
-            (true, false) => {
+            (Some(true), false) => {
                 tracing::warn!(
                     term,
                     "no longer leading: standing by (another daemon leads, or the store does not answer)"
@@ -125,5 +157,43 @@ pub async fn run(daemon: Arc<Daemon>, stop: CancellationToken) {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::time::{Instant, advance};
+
+    use super::Fleet;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_renewal_tells_watchers_only_of_a_change_and_a_lapsed_one_leads_no_more() {
+        let fleet = Fleet::new(true, Duration::from_secs(15));
+        let mut watch = fleet.watch();
+        assert!(!fleet.leads());
+        assert_eq!(fleet.settle(true, Instant::now()), Some(false));
+        assert!(watch.has_changed().unwrap());
+        watch.borrow_and_update();
+        assert!(fleet.leads());
+        // Renewals that change nothing wake nobody.
+        for _ in 0..3 {
+            advance(Duration::from_secs(5)).await;
+            assert_eq!(fleet.settle(true, Instant::now()), None);
+            assert!(!watch.has_changed().unwrap());
+            assert!(fleet.leads());
+        }
+        // Frozen past two thirds of a lease since the last renewal was sent: no longer sure.
+        advance(Duration::from_secs(11)).await;
+        assert!(!fleet.leads());
+        assert!(!watch.has_changed().unwrap());
+        assert_eq!(fleet.settle(false, Instant::now()), Some(true));
+        assert!(watch.has_changed().unwrap());
+    }
+
+    #[test]
+    fn a_daemon_on_a_store_of_its_own_always_leads() {
+        assert!(Fleet::new(false, Duration::from_secs(15)).leads());
     }
 }
