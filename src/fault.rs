@@ -35,3 +35,26 @@ pub fn at(point: Point) {
     #[cfg(not(debug_assertions))]
     let _ = point;
 }
+
+/// Freezes the process (SIGSTOP on itself, as an operator's `kill -STOP` would) inside a
+/// PostgreSQL commit's transaction, holding its locks, when `MODELPIN_FAULT` is
+/// `stop-inside-commit:N` and this is the process's `N`th such commit. Debug builds only: a test
+/// shows a frozen leader blocks no failover.
+pub fn stop_inside_commit() {
+    #[cfg(debug_assertions)]
+    {
+        static COMMITS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let Some(nth) = std::env::var("MODELPIN_FAULT")
+            .ok()
+            .and_then(|v| v.strip_prefix("stop-inside-commit:")?.parse::<u64>().ok())
+        else {
+            return;
+        };
+        if COMMITS.fetch_add(1, std::sync::atomic::Ordering::AcqRel) + 1 == nth {
+            eprintln!("fault injected: stopping inside commit {nth}");
+            let _ = std::process::Command::new("kill")
+                .args(["-STOP", &std::process::id().to_string()])
+                .status();
+        }
+    }
+}

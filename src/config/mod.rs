@@ -27,7 +27,7 @@ mod settings;
 pub(crate) use pins::MAX_SAMPLES;
 pub(crate) use probe::probe_digest;
 pub use settings::DEFAULT_MAX_COST_USD;
-pub(crate) use settings::DEFAULT_WARN_BEFORE_DAYS;
+pub(crate) use settings::{DEFAULT_LEASE, DEFAULT_WARN_BEFORE_DAYS};
 mod source;
 mod traffic;
 mod url;

@@ -40,6 +40,7 @@ const DAY: u64 = 86_400;
 pub(crate) fn settings(check: &mut Check, raw: Option<RawSettings>, base: &Path) -> Settings {
     let raw = raw.unwrap_or_default();
     let public = raw.metrics_public.as_ref().is_some_and(|p| *p.get_ref());
+    let lease = duration_or(check, raw.lease.as_ref(), "lease", DEFAULT_LEASE);
     Settings {
         project: base.to_path_buf(),
         lockfile: path_or(
@@ -49,8 +50,8 @@ pub(crate) fn settings(check: &mut Check, raw: Option<RawSettings>, base: &Path)
             DEFAULT_LOCKFILE,
             base,
         ),
-        store: store(check, &raw, base),
-        lease: duration_or(check, raw.lease.as_ref(), "lease", DEFAULT_LEASE),
+        store: with_lease(store(check, &raw, base), lease),
+        lease,
         schedule: raw
             .schedule
             .and_then(|s| check.schedule(&s))
@@ -91,6 +92,16 @@ pub(crate) fn settings(check: &mut Check, raw: Option<RawSettings>, base: &Path)
             .unwrap_or_else(|| DEFAULT_METRICS.parse().expect("valid default")),
         metrics_public: public,
         api_token_env: raw.api_token_env.and_then(|v| check.env_name(&v)),
+    }
+}
+
+/// A PostgreSQL store's session timeouts follow the fleet's lease.
+fn with_lease(location: crate::store::Location, lease: Duration) -> crate::store::Location {
+    match location {
+        crate::store::Location::Postgres(target) => {
+            crate::store::Location::Postgres(target.with_lease(lease))
+        }
+        sled => sled,
     }
 }
 

@@ -230,6 +230,51 @@ fn a_fleet_has_one_leader_and_a_standby_takes_over_after_kill_9() {
     );
 }
 
+/// Whether process `pid` is stopped (SIGSTOP): its state in `/proc/PID/stat` is `T`.
+#[cfg(target_os = "linux")]
+fn stopped(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('T'))
+    })
+}
+
+/// The leader frozen (SIGSTOP) inside an audit's write transaction, holding the lock on the lease
+/// row that a takeover must wait for: the server ends the idle session after a third of a lease,
+/// so the standby leads within two leases of the freeze, as after a kill -9.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_leader_frozen_inside_a_write_transaction_blocks_no_failover() {
+    let Some(pg) = Postgres::start() else {
+        return;
+    };
+    let sim = clean_sim();
+    let test = fleet(&sim, PINS, &pg, "frozen", vec![]);
+    // The leader stops itself inside its eighth commit's transaction (debug builds' fault point).
+    let mut first = Daemon::start_with(&test, &[], &[("MODELPIN_FAULT", "stop-inside-commit:8")]);
+    wait_role(&first, "leader");
+    let second = Daemon::start(&test);
+    wait_role(&second, "standby");
+    let pid = first.pid();
+    wait_until(DEADLINE, "the leader frozen inside a commit", || {
+        stopped(pid).then_some(())
+    });
+    let frozen = Instant::now();
+    wait_role(&second, "leader");
+    let took_over = frozen.elapsed();
+    eprintln!(
+        "measured: leader frozen inside a write transaction to the standby leading {took_over:?} (lease {LEASE:?})"
+    );
+    assert!(
+        took_over <= LEASE * 2,
+        "the standby led {took_over:?} after the freeze, more than two leases\n{}",
+        second.log()
+    );
+    let stored = second.records().len();
+    second.wait_stored(stored + 1);
+    first.kill();
+}
+
 #[test]
 fn postgres_restarted_under_a_fleet_shows_on_healthz_and_both_recover() {
     let Some(pg) = Postgres::start() else {

@@ -58,6 +58,7 @@ impl PgStore {
             let mut client = self.client().await?;
             let tx = client.transaction().await?;
             self.fenced(&tx).await?;
+            crate::fault::stop_inside_commit();
             if let Some((record, bytes)) = &audit {
                 insert_audit(&tx, record, bytes).await?;
             }

@@ -9,6 +9,7 @@
 //! that it names the host.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// libpq's `sslmode` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,12 +34,22 @@ pub struct Target {
     pub root_cert: Option<String>,
     /// The variable holding the password (`store_password_env`); `PGPASSWORD` otherwise.
     pub password_env: Option<String>,
+    /// How long the server keeps a session idle inside a transaction or waiting for a lock,
+    /// and how long the socket tolerates silence: a third of the fleet's lease (at least a
+    /// second). A leader frozen (SIGSTOP) or cut off inside a write's transaction then holds
+    /// the lease row's lock that long, not until TCP keepalive ends its session (two hours by
+    /// default), so a standby takes over within two leases whatever the old leader does.
+    pub session_timeout: Duration,
 }
 
 impl std::fmt::Display for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.url)
     }
+}
+
+fn session_timeout(lease: Duration) -> Duration {
+    (lease / 3).max(Duration::from_secs(1))
 }
 
 /// Whether `[settings] store` names a PostgreSQL store rather than a directory.
@@ -105,7 +116,15 @@ impl Target {
             ssl,
             root_cert,
             password_env,
+            session_timeout: session_timeout(crate::config::DEFAULT_LEASE),
         })
+    }
+
+    /// The session timeouts for a fleet whose lease is `lease`.
+    #[must_use]
+    pub fn with_lease(mut self, lease: Duration) -> Target {
+        self.session_timeout = session_timeout(lease);
+        self
     }
 
     /// The connection settings with the password from the environment (`store_password_env`,
@@ -136,6 +155,20 @@ impl Target {
         });
         config.connect_timeout(super::DEADLINE);
         config.application_name("modelpin");
+        let ms = self.session_timeout.as_millis();
+        let mut options = config.get_options().unwrap_or_default().to_owned();
+        if !options.is_empty() {
+            options.push(' ');
+        }
+        options.push_str(&format!(
+            "-c idle_in_transaction_session_timeout={ms} -c lock_timeout={ms}"
+        ));
+        config.options(options);
+        config.keepalives(true);
+        config.keepalives_idle(self.session_timeout);
+        config.keepalives_interval(self.session_timeout);
+        config.keepalives_retries(3);
+        config.tcp_user_timeout(super::DEADLINE);
         Ok(config)
     }
 
