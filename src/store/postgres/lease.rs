@@ -85,7 +85,7 @@ impl PgStore {
         };
         match &outcome {
             Ok(lead) => {
-                self.note(Ok(()));
+                self.note_lease(Ok(lead.leader));
                 self.set_fence(if lead.leader {
                     Fence::Leader {
                         holder: holder.to_owned(),
@@ -96,7 +96,7 @@ impl PgStore {
                 });
             }
             Err(e) => {
-                self.note(Err(e));
+                self.note_lease(Err(e));
                 self.step_down();
             }
         }

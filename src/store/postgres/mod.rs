@@ -62,7 +62,11 @@ pub struct PgStore {
 struct Inner {
     target: Target,
     pool: deadpool_postgres::Pool,
+    /// Writes the server refused (an audit's commit, an outbox update), until one is taken.
     failing: Mutex<Option<Failing>>,
+    /// Lease questions the server did not answer, until one is: kept apart from `failing`, so a
+    /// renewal that gets through does not hide audits that cannot be written (a full disk).
+    lease_failing: Mutex<Option<Failing>>,
     undecodable: AtomicU64,
     fence: Mutex<Fence>,
     closed: AtomicBool,
@@ -177,6 +181,7 @@ impl PgStore {
                 target: target.clone(),
                 pool,
                 failing: Mutex::default(),
+                lease_failing: Mutex::default(),
                 undecodable: AtomicU64::new(0),
                 fence: Mutex::new(Fence::Off),
                 closed: AtomicBool::new(false),
@@ -235,14 +240,34 @@ impl PgStore {
         }
     }
 
+    /// Why the store is unhealthy: writes refused, or the lease unanswered (the older first).
     #[must_use]
     pub fn failing(&self) -> Option<Failing> {
-        self.inner.failing.lock().expect("failing lock").clone()
+        let writes = self.inner.failing.lock().expect("failing lock").clone();
+        let lease = self
+            .inner
+            .lease_failing
+            .lock()
+            .expect("failing lock")
+            .clone();
+        match (writes, lease) {
+            (Some(w), Some(l)) => Some(if l.since < w.since { l } else { w }),
+            (w, l) => w.or(l),
+        }
     }
 
-    /// Notes whether the server took a write (or answered the lease): the health check.
+    /// Notes whether the server took a write: the health check.
     fn note(&self, outcome: Result<(), &StoreError>) {
         Failing::note(&self.inner.failing, outcome);
+    }
+
+    /// Notes whether the server answered the lease. A standby writes nothing, so what its
+    /// writes did while it led says nothing about the store now.
+    fn note_lease(&self, outcome: Result<bool, &StoreError>) {
+        Failing::note(&self.inner.lease_failing, outcome.map(|_| ()));
+        if matches!(outcome, Ok(false)) {
+            *self.inner.failing.lock().expect("failing lock") = None;
+        }
     }
 
     /// The pool reconnects by itself: there is nothing to reopen.

@@ -171,3 +171,27 @@ async fn any_member_offers_spans_the_leader_alone_takes_them_in_order_and_a_full
         Offered::Accepted
     );
 }
+
+/// A leader whose audit writes fail (a full disk) stays failing while its lease renewals get
+/// through; a write that is taken clears it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewed_lease_does_not_hide_writes_that_fail() {
+    let Some(server) = Postgres::start() else {
+        return;
+    };
+    let at = location(&server, "health");
+    let lease = Duration::from_secs(15);
+    let a = Store::open_at(&at, Holder::Daemon).await.unwrap();
+    a.join_fleet();
+    assert!(a.lead("a", lease).await.unwrap().leader);
+    a.refuse_writes(1);
+    assert!(a.append(&record("p", 100, "refused")).await.is_err());
+    assert!(a.lead("a", lease).await.unwrap().leader);
+    let failing = a.failing().expect("still failing after a renewal");
+    assert!(
+        failing.reason.contains("refused by the test"),
+        "{failing:?}"
+    );
+    a.append(&record("p", 200, "taken")).await.unwrap();
+    assert!(a.failing().is_none());
+}
