@@ -101,7 +101,7 @@ fn with_lease(location: crate::store::Location, lease: Duration) -> crate::store
         crate::store::Location::Postgres(target) => {
             crate::store::Location::Postgres(target.with_lease(lease))
         }
-        sled => sled,
+        sled @ crate::store::Location::Sled(_) => sled,
     }
 }
 

@@ -156,13 +156,11 @@ impl Target {
         config.connect_timeout(super::DEADLINE);
         config.application_name("modelpin");
         let ms = self.session_timeout.as_millis();
-        let mut options = config.get_options().unwrap_or_default().to_owned();
-        if !options.is_empty() {
-            options.push(' ');
-        }
-        options.push_str(&format!(
-            "-c idle_in_transaction_session_timeout={ms} -c lock_timeout={ms}"
-        ));
+        let timeouts = format!("-c idle_in_transaction_session_timeout={ms} -c lock_timeout={ms}");
+        let options = match config.get_options() {
+            Some(given) if !given.is_empty() => format!("{given} {timeouts}"),
+            _ => timeouts,
+        };
         config.options(options);
         config.keepalives(true);
         config.keepalives_idle(self.session_timeout);
