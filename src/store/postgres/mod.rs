@@ -154,7 +154,7 @@ fn with_hint(message: String) -> String {
 impl PgStore {
     /// Connects to `target` and brings its schema up to date (refusing a newer one). Writes are
     /// not fenced until the process joins the fleet (`join_fleet`).
-    pub async fn open(target: &Target, _holder: Holder) -> Result<PgStore, StoreError> {
+    pub async fn open(target: &Target, holder: Holder) -> Result<PgStore, StoreError> {
         let opening = |message: String| StoreError::Io {
             path: PathBuf::from(&target.url),
             message,
@@ -189,12 +189,26 @@ impl PgStore {
                 refuse: std::sync::atomic::AtomicU32::new(0),
             }),
         };
+        // `history` only reads: it writes no schema, so a read-only role can run it.
+        let reads_only = holder == Holder::History;
         let migrated = within(async {
             let mut client = store.client().await?;
-            Ok(schema::migrate(&mut client).await)
+            if reads_only {
+                Ok(schema::version(&client).await)
+            } else {
+                Ok(schema::migrate(&mut client).await)
+            }
         })
         .await;
         match migrated {
+            Ok(Ok(found)) if reads_only && found < schema::VERSION => Err(opening(if found == 0 {
+                "no modelpin store in this database yet: `modelpin daemon` creates it".to_owned()
+            } else {
+                format!(
+                    "the store's schema is at version {found}; `modelpin daemon` brings it to {} (`history` only reads)",
+                    schema::VERSION
+                )
+            })),
             Ok(Ok(_)) => Ok(store),
             Ok(Err(schema::Refused::Newer(found))) => Err(StoreError::NewerSchema {
                 at: target.url.clone(),

@@ -77,6 +77,26 @@ impl From<tokio_postgres::Error> for Refused {
     }
 }
 
+/// The schema's version as it is, without writing anything (`history` under a read-only
+/// role); 0 when the database holds no modelpin store.
+pub(crate) async fn version(client: &Client) -> Result<i32, Refused> {
+    let exists = client
+        .query_one("SELECT to_regclass('modelpin_schema') IS NOT NULL", &[])
+        .await?
+        .get::<_, bool>(0);
+    if !exists {
+        return Ok(0);
+    }
+    let found = client
+        .query_opt("SELECT version FROM modelpin_schema", &[])
+        .await?
+        .map_or(0, |row| row.get(0));
+    if found > VERSION {
+        return Err(Refused::Newer(found));
+    }
+    Ok(found)
+}
+
 /// Brings the schema to `VERSION`, or refuses a newer one; returns the version found.
 pub(crate) async fn migrate(client: &mut Client) -> Result<i32, Refused> {
     let tx = client.transaction().await?;

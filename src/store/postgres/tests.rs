@@ -195,3 +195,42 @@ async fn a_renewed_lease_does_not_hide_writes_that_fail() {
     a.append(&record("p", 200, "taken")).await.unwrap();
     assert!(a.failing().is_none());
 }
+
+/// `history` under a role that may only read: nothing is written, the records come back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_opens_under_a_read_only_role() {
+    let Some(server) = Postgres::start() else {
+        return;
+    };
+    let at = location(&server, "readonly");
+    let owner = Store::open_at(&at, Holder::Daemon).await.unwrap();
+    owner.append(&record("p", 100, "stored")).await.unwrap();
+    server.sql(
+        "readonly",
+        "CREATE ROLE reader LOGIN; GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader",
+    );
+    let url = server
+        .url("readonly")
+        .replacen("://modelpin@", "://reader@", 1);
+    let reader = Location::Postgres(Target::parse(&url, None).unwrap());
+    let refused = Store::open_at(&reader, Holder::Daemon).await;
+    assert!(refused.is_err(), "a daemon needs to write");
+    let store = Store::open_at(&reader, Holder::History).await.unwrap();
+    let ids: Vec<String> = store
+        .history(None, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.audit_id)
+        .collect();
+    assert_eq!(ids, ["stored"]);
+    // An empty database holds no store yet: said, not created.
+    server.create_database("empty");
+    let empty = Location::Postgres(Target::parse(&server.url("empty"), None).unwrap());
+    let err = Store::open_at(&empty, Holder::History).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("no modelpin store in this database yet"),
+        "{err}"
+    );
+}
