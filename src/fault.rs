@@ -11,6 +11,9 @@ pub enum Point {
     AfterCommitBeforeFlush,
     /// Everything is on disk; nothing is sent yet.
     AfterFlush,
+    /// `store copy` into a directory: the copy is written and verified, not yet renamed into
+    /// place.
+    CopyBeforeRename,
 }
 
 impl Point {
@@ -21,6 +24,7 @@ impl Point {
             Point::BeforeCommit => "before-commit",
             Point::AfterCommitBeforeFlush => "after-commit-before-flush",
             Point::AfterFlush => "after-flush",
+            Point::CopyBeforeRename => "copy-before-rename",
         }
     }
 }

@@ -44,20 +44,76 @@ pub async fn copy(src: &str, dst: &str, out: Output) -> Result<Exit, AppError> {
     }
     let copied = contents.counts();
     out.progress(&format!("read {copied} from {from}"));
-    let target = Store::open_at(&to, Holder::Copy).await?;
+    // Into a directory: written beside it as `<dst>.partial` and renamed once verified, so a
+    // copy cut short (killed, a full disk) leaves no store at DST for `history` or a daemon to
+    // open as if whole. PostgreSQL takes the copy in one transaction: all of it or nothing.
+    let partial = match &to {
+        Location::Sled(path) => Some((partial_of(path)?, path.clone())),
+        Location::Postgres(_) => None,
+    };
+    let write_to = match &partial {
+        Some((partial, _)) => Location::Sled(partial.clone()),
+        None => to.clone(),
+    };
+    let target = Store::open_at(&write_to, Holder::Copy).await?;
     let outcome = into(&target, &contents).await;
     let closed = target.close().await;
     let held = outcome?;
     closed?;
     if held != copied {
         return Err(AppError::Io(format!(
-            "the copy at {to} holds {held}, not the {copied} of {from}"
+            "the copy at {write_to} holds {held}, not the {copied} of {from}"
         )));
+    }
+    crate::fault::at(crate::fault::Point::CopyBeforeRename);
+    if let Some((partial, path)) = &partial {
+        finish(partial, path)?;
     }
     crate::cmd::emit(&format!(
         "copied {copied} from {from} to {to}; verified: {to} holds as many of each\n"
     ));
     Ok(Exit::Ok)
+}
+
+/// Where a copy into the directory `path` is written first: `<path>.partial`, cleared of any
+/// earlier copy cut short. `path` itself must not hold anything yet.
+fn partial_of(path: &std::path::Path) -> Result<PathBuf, AppError> {
+    let holds_something = std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_some());
+    if holds_something || path.is_file() {
+        return Err(AppError::Usage(format!(
+            "{} is not empty; copy into a new store",
+            path.display()
+        )));
+    }
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".partial");
+    let partial = path.with_file_name(name);
+    match std::fs::remove_dir_all(&partial) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(AppError::Io(format!(
+                "cannot clear an earlier copy cut short at {}: {e}",
+                partial.display()
+            )));
+        }
+    }
+    Ok(partial)
+}
+
+/// Puts the verified copy at `path` (an empty directory there is replaced).
+fn finish(partial: &std::path::Path, path: &std::path::Path) -> Result<(), AppError> {
+    if path.is_dir() {
+        std::fs::remove_dir(path)
+            .map_err(|e| AppError::Io(format!("cannot replace {}: {e}", path.display())))?;
+    }
+    std::fs::rename(partial, path).map_err(|e| {
+        AppError::Io(format!(
+            "the copy is whole at {} but cannot be renamed to {}: {e}",
+            partial.display(),
+            path.display()
+        ))
+    })
 }
 
 /// Writes `contents` into `target`, which must be empty; what it holds afterwards, read back.

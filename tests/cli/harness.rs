@@ -103,12 +103,20 @@ impl Test {
     }
 
     pub fn run(&self, args: &[&str]) -> Run {
+        self.run_with(args, &[])
+    }
+
+    /// `run` with `more` environment for this run alone (a fault point).
+    pub fn run_with(&self, args: &[&str], more: &[(&str, &str)]) -> Run {
         let mut cmd = Command::cargo_bin("modelpin").expect("binary built");
         cmd.current_dir(self.dir.path())
             .args(args)
             .env_remove("MODELPIN_CONFIG")
             .env_remove("NO_COLOR");
         for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        for (k, v) in more {
             cmd.env(k, v);
         }
         let Output {

@@ -153,3 +153,29 @@ fn a_store_from_a_newer_modelpin_is_refused_untouched_and_reset_keeps_it_aside()
         "was written by a newer modelpin (header format 99;",
     );
 }
+
+/// `store copy` into a directory killed before it finished leaves no store at DST: nothing for
+/// `history` or a daemon to open as if whole; the next copy clears what was left and succeeds.
+#[test]
+fn a_copy_cut_short_leaves_no_store_at_its_destination() {
+    let (_sim, test, ids) = recorded();
+    let cut = test.run_with(
+        &["store", "copy", "store", "copied"],
+        &[("MODELPIN_FAULT", "copy-before-rename")],
+    );
+    assert_ne!(cut.code, 0, "{}", cut.stderr);
+    assert!(!test.path("copied").exists(), "a partial store at DST");
+    assert!(test.path("copied.partial").exists());
+    let whole = test.run(&["store", "copy", "store", "copied"]);
+    whole.code(0);
+    assert!(!test.path("copied.partial").exists());
+    let pins = test
+        .read("pins.toml")
+        .replace("store = \"store\"", "store = \"copied\"");
+    std::fs::write(test.path("copied.toml"), pins).unwrap();
+    let history = test.run(&["history", "--config", "copied.toml", "--format", "json"]);
+    history.code(0);
+    for id in &ids {
+        assert!(history.stdout.contains(id.as_str()), "{id} missing");
+    }
+}
