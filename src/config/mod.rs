@@ -274,9 +274,12 @@ fn validate(
     let (probes, probe_bytes) = probes.finish();
     let mut digested = src.text.as_bytes().to_vec();
     digested.extend_from_slice(&probe_bytes);
+    let mut shared = without_member_settings(src).into_bytes();
+    shared.extend_from_slice(&probe_bytes);
     Ok(Config {
         path: src.path.clone(),
         digest: probe::sha256(&digested),
+        fleet_digest: probe::sha256(&shared),
         settings,
         providers,
         pins,
@@ -286,6 +289,41 @@ fn validate(
         scan,
         warnings,
     })
+}
+
+/// Settings that differ between members of one fleet without changing what they audit: how
+/// each reaches the store and where each listens.
+const MEMBER_SETTINGS: [&str; 4] = ["store", "store_password_env", "metrics", "metrics_public"];
+
+/// pins.toml's text with the lines of `[settings]`' `MEMBER_SETTINGS` keys left out.
+fn without_member_settings(src: &Source) -> String {
+    let Some(settings) = src.root().get("settings").and_then(|s| s.as_table_like()) else {
+        return src.text.clone();
+    };
+    let mut cuts: Vec<std::ops::Range<usize>> = MEMBER_SETTINGS
+        .iter()
+        .filter_map(|key| {
+            let (k, v) = settings.get_key_value(key)?;
+            let start = k.span()?.start;
+            let end = v.span().map_or(start, |s| s.end);
+            let line_start = src.text[..start].rfind('\n').map_or(0, |i| i + 1);
+            let line_end = src.text[end..]
+                .find('\n')
+                .map_or(src.text.len(), |i| end + i);
+            Some(line_start..line_end)
+        })
+        .collect();
+    cuts.sort_by_key(|r| r.start);
+    let mut out = String::with_capacity(src.text.len());
+    let mut at = 0;
+    for cut in cuts {
+        if cut.start >= at {
+            out.push_str(&src.text[at..cut.start]);
+            at = cut.end;
+        }
+    }
+    out.push_str(&src.text[at..]);
+    out
 }
 
 /// `[scan]`, each key checked where it is written.
@@ -331,6 +369,9 @@ pub struct Config {
     pub path: PathBuf,
     /// `sha256:<hex>` of pins.toml's bytes followed by each loaded probe file's bytes in probe-id order.
     pub digest: String,
+    /// `digest` without the settings each fleet member may set its own way (`MEMBER_SETTINGS`):
+    /// what members on one store must agree on.
+    pub fleet_digest: String,
     pub settings: Settings,
     /// In file order.
     pub providers: Vec<Provider>,

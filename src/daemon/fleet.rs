@@ -32,6 +32,10 @@ pub struct Fleet {
     /// still leads, instead of spending an audit's calls first.
     confirmed_until: std::sync::Mutex<Option<tokio::time::Instant>>,
     shared: bool,
+    /// Why this member does not run what the leader runs (another pins.toml or lock), while
+    /// that lasts: a failover to it would audit other pins and leave the leader's alerts with
+    /// no owner. Said on `/healthz`.
+    mismatch: std::sync::Mutex<Option<String>>,
     term: std::sync::atomic::AtomicI64,
     /// When this daemon last started leading: a new leader's pins are overdue counting from
     /// then, not from the dead leader's last audit.
@@ -52,6 +56,7 @@ impl Fleet {
             leading: tokio::sync::watch::Sender::new(!shared),
             confirmed_until: std::sync::Mutex::new(None),
             shared,
+            mismatch: std::sync::Mutex::new(None),
             term: std::sync::atomic::AtomicI64::new(0),
             since: std::sync::Mutex::new(chrono::Utc::now()),
         }
@@ -75,6 +80,32 @@ impl Fleet {
             .lock()
             .expect("confirmed lock")
             .is_some_and(|until| tokio::time::Instant::now() < until)
+    }
+
+    /// Why this member's pins.toml or lock differs from the leader's, when it does.
+    #[must_use]
+    pub fn mismatch(&self) -> Option<String> {
+        self.mismatch.lock().expect("mismatch lock").clone()
+    }
+
+    /// Compares what the leader runs with what this member runs; logs a change either way.
+    fn compare(&self, leader: &str, mine: &str) {
+        let now = (!leader.is_empty() && leader != mine).then(|| {
+            format!(
+                "this member runs another pins.toml or lock than the leader ({mine}; the leader: {leader}): members must share both, or a failover audits other pins"
+            )
+        });
+        let mut was = self.mismatch.lock().expect("mismatch lock");
+        if *was != now {
+            match &now {
+                Some(why) => tracing::error!("{why}"),
+                None if was.is_some() => {
+                    tracing::info!("this member now runs the leader's pins.toml and lock");
+                }
+                None => {}
+            }
+            *was = now;
+        }
     }
 
     /// Takes the outcome of one try for the lease, sent at `asked`: whether it leads, and
@@ -124,13 +155,17 @@ pub async fn run(daemon: Arc<Daemon>, stop: CancellationToken) {
             _ = tick.tick() => {}
             () = stop.cancelled() => return,
         }
+        let mine = digests(&daemon);
         let asked = tokio::time::Instant::now();
         let lead = tokio::select! {
-            lead = daemon.store.lead(&fleet.holder, fleet.lease) => lead,
+            lead = daemon.store.lead(&fleet.holder, fleet.lease, &mine) => lead,
             () = stop.cancelled() => return,
         };
         let (leads, term) = match lead {
-            Ok(lead) => (lead.leader, lead.term),
+            Ok(lead) => {
+                fleet.compare(&lead.digests, &mine);
+                (lead.leader, lead.term)
+            }
             Err(e) => {
                 if fleet.leads() {
                     tracing::error!(error = %e, "the lease could not be renewed: standing by until the store answers");
@@ -158,6 +193,26 @@ pub async fn run(daemon: Arc<Daemon>, stop: CancellationToken) {
             _ => {}
         }
     }
+}
+
+/// What this member runs, as written with the lease: pins.toml's digest (probe files included,
+/// the settings a member sets its own way left out) and the lock file's (`none` without one; `unreadable` when it cannot be read).
+fn digests(daemon: &Daemon) -> String {
+    let config = daemon.config();
+    let lock = match daemon.lock_file(&config.settings.lockfile) {
+        Ok(lock) => lock
+            .as_ref()
+            .as_ref()
+            .map_or_else(|| "none".to_owned(), |l| short(&l.digest)),
+        Err(_) => "unreadable".to_owned(),
+    };
+    format!("pins.toml {}, lock {lock}", short(&config.fleet_digest))
+}
+
+/// A digest's first 12 hex digits: enough to tell two files apart in a message.
+fn short(digest: &str) -> String {
+    let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
+    hex.chars().take(12).collect()
 }
 
 #[cfg(test)]
@@ -190,6 +245,18 @@ mod tests {
         assert!(!watch.has_changed().unwrap());
         assert_eq!(fleet.settle(false, Instant::now()), Some(true));
         assert!(watch.has_changed().unwrap());
+    }
+
+    #[test]
+    fn a_member_running_another_config_than_the_leader_says_so_until_it_matches() {
+        let fleet = Fleet::new(true, Duration::from_secs(15));
+        fleet.compare("", "pins.toml aaa, lock bbb");
+        assert_eq!(fleet.mismatch(), None, "an older leader wrote no digests");
+        fleet.compare("pins.toml ccc, lock bbb", "pins.toml aaa, lock bbb");
+        let why = fleet.mismatch().unwrap();
+        assert!(why.contains("the leader: pins.toml ccc"), "{why}");
+        fleet.compare("pins.toml aaa, lock bbb", "pins.toml aaa, lock bbb");
+        assert_eq!(fleet.mismatch(), None);
     }
 
     #[test]

@@ -219,6 +219,9 @@ impl Daemon {
                 failing.reason.lines().next().unwrap_or_default()
             ));
         }
+        if let Some(why) = self.fleet.mismatch() {
+            return Err(why);
+        }
         let idle = self.heartbeat.lock().expect("heartbeat lock").elapsed();
         if idle > LOOP_STALLED {
             return Err(format!(

@@ -155,13 +155,20 @@ impl Store {
 
     /// Holds (takes or renews) the fleet's lease as `holder` for `lease`, or says who leads; a
     /// store nobody shares is always led by its one process.
-    pub async fn lead(&self, holder: &str, lease: std::time::Duration) -> Result<Lead, StoreError> {
+    /// `digests` says what this process runs (pins.toml and lock), written with the lease.
+    pub async fn lead(
+        &self,
+        holder: &str,
+        lease: std::time::Duration,
+        digests: &str,
+    ) -> Result<Lead, StoreError> {
         match self {
             Store::Sled(_) => Ok(Lead {
                 leader: true,
                 term: 0,
+                digests: digests.to_owned(),
             }),
-            Store::Postgres(pg) => pg.lead(holder, lease).await,
+            Store::Postgres(pg) => pg.lead(holder, lease, digests).await,
         }
     }
 

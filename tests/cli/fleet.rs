@@ -275,6 +275,33 @@ fn a_leader_frozen_inside_a_write_transaction_blocks_no_failover() {
     first.kill();
 }
 
+/// A member started with another pins.toml than the leader's says so on `/healthz` (503) until
+/// it runs the same one.
+#[test]
+fn a_member_with_another_pins_toml_says_so_on_healthz() {
+    let Some(pg) = Postgres::start() else {
+        return;
+    };
+    let sim = clean_sim();
+    let test = fleet(&sim, PINS, &pg, "digests", vec![]);
+    let first = Daemon::start(&test);
+    wait_role(&first, "leader");
+    let other = test
+        .read("pins.toml")
+        .replace("timeout = \"2s\"", "timeout = \"3s\"");
+    assert_ne!(other, test.read("pins.toml"));
+    std::fs::write(test.path("other.toml"), other).unwrap();
+    let second = Daemon::start_with(&test, &["--config", "other.toml"], &[]);
+    let (status, body) = wait_until(
+        DEADLINE,
+        "the other member's /healthz naming the mismatch",
+        || health(&second).filter(|(_, body)| body.contains("another pins.toml")),
+    );
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("standby"), "{body}");
+    assert_eq!(role(&first), Some("leader"));
+}
+
 #[test]
 fn postgres_restarted_under_a_fleet_shows_on_healthz_and_both_recover() {
     let Some(pg) = Postgres::start() else {

@@ -418,3 +418,24 @@ fn load_from_env_reads_the_process_environment() {
     let config = crate::config::load_from_env(&dir.path()).unwrap();
     assert_eq!(config.pins[0].kind, ProviderKind::OpenAiCompatible);
 }
+
+#[test]
+fn the_fleet_digest_leaves_out_what_each_member_sets_its_own_way() {
+    use crate::config::tests_support::config_with;
+    let with = |settings: &str| {
+        let pins = BASE.replacen(
+            "version = 1\n",
+            &format!("version = 1\n\n[settings]\n{settings}\n"),
+            1,
+        );
+        config_with(&pins, PROBE)
+    };
+    let a = with("store = \"store-a\"\nmetrics = \"127.0.0.1:9464\"\ntimeout = \"30s\"");
+    let b = with(
+        "store = \"store-b\"  # another disk\nmetrics = \"127.0.0.1:9465\"\ntimeout = \"30s\"",
+    );
+    let c = with("store = \"store-a\"\nmetrics = \"127.0.0.1:9464\"\ntimeout = \"20s\"");
+    assert_ne!(a.digest, b.digest);
+    assert_eq!(a.fleet_digest, b.fleet_digest);
+    assert_ne!(a.fleet_digest, c.fleet_digest);
+}

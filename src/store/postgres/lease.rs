@@ -15,12 +15,15 @@ use crate::store::StoreError;
 use crate::store::postgres::{Fence, PgStore, Refused};
 
 /// Where this process stands after a lease attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lead {
     /// This process holds the lease now.
     pub leader: bool,
     /// The lease's current term (this process's own when it leads).
     pub term: i64,
+    /// What the leader runs (its pins.toml and lock digests, as it wrote them with its last
+    /// renewal); empty when no leader has written them.
+    pub digests: String,
 }
 
 impl PgStore {
@@ -28,7 +31,12 @@ impl PgStore {
     /// expired, and otherwise says who leads. The outcome is the store's health: a server that
     /// does not answer shows on `/healthz`, and this process leads no more (its writes are
     /// refused from now on; the lease on the server runs out by itself).
-    pub async fn lead(&self, holder: &str, lease: Duration) -> Result<Lead, StoreError> {
+    pub async fn lead(
+        &self,
+        holder: &str,
+        lease: Duration,
+        digests: &str,
+    ) -> Result<Lead, StoreError> {
         let seconds = lease.as_secs_f64();
         let mine = match self.fence() {
             Fence::Leader { term, .. } => Some(term),
@@ -43,37 +51,46 @@ impl PgStore {
                 if let Some(term) = mine {
                     let renewed = client
                         .query_opt(
-                            "UPDATE modelpin_lease SET expires_at = now() + make_interval(secs => $3)
+                            "UPDATE modelpin_lease SET expires_at = now() + make_interval(secs => $3), digests = $4
                              WHERE name = 'leader' AND holder = $1 AND term = $2 AND expires_at > now()
                              RETURNING term",
-                            &[&holder, &term, &seconds],
+                            &[&holder, &term, &seconds, &digests],
                         )
                         .await?;
                     if renewed.is_some() {
-                        return Ok(Lead { leader: true, term });
+                        return Ok(Lead {
+                            leader: true,
+                            term,
+                            digests: digests.to_owned(),
+                        });
                     }
                 }
                 let taken = client
                     .query_opt(
                         "UPDATE modelpin_lease
-                         SET holder = $1, term = term + 1, expires_at = now() + make_interval(secs => $2)
+                         SET holder = $1, term = term + 1, expires_at = now() + make_interval(secs => $2), digests = $3
                          WHERE name = 'leader' AND expires_at <= now()
                          RETURNING term",
-                        &[&holder, &seconds],
+                        &[&holder, &seconds, &digests],
                     )
                     .await?;
                 if let Some(row) = taken {
                     return Ok(Lead {
                         leader: true,
                         term: row.get(0),
+                        digests: digests.to_owned(),
                     });
                 }
                 let row = client
-                    .query_one("SELECT term FROM modelpin_lease WHERE name = 'leader'", &[])
+                    .query_one(
+                        "SELECT term, digests FROM modelpin_lease WHERE name = 'leader'",
+                        &[],
+                    )
                     .await?;
                 Ok::<_, Refused>(Lead {
                     leader: false,
                     term: row.get(0),
+                    digests: row.get(1),
                 })
             });
         let outcome = match tokio::time::timeout(patience, ask).await {

@@ -3,7 +3,9 @@
 //! migrate once and never see half a schema. A database at a newer version than this modelpin
 //! knows is refused, naming both versions, and left as it is.
 //!
-//! Version 2 adds `modelpin_spans`, the fleet's inbox of traffic spans (`inbox`).
+//! Version 2 adds `modelpin_spans`, the fleet's inbox of traffic spans (`inbox`); version 3 the
+//! leader's config and lock digests on the lease row, so a member that runs another pins.toml
+//! can tell.
 //!
 //! Tables are prefixed `modelpin_` so the store can share a database. An alert state's subject
 //! is bytes: a traffic verdict's holds a NUL (`AuditRecord::alert_subject`), which text cannot. Text keys compare
@@ -13,7 +15,7 @@
 use tokio_postgres::Client;
 
 /// The newest schema version this modelpin writes.
-pub const VERSION: i32 = 2;
+pub const VERSION: i32 = 3;
 
 /// Key of the advisory lock migrations take (`pg_advisory_xact_lock`): "modelpin" in ASCII.
 const MIGRATION_LOCK: i64 = 0x6d6f_6465_6c70_696e;
@@ -60,6 +62,9 @@ CREATE TABLE modelpin_spans (
     received_at timestamptz NOT NULL DEFAULT now(),
     spans bytea NOT NULL
 );
+",
+    r"
+ALTER TABLE modelpin_lease ADD COLUMN IF NOT EXISTS digests text NOT NULL DEFAULT '';
 ",
 ];
 

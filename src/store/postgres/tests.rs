@@ -26,7 +26,7 @@ async fn daemons_opening_together_migrate_once_and_a_newer_schema_is_refused_nam
     b.unwrap();
     assert_eq!(
         server.sql("schema", "SELECT version FROM modelpin_schema"),
-        "2"
+        "3"
     );
     // A store at version 1 (before the fleet's inbox of spans) is brought up to 2.
     server.sql(
@@ -36,7 +36,7 @@ async fn daemons_opening_together_migrate_once_and_a_newer_schema_is_refused_nam
     Store::open_at(&at, Holder::Daemon).await.unwrap();
     assert_eq!(
         server.sql("schema", "SELECT version FROM modelpin_schema"),
-        "2"
+        "3"
     );
     assert_eq!(
         server.sql("schema", "SELECT count(*) FROM modelpin_spans"),
@@ -48,13 +48,13 @@ async fn daemons_opening_together_migrate_once_and_a_newer_schema_is_refused_nam
         refused,
         StoreError::NewerSchema {
             found: 7,
-            known: 2,
+            known: 3,
             ..
         }
     ));
     let text = refused.to_string();
     assert!(
-        text.contains("schema version 7") && text.contains("up to schema version 2"),
+        text.contains("schema version 7") && text.contains("up to schema version 3"),
         "{text}"
     );
     assert_eq!(
@@ -75,9 +75,9 @@ async fn only_the_lease_holder_writes_and_a_deposed_leader_is_refused_in_its_tra
     let b = Store::open_at(&at, Holder::Daemon).await.unwrap();
     a.join_fleet();
     b.join_fleet();
-    let first = a.lead("a", lease).await.unwrap();
+    let first = a.lead("a", lease, "").await.unwrap();
     assert!(first.leader);
-    let standby = b.lead("b", lease).await.unwrap();
+    let standby = b.lead("b", lease, "").await.unwrap();
     assert!(!standby.leader);
     assert_eq!(standby.term, first.term);
     a.append(&record("p", 100, "by-a")).await.unwrap();
@@ -93,7 +93,7 @@ async fn only_the_lease_holder_writes_and_a_deposed_leader_is_refused_in_its_tra
     // a stops renewing (as when it hangs); b takes over once the lease ran out on the server.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     let second = loop {
-        let lead = b.lead("b", lease).await.unwrap();
+        let lead = b.lead("b", lease, "").await.unwrap();
         if lead.leader {
             break lead;
         }
@@ -114,10 +114,10 @@ async fn only_the_lease_holder_writes_and_a_deposed_leader_is_refused_in_its_tra
         .collect();
     assert_eq!(ids, ["by-a", "by-b"]);
     // Renewing fails for a, which is told it no longer leads.
-    assert!(!a.lead("a", lease).await.unwrap().leader);
+    assert!(!a.lead("a", lease, "").await.unwrap().leader);
     // A clean stop gives the lease up at once.
     b.close().await.unwrap();
-    assert!(a.lead("a", lease).await.unwrap().leader);
+    assert!(a.lead("a", lease, "").await.unwrap().leader);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -133,8 +133,8 @@ async fn any_member_offers_spans_the_leader_alone_takes_them_in_order_and_a_full
     let b = Store::open_at(&at, Holder::Daemon).await.unwrap();
     a.join_fleet();
     b.join_fleet();
-    assert!(a.lead("a", lease).await.unwrap().leader);
-    assert!(!b.lead("b", lease).await.unwrap().leader);
+    assert!(a.lead("a", lease, "").await.unwrap().leader);
+    assert!(!b.lead("b", lease, "").await.unwrap().leader);
     let (leader, standby) = (a.shared().unwrap(), b.shared().unwrap());
     for n in 0..3u8 {
         let by = if n % 2 == 0 { standby } else { leader };
@@ -183,10 +183,10 @@ async fn a_renewed_lease_does_not_hide_writes_that_fail() {
     let lease = Duration::from_secs(15);
     let a = Store::open_at(&at, Holder::Daemon).await.unwrap();
     a.join_fleet();
-    assert!(a.lead("a", lease).await.unwrap().leader);
+    assert!(a.lead("a", lease, "").await.unwrap().leader);
     a.refuse_writes(1);
     assert!(a.append(&record("p", 100, "refused")).await.is_err());
-    assert!(a.lead("a", lease).await.unwrap().leader);
+    assert!(a.lead("a", lease, "").await.unwrap().leader);
     let failing = a.failing().expect("still failing after a renewal");
     assert!(
         failing.reason.contains("refused by the test"),
