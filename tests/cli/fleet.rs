@@ -275,6 +275,55 @@ fn a_leader_frozen_inside_a_write_transaction_blocks_no_failover() {
     first.kill();
 }
 
+/// A leader frozen (SIGSTOP) past its lease resumes (SIGCONT) after a standby took over: it
+/// makes no provider call before learning it lost the lease. Each member calls a provider of its
+/// own here, so the old leader's calls can be counted apart.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_leader_resumed_after_losing_the_lease_spends_no_call() {
+    let Some(pg) = Postgres::start() else {
+        return;
+    };
+    let sim = clean_sim();
+    let test = fleet(&sim, PINS, &pg, "resumed", vec![]);
+    let own = clean_sim();
+    let pins = test.read("pins.toml");
+    let moved = pins.replace(
+        &sim.url(modelpin::provider::ProviderKind::OpenAi),
+        &own.url(modelpin::provider::ProviderKind::OpenAi),
+    );
+    assert_ne!(moved, pins);
+    std::fs::write(test.path("own.toml"), moved).unwrap();
+    let mut first = Daemon::start_with(&test, &["--config", "own.toml"], &[]);
+    wait_role(&first, "leader");
+    first.wait_stored(PINS);
+    let second = Daemon::start(&test);
+    wait_until(DEADLINE, "the second member standing by", || {
+        health(&second).filter(|(_, body)| body.contains("standby"))
+    });
+    first.signal("STOP");
+    let stored = second.records().len();
+    wait_until(DEADLINE, "the second member leading and auditing", || {
+        (gauge(&second, "modelpin_leader") == 1 && second.records().len() >= stored + PINS)
+            .then_some(())
+    });
+    let calls = own.requests();
+    first.signal("CONT");
+    wait_until(DEADLINE, "the resumed member standing by", || {
+        (gauge(&first, "modelpin_leader") == 0).then_some(())
+    });
+    // Two more seconds of its schedule: still nothing, as a standby.
+    let more = second.records().len();
+    second.wait_stored(more + 2 * PINS);
+    assert_eq!(
+        own.requests(),
+        calls,
+        "the resumed leader called its provider\n{}",
+        first.log()
+    );
+    first.kill();
+}
+
 /// A member started with another pins.toml than the leader's says so on `/healthz` (503) until
 /// it runs the same one.
 #[test]
