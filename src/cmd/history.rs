@@ -66,15 +66,58 @@ async fn sled_history(
         Ok(records) => records,
         // No store yet: nothing was audited; opening it would create one.
         Err(_) if !path.exists() => Vec::new(),
-        Err(daemon_error) => match Store::open(path, Holder::History).await {
-            Ok(store) => {
-                let location = crate::store::Location::Sled(path.to_owned());
-                from_store(&store, &location, pin, since).await?
+        Err(daemon_error) => {
+            // sled opens nothing read-only (it takes locks and writes its header): a store this
+            // user cannot write to is read from a copy, made and removed here.
+            let copy = if writable(path) {
+                None
+            } else {
+                Some(read_only_copy(path)?)
+            };
+            let open_at = copy.as_ref().map_or(path, |dir| dir.path());
+            match Store::open(open_at, Holder::History).await {
+                Ok(store) => {
+                    let location = crate::store::Location::Sled(path.to_owned());
+                    from_store(&store, &location, pin, since).await?
+                }
+                Err(StoreError::InUse { .. }) => return Err(daemon_error),
+                Err(e) => return Err(e.into()),
             }
-            Err(StoreError::InUse { .. }) => return Err(daemon_error),
-            Err(e) => return Err(e.into()),
-        },
+        }
     })
+}
+
+/// Whether this process may create files in the store's directory.
+fn writable(path: &Path) -> bool {
+    tempfile::tempfile_in(path).is_ok()
+}
+
+/// The store's files copied into a new temporary directory (removed when dropped).
+fn read_only_copy(path: &Path) -> Result<tempfile::TempDir, AppError> {
+    let fail = |e: std::io::Error| {
+        AppError::Io(format!(
+            "the store at {} is read-only to this user and could not be copied to read it: {e}",
+            path.display()
+        ))
+    };
+    let dir = tempfile::tempdir().map_err(fail)?;
+    copy_tree(path, dir.path()).map_err(fail)?;
+    Ok(dir)
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            std::fs::create_dir(&target)?;
+            copy_tree(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
 }
 
 /// History from the store itself, closed afterwards; records that do not decode are said.

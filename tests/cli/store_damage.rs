@@ -179,3 +179,51 @@ fn a_copy_cut_short_leaves_no_store_at_its_destination() {
         assert!(history.stdout.contains(id.as_str()), "{id} missing");
     }
 }
+
+/// `history` on a store its user may only read: the records come back, nothing is written. Run
+/// as `nobody` when the tests run as root (root writes anywhere), else on a directory made
+/// read-only.
+#[cfg(target_os = "linux")]
+#[test]
+fn history_reads_a_store_its_user_cannot_write() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let (_sim, test, ids) = recorded();
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+    });
+    let store = test.path("store");
+    let before = files(&store);
+    let bin = assert_cmd::cargo::cargo_bin("modelpin");
+    // The build may sit where `nobody` cannot reach (under /root): it runs a copy in /tmp.
+    let reachable = tempfile::tempdir().unwrap();
+    let mut cmd = if root {
+        let copy = reachable.path().join("modelpin");
+        std::fs::copy(&bin, &copy).unwrap();
+        for dir in [reachable.path(), test.dir.path()] {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let mut cmd = std::process::Command::new("runuser");
+        cmd.args(["-u", "nobody", "--"]).arg(&copy);
+        cmd
+    } else {
+        std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o555)).unwrap();
+        std::process::Command::new(&bin)
+    };
+    let out = cmd
+        .current_dir(test.dir.path())
+        .args(["history", "--format", "json"])
+        .env_remove("MODELPIN_CONFIG")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for id in &ids {
+        assert!(stdout.contains(id.as_str()), "{id} missing: {stdout}");
+    }
+    assert_eq!(files(&store), before, "the store changed");
+}
