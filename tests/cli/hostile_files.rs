@@ -166,12 +166,19 @@ fn check_within_a_minute(test: &Test) -> Outcome {
 }
 
 fn project(sim: &Sim, role: Role) -> Test {
-    let settings = match role {
-        Role::Feed => format!("{SETTINGS}\ndeprecation_feeds = [\"feeds/evil.json\"]"),
-        _ => SETTINGS.to_owned(),
-    };
+    match role {
+        Role::Feed => with_settings(
+            sim,
+            &format!("{SETTINGS}\ndeprecation_feeds = [\"feeds/evil.json\"]"),
+        ),
+        _ => with_settings(sim, SETTINGS),
+    }
+}
+
+/// One pin of `ID` on `sim`, one sample, `settings` in `[settings]`, the arithmetic probe.
+fn with_settings(sim: &Sim, settings: &str) -> Test {
     let pins = one_pin_with(
-        &settings,
+        settings,
         ProviderKind::OpenAi,
         &sim.url(ProviderKind::OpenAi),
         ID,
@@ -283,15 +290,10 @@ fn a_fifo_in_the_probe_glob_at_sighup_blocks_neither_the_loop_nor_its_signals() 
 #[test]
 fn a_lock_that_cannot_be_written_costs_no_call() {
     let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
-    let settings = format!("{SETTINGS}\nlockfile = \"/proc/modelpin.lock\"");
-    let pins = one_pin_with(
-        &settings,
-        ProviderKind::OpenAi,
-        &sim.url(ProviderKind::OpenAi),
-        ID,
-        "samples = 1",
+    let test = with_settings(
+        &sim,
+        &format!("{SETTINGS}\nlockfile = \"/proc/modelpin.lock\""),
     );
-    let test = Test::new().pins(&pins).file("probes/arith.toml", ARITH);
     let run = test.run(&["lock"]);
     run.code(2);
     assert!(

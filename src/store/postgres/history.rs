@@ -239,17 +239,26 @@ impl PgStore {
     }
 
     pub async fn prune(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
+        self.delete_before(
+            "DELETE FROM modelpin_audits WHERE started_millis < $1",
+            cutoff,
+        )
+        .await
+    }
+
+    /// Runs `delete` (whose `$1` is a time in milliseconds) with `cutoff`, fenced, in a
+    /// transaction of its own; returns the rows removed.
+    pub(super) async fn delete_before(
+        &self,
+        delete: &str,
+        cutoff: DateTime<Utc>,
+    ) -> Result<usize, StoreError> {
         let end = millis(cutoff);
         self.write(async {
             let mut client = self.client().await?;
             let tx = client.transaction().await?;
             self.fenced(&tx).await?;
-            let removed = tx
-                .execute(
-                    "DELETE FROM modelpin_audits WHERE started_millis < $1",
-                    &[&end],
-                )
-                .await?;
+            let removed = tx.execute(delete, &[&end]).await?;
             tx.commit().await?;
             Ok(removed as usize)
         })

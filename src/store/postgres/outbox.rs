@@ -82,20 +82,10 @@ impl PgStore {
         &self,
         cutoff: chrono::DateTime<chrono::Utc>,
     ) -> Result<usize, StoreError> {
-        let end = cutoff.timestamp_millis();
-        self.write(async {
-            let mut client = self.client().await?;
-            let tx = client.transaction().await?;
-            self.fenced(&tx).await?;
-            let removed = tx
-                .execute(
-                    "DELETE FROM modelpin_outbox WHERE NOT pending AND created_millis < $1",
-                    &[&end],
-                )
-                .await?;
-            tx.commit().await?;
-            Ok(removed as usize)
-        })
+        self.delete_before(
+            "DELETE FROM modelpin_outbox WHERE NOT pending AND created_millis < $1",
+            cutoff,
+        )
         .await
     }
 
