@@ -75,12 +75,11 @@ pub(crate) struct Snippet {
     pub path: String,
     /// 1-based.
     pub line: usize,
-    /// 1-based, in characters of the file's line.
+    /// 1-based, in characters.
     pub column: usize,
-    /// The line, or at most `MAX_SNIPPET_CHARS` of it around the caret.
+    /// The whole line: masked whole (a secret cut by the excerpt would not be found), shown as
+    /// at most `MAX_SNIPPET_CHARS` of it around the caret.
     pub text: String,
-    /// Where the caret sits in `text`: 1-based, in characters (`column` unless the line was cut).
-    pub caret: usize,
     /// Characters under the caret; at least one.
     pub width: usize,
 }
@@ -112,8 +111,8 @@ impl Diagnostic {
             // A mask may shorten the line: the caret stays on it.
             let end = text.chars().count() + 1;
             Box::new(Snippet {
-                caret: s.caret.min(end),
-                width: s.width.min(end + 1 - s.caret.min(end)).max(1),
+                column: s.column.min(end),
+                width: s.width.min(end + 1 - s.column.min(end)).max(1),
                 text,
                 ..s
             })
@@ -186,20 +185,51 @@ fn write_snippet(f: &mut fmt::Formatter<'_>, s: &Snippet, pad: &str) -> fmt::Res
             " ".repeat(shown(c).chars().count())
         }
     };
-    let indent: String = s.text.chars().take(s.caret - 1).map(blank).collect();
-    let under: usize = s
-        .text
+    let (text, caret, width) = excerpt(&s.text, s.column, s.width.max(1));
+    let indent: String = text.chars().take(caret - 1).map(blank).collect();
+    let under: usize = text
         .chars()
-        .skip(s.caret - 1)
-        .take(s.width.max(1))
+        .skip(caret - 1)
+        .take(width)
         .map(|c| shown(c).chars().count())
         .sum();
-    let text: String = s.text.chars().map(shown).collect();
+    let text: String = text.chars().map(shown).collect();
     let source_line = format!("{} | {text}", s.line);
     write!(f, "\n{pad}--> {}:{}:{}", s.path, s.line, s.column)?;
     write!(f, "\n{pad} |")?;
     write!(f, "\n{}", source_line.trim_end())?;
     write!(f, "\n{pad} | {indent}{}", "^".repeat(under.max(1)))
+}
+
+/// Longest stretch of a source line a snippet shows, in characters: enough for any line of a
+/// config written by hand, and a bound on what a diagnostic can quote of a file that is not one.
+const MAX_SNIPPET_CHARS: usize = 120;
+
+/// Characters shown before the caret when a long line is cut.
+const SNIPPET_LEAD: usize = 40;
+
+/// At most `MAX_SNIPPET_CHARS` of `line` around the caret at `column` (1-based), `…` marking
+/// each cut; the caret's column and width moved to match.
+fn excerpt(line: &str, column: usize, width: usize) -> (String, usize, usize) {
+    let total = line.chars().count();
+    if total <= MAX_SNIPPET_CHARS {
+        return (line.to_owned(), column, width);
+    }
+    let start = (column - 1)
+        .saturating_sub(SNIPPET_LEAD)
+        .min(total - MAX_SNIPPET_CHARS);
+    let end = start + MAX_SNIPPET_CHARS;
+    let mut out = String::new();
+    if start > 0 {
+        out.push('…');
+    }
+    out.extend(line.chars().skip(start).take(MAX_SNIPPET_CHARS));
+    if end < total {
+        out.push('…');
+    }
+    let caret = column - 1;
+    let width = width.min(end.saturating_sub(caret)).max(1);
+    (out, caret - start + usize::from(start > 0) + 1, width)
 }
 
 /// The candidate closest to `word`, when it is close enough to be a plausible typo, or else the
@@ -267,7 +297,6 @@ mod tests {
             path: "pins.toml".into(),
             line: 14,
             column: 1,
-            caret: 1,
             text: "acept = [\"gpt-4o-2024-08-06\"]".into(),
             width: 5,
         });
@@ -284,7 +313,6 @@ mod tests {
             path: "p".into(),
             line: 3,
             column: 3,
-            caret: 3,
             text: "\t a".into(),
             width: 0,
         });
@@ -292,6 +320,60 @@ mod tests {
             d.to_string(),
             "error: x\n --> p:3:3\n  |\n3 | \t a\n  | \t ^"
         );
+    }
+
+    #[test]
+    fn long_lines_are_cut_around_the_caret() {
+        let cases: [(usize, usize, usize, &str); 4] = [
+            // line length, caret column, width, how the excerpt begins
+            (100, 90, 3, "x"),
+            (300, 10, 2, "x"),
+            (300, 200, 500, "…"),
+            (300, 301, 1, "…"),
+        ];
+        for (len, column, width, head) in cases {
+            let line = "x".repeat(len);
+            let (text, at, w) = super::excerpt(&line, column, width);
+            let shown = text.chars().count();
+            assert!(
+                shown <= super::MAX_SNIPPET_CHARS + 2,
+                "{len} {column}: {shown}"
+            );
+            assert!(text.starts_with(head), "{len} {column}: {text}");
+            assert!(
+                at >= 1 && at <= shown + 1,
+                "{len} {column}: caret {at} of {shown}"
+            );
+            assert!(
+                w >= 1 && at + w - 1 <= shown.max(at),
+                "{len} {column}: width {w}"
+            );
+        }
+        // The caret still lands on the same character.
+        let line: String = (0..300)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let (text, at, _) = super::excerpt(&line, 200, 1);
+        assert_eq!(text.chars().nth(at - 1), line.chars().nth(199));
+    }
+
+    #[test]
+    fn a_secret_across_the_excerpt_s_edge_is_masked_whole() {
+        let secret = "sk-live-0123456789abcdef";
+        // The excerpt of a line cut at its start ends at character 120: the secret spans it.
+        let line = format!("{}{secret}{}", "x".repeat(110), "y".repeat(100));
+        let d = Diagnostic::new("x").with_snippet(Snippet {
+            path: "p".into(),
+            line: 1,
+            column: 1,
+            text: line,
+            width: 1,
+        });
+        let shown = d
+            .scrubbed(&crate::redact::Redactor::new([secret]))
+            .to_string();
+        assert!(!shown.contains("sk-live"), "{shown}");
+        assert!(shown.contains("[redac"), "{shown}");
     }
 
     #[test]

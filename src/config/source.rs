@@ -105,13 +105,6 @@ fn syntax_error(path: &Path, text: &str, message: &str, span: Option<Range<usize
     d
 }
 
-/// Longest stretch of a source line a snippet shows, in characters: enough for any line of a
-/// config written by hand, and a bound on what a diagnostic can quote of a file that is not one.
-const MAX_SNIPPET_CHARS: usize = 120;
-
-/// Characters shown before the caret when a long line is cut.
-const SNIPPET_LEAD: usize = 40;
-
 fn snippet_in(path: &Path, text: &str, shown: &str, span: Range<usize>) -> Snippet {
     let start = floor_char(text, span.start);
     let end = floor_char(text, span.end.max(start));
@@ -121,40 +114,13 @@ fn snippet_in(path: &Path, text: &str, shown: &str, span: Range<usize>) -> Snipp
     let column = text[line_start..start].chars().count() + 1;
     let width = text[start..end.min(line_end)].chars().count();
     let line = shown.split('\n').nth(line_index).unwrap_or("");
-    let line = line.strip_suffix('\r').unwrap_or(line);
-    let (text, caret, width) = excerpt(line, column, width.max(1));
     Snippet {
         path: path.display().to_string(),
         line: line_index + 1,
         column,
-        text,
-        caret,
-        width,
+        text: line.strip_suffix('\r').unwrap_or(line).to_string(),
+        width: width.max(1),
     }
-}
-
-/// At most `MAX_SNIPPET_CHARS` of `line` around the caret at `column` (1-based), `…` marking
-/// each cut; the caret's column and width moved to match.
-fn excerpt(line: &str, column: usize, width: usize) -> (String, usize, usize) {
-    let total = line.chars().count();
-    if total <= MAX_SNIPPET_CHARS {
-        return (line.to_owned(), column, width);
-    }
-    let start = (column - 1)
-        .saturating_sub(SNIPPET_LEAD)
-        .min(total - MAX_SNIPPET_CHARS);
-    let end = start + MAX_SNIPPET_CHARS;
-    let mut out = String::new();
-    if start > 0 {
-        out.push('…');
-    }
-    out.extend(line.chars().skip(start).take(MAX_SNIPPET_CHARS));
-    if end < total {
-        out.push('…');
-    }
-    let caret = column - 1;
-    let width = width.min(end.saturating_sub(caret)).max(1);
-    (out, caret - start + usize::from(start > 0) + 1, width)
 }
 
 fn floor_char(text: &str, offset: usize) -> usize {
@@ -293,41 +259,6 @@ mod tests {
         assert_eq!((s.line, s.column, s.width), (1, 9, 1));
         let s = src.snippet(13..14);
         assert_eq!((s.line, s.column, s.text.as_str()), (2, 1, "b = 1"));
-    }
-
-    #[test]
-    fn long_lines_are_cut_around_the_caret() {
-        let cases: [(usize, usize, usize, &str); 4] = [
-            // line length, caret column, width -> expected column, width, head of the excerpt
-            (100, 90, 3, "x"),
-            (300, 10, 2, "x"),
-            (300, 200, 500, "…"),
-            (300, 301, 1, "…"),
-        ];
-        for (len, column, width, head) in cases {
-            let line = "x".repeat(len);
-            let (text, at, w) = super::excerpt(&line, column, width);
-            let shown = text.chars().count();
-            assert!(
-                shown <= super::MAX_SNIPPET_CHARS + 2,
-                "{len} {column}: {shown}"
-            );
-            assert!(text.starts_with(head), "{len} {column}: {text}");
-            assert!(
-                at >= 1 && at <= shown + 1,
-                "{len} {column}: caret {at} of {shown}"
-            );
-            assert!(
-                w >= 1 && at + w - 1 <= shown.max(at),
-                "{len} {column}: width {w}"
-            );
-        }
-        // The caret still lands on the same character.
-        let line: String = (0..300)
-            .map(|i| char::from(b'a' + (i % 26) as u8))
-            .collect();
-        let (text, at, _) = super::excerpt(&line, 200, 1);
-        assert_eq!(text.chars().nth(at - 1), line.chars().nth(199));
     }
 
     #[test]
