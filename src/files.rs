@@ -94,6 +94,16 @@ impl Refusal {
 /// The bytes of the file at `path`, read under the rules above. `project` is the directory of
 /// pins.toml (as written; it need not be canonical).
 pub(crate) fn read(path: &Path, project: &Path, cap: u64) -> Result<Vec<u8>, Refusal> {
+    read_within(path, Some(project), cap)
+}
+
+/// `read` for a path that has no project (a CA bundle named in a URL): every rule but the
+/// symlink one.
+pub(crate) fn read_anywhere(path: &Path, cap: u64) -> Result<Vec<u8>, Refusal> {
+    read_within(path, None, cap)
+}
+
+fn read_within(path: &Path, project: Option<&Path>, cap: u64) -> Result<Vec<u8>, Refusal> {
     let resolved = std::fs::canonicalize(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Refusal::Missing,
         _ => Refusal::Io(e),
@@ -102,12 +112,16 @@ pub(crate) fn read(path: &Path, project: &Path, cap: u64) -> Result<Vec<u8>, Ref
         return Err(Refusal::Pseudo { to: resolved });
     }
     // pins.toml named as `pins.toml` has the project `""`: the working directory.
-    let project = if project.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        project
-    };
-    if written_inside(path, project) {
+    let project = project.map(|p| {
+        if p.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            p
+        }
+    });
+    if let Some(project) = project
+        && written_inside(path, project)
+    {
         let root = std::fs::canonicalize(project).map_err(Refusal::Io)?;
         if !resolved.starts_with(&root) {
             return Err(Refusal::Outside { to: resolved });
@@ -132,14 +146,6 @@ pub(crate) fn read(path: &Path, project: &Path, cap: u64) -> Result<Vec<u8>, Ref
         return Err(Refusal::TooLarge { cap, size: None });
     }
     Ok(bytes)
-}
-
-/// `read` for a path that has no project (a CA bundle named in a URL): every rule but the
-/// symlink one.
-pub(crate) fn read_anywhere(path: &Path, cap: u64) -> Result<Vec<u8>, Refusal> {
-    // A path outside the project is read as written, so "the project" is any directory that
-    // does not hold it.
-    read(path, Path::new("/nonexistent-project-root"), cap)
 }
 
 fn regular(meta: &std::fs::Metadata) -> Result<(), Refusal> {

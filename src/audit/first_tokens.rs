@@ -687,13 +687,10 @@ fn sampling_blind(tier: &LockedFirstTokens, alpha: f64) -> Option<String> {
     if tier.top_logprobs == 0 {
         return None;
     }
-    let asked = usize::from(tier.top_logprobs);
     let (mut calls, mut outside, mut room) = (0_u64, 0_u64, 0.0_f64);
     for input in tier.inputs.values() {
-        for (token, top) in input.tokens.iter().zip(&input.top) {
-            let Some(reported) = Reported::cut(top, token, asked) else {
-                continue;
-            };
+        let side = Side::locked(input, tier.top_logprobs, 0..input.tokens.len());
+        for reported in side.reported {
             calls += 1;
             outside += u64::from(reported.sampled.is_none());
             let listed: f64 = reported.top.iter().map(|(_, lp)| lp.exp()).sum();

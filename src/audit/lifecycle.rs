@@ -60,7 +60,7 @@ pub async fn load_facts(config: &Config, transport: &Transport) -> Facts {
             if feed.starts_with("https://") || feed.starts_with("http://") {
                 remote_feed(config, transport, feed).await
             } else {
-                local_feed(feed, &config.settings.project).map(|facts| (facts, None))
+                local_feed(feed, config.project()).map(|facts| (facts, None))
             }
         });
     // In feed order, so the facts (and any tie between them) do not depend on timing.

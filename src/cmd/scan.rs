@@ -59,7 +59,7 @@ pub fn load_project(config_path: &Path, explicit: bool, out: Output) -> Result<P
             out.progress(&format!("note: scan uses no network; feed {feed} skipped"));
             continue;
         }
-        match crate::audit::lifecycle::local_feed(feed, &config.settings.project) {
+        match crate::audit::lifecycle::local_feed(feed, config.project()) {
             Ok(more) => facts.extend(more),
             Err(e) => out.progress(&format!("warning: {e}")),
         }

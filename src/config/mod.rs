@@ -417,6 +417,13 @@ pub struct Traffic {
 }
 
 impl Config {
+    /// The directory of pins.toml (`""` for a bare `pins.toml`): files the config names inside
+    /// it are read only when they stay inside it (`files::read`).
+    #[must_use]
+    pub fn project(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new(""))
+    }
+
     /// The probes a pin uses, in its order.
     #[must_use]
     pub fn probes_of(&self, pin: &Pin) -> Vec<&Probe> {
@@ -429,9 +436,6 @@ impl Config {
 
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// The directory of pins.toml: files the config names inside it are read only when they
-    /// stay inside it (`files::read`).
-    pub project: PathBuf,
     /// Resolved relative to the directory of pins.toml.
     pub lockfile: PathBuf,
     /// A directory (resolved relative to the directory of pins.toml) or a PostgreSQL URL.

@@ -42,7 +42,6 @@ pub(crate) fn settings(check: &mut Check, raw: Option<RawSettings>, base: &Path)
     let public = raw.metrics_public.as_ref().is_some_and(|p| *p.get_ref());
     let lease = duration_or(check, raw.lease.as_ref(), "lease", DEFAULT_LEASE);
     Settings {
-        project: base.to_path_buf(),
         lockfile: path_or(
             check,
             raw.lockfile.as_ref(),
