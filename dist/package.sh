@@ -1,0 +1,36 @@
+#!/bin/sh
+# Packs one release archive: dist/package.sh TARGET BINARY OUT_DIR
+#
+# Writes OUT_DIR/modelpin-TARGET.tar.gz holding modelpin-TARGET/ with the binary, both licenses
+# and the README: the layout install.sh, the GitHub Action and cargo-binstall (Cargo.toml's
+# [package.metadata.binstall]) unpack. The archive is reproducible: entries sorted, owned by 0:0,
+# dated SOURCE_DATE_EPOCH (default: the last commit's time), gzip without a name or time.
+set -eu
+
+[ $# -eq 3 ] || { echo "usage: dist/package.sh TARGET BINARY OUT_DIR" >&2; exit 2; }
+target=$1
+binary=$2
+out=$3
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+case "$target" in
+  *[!a-z0-9_-]*) echo "package.sh: not a target triple: $target" >&2; exit 2 ;;
+esac
+[ -f "$binary" ] || { echo "package.sh: no binary at $binary" >&2; exit 1; }
+epoch=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2>/dev/null || echo 0)}
+
+name="modelpin-$target"
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir "$stage/$name"
+cp "$binary" "$stage/$name/modelpin"
+chmod 0755 "$stage/$name/modelpin"
+for file in LICENSE-MIT LICENSE-APACHE README.md; do
+  cp "$root/$file" "$stage/$name/$file"
+  chmod 0644 "$stage/$name/$file"
+done
+mkdir -p "$out"
+tar --sort=name --mtime="@$epoch" --owner=0 --group=0 --numeric-owner --format=ustar \
+  -C "$stage" -cf - "$name" | gzip -9n > "$out/$name.tar.gz.partial"
+mv "$out/$name.tar.gz.partial" "$out/$name.tar.gz"
+echo "$out/$name.tar.gz"
