@@ -25,7 +25,11 @@ pub async fn run(
     let config = crate::config::load_without_keys(config_path)?;
     let back = crate::config::parse_duration(since)
         .map_err(|e| AppError::Usage(format!("--since {since}: {e}")))?;
-    let since = Utc::now() - chrono::Duration::from_std(back).unwrap_or(chrono::Duration::MAX);
+    // Longer ago than any time there is means all of history, not a crash.
+    let since = chrono::Duration::from_std(back)
+        .ok()
+        .and_then(|back| Utc::now().checked_sub_signed(back))
+        .unwrap_or(DateTime::UNIX_EPOCH);
     if let Some(pin) = pin {
         // The same refusal as `check --pin`: a typo must not read as "no audits".
         select_pins(&config, &[pin.to_owned()])?;
@@ -173,6 +177,11 @@ async fn from_daemon(
         }
         let response = request.send().await.map_err(|e| fail(&e))?;
         let status = response.status();
+        // The daemon knows the pin neither from its config (it may not have reloaded the one
+        // this command read) nor from history: it has no records of it.
+        if status == reqwest::StatusCode::NOT_FOUND && pin.is_some() {
+            return Ok(records);
+        }
         if !status.is_success() {
             return Err(fail(&format!("HTTP {status}")));
         }

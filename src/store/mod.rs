@@ -37,7 +37,7 @@ pub use error::{Holder, StoreError};
 pub(crate) use outbox::Token;
 pub use outbox::{Commit, Delivery, DeliveryState, Entry, Queued, Replace};
 pub use postgres::{Lead, PgStore};
-pub use record::{AuditRecord, Cursor, LatestKey, Page, RawRecord, RecordSource};
+pub use record::{AuditRecord, Cursor, LatestKey, Order, Page, RawRecord, RecordSource};
 pub use sled::{HEADER_FORMAT, SledStore, reset};
 
 /// Where the store is (`[settings] store`): a directory for the embedded sled store, or a
@@ -289,16 +289,18 @@ impl Store {
         each!(self, s => s.history(pin, since).await)
     }
 
-    /// At most `limit` records from `since` (or after `cursor`, an earlier page's `next`),
-    /// oldest first, with the next page's cursor when there is one.
+    /// At most `limit` records from `since` on, in `order`, with the next page's cursor when
+    /// there is one. `cursor` (an earlier page's `next`, read in the same order) is where the
+    /// page starts: after it oldest first, before it (and not before `since`) newest first.
     pub async fn history_page(
         &self,
         pin: Option<&str>,
         since: Option<DateTime<Utc>>,
         cursor: Option<&Cursor>,
+        order: Order,
         limit: usize,
     ) -> Result<Page, StoreError> {
-        each!(self, s => s.history_page(pin, since, cursor, limit).await)
+        each!(self, s => s.history_page(pin, since, cursor, order, limit).await)
     }
 
     /// A pin's latest probe audit, looking past its traffic verdicts.

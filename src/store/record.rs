@@ -98,6 +98,17 @@ impl Cursor {
     }
 }
 
+/// Which way a page of history runs: a script watching for news reads the newest first, an
+/// export the oldest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Order {
+    /// Oldest first: the order records were written in, and what readers got before `Desc`.
+    #[default]
+    Asc,
+    /// Newest first.
+    Desc,
+}
+
 /// One page of history.
 #[derive(Debug, Default)]
 pub struct Page {

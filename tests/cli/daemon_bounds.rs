@@ -4,9 +4,11 @@
 use std::net::TcpStream;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use modelpin::provider::ProviderKind;
 
 use crate::harness::Sim;
+use crate::schema::Record;
 use crate::support::daemon::Daemon;
 use crate::support::http::{fetch, get, next_link};
 use crate::support::pins::Pins;
@@ -59,6 +61,148 @@ fn history_comes_in_pages_that_link_to_the_next_and_the_cli_reads_them_all() {
         daemon.history(&test).len() >= stored,
         "`modelpin history` follows every page"
     );
+}
+
+/// Every record of `path`'s pages, each page `(records, Link target)`; every answer a 200.
+fn pages(port: u16, path: &str) -> Vec<(Vec<Record>, Option<String>)> {
+    let mut pages = Vec::new();
+    let mut path = Some(path.to_owned());
+    while let Some(at) = path {
+        let (status, head, body) = get(port, &at).expect("daemon answers");
+        assert_eq!(status, 200, "{at}: {head}\n{body}");
+        let page: Vec<Record> = serde_json::from_str(&body).unwrap();
+        path = next_link(&head);
+        pages.push((page, path.clone()));
+        assert!(pages.len() < 1000, "the Link headers go round");
+    }
+    pages
+}
+
+/// Every record of `path`'s pages, page after page.
+fn records(port: u16, path: &str) -> Vec<Record> {
+    pages(port, path)
+        .into_iter()
+        .flat_map(|(page, _)| page)
+        .collect()
+}
+
+fn started(record: &Record) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(&record.started_at)
+        .unwrap()
+        .with_timezone(&Utc)
+}
+
+/// A refusal: the status, and a one-line plain-text body.
+#[track_caller]
+fn refused(port: u16, path: &str, status: u16) -> String {
+    let (got, head, body) = get(port, path).expect("daemon answers");
+    assert_eq!(got, status, "{path}: {head}\n{body}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: text/plain"),
+        "{head}"
+    );
+    assert!(
+        body.ends_with('\n') && body.trim_end().lines().count() == 1,
+        "{body:?}"
+    );
+    body
+}
+
+#[test]
+fn history_takes_durations_pages_newest_first_and_names_what_it_refuses() {
+    let sim = sim();
+    let test = pins(&sim).locked();
+    let daemon = Daemon::start(&test);
+    let port = daemon.port();
+    daemon.wait_stored(3);
+    let before = Utc::now();
+    daemon.wait_more_stored(1);
+
+    // `since` as `modelpin history --since` takes it: that long ago.
+    let recent = records(port, "/api/history?since=1m");
+    assert!(
+        !recent.is_empty(),
+        "an audit stored just now started within a minute"
+    );
+    let minute = chrono::Duration::minutes(1);
+    assert!(recent.iter().all(|r| started(r) >= before - minute));
+    assert!(records(port, "/api/history?since=0s").is_empty());
+    let body = refused(port, "/api/history?since=yesterday%1b%5b2J", 400);
+    assert!(
+        body.contains("`since`") && body.contains("`yesterday\\u{1b}[2J`"),
+        "{body}"
+    );
+    assert!(body.contains("`7d`") && body.contains("RFC 3339"), "{body}");
+    let body = refused(port, "/api/history?order=newest", 400);
+    assert!(
+        body.contains("`order`") && body.contains("`desc`"),
+        "{body}"
+    );
+    let body = refused(port, "/api/history?limit=many", 400);
+    assert!(
+        body.contains("`limit`") && body.contains("`many`"),
+        "{body}"
+    );
+    assert!(!body.contains("deserialize"), "{body}");
+
+    // Newest first, page by page: every record once, each Link keeping the order.
+    let newest = pages(port, "/api/history?order=desc&limit=2");
+    assert!(newest.len() >= 2, "more than one page");
+    for (page, link) in &newest {
+        assert!(page.len() <= 2);
+        if let Some(link) = link {
+            assert!(
+                link.contains("order=desc") && link.contains("cursor="),
+                "{link}"
+            );
+        }
+    }
+    let newest: Vec<Record> = newest.into_iter().flat_map(|(page, _)| page).collect();
+    assert!(newest.windows(2).all(|w| started(&w[0]) >= started(&w[1])));
+    // Audits go on meanwhile: oldest first holds what newest first did, and maybe more after.
+    let oldest = daemon.records();
+    let ids = |records: &[Record]| -> Vec<String> {
+        records.iter().map(|r| r.audit_id.clone()).collect()
+    };
+    let mut reversed = ids(&newest);
+    reversed.reverse();
+    assert_eq!(ids(&oldest[..reversed.len()]), reversed);
+}
+
+#[test]
+fn an_unknown_pin_is_a_404_and_a_removed_one_keeps_its_history() {
+    let sim = sim();
+    let test = pins(&sim).locked();
+    let daemon = Daemon::start(&test);
+    let port = daemon.port();
+    daemon.wait_stored(1);
+    let body = refused(port, "/api/history?pin=nope", 404);
+    assert_eq!(body, "no pin `nope` in pins.toml or in the store\n");
+
+    // pins.toml renames the pin; until the daemon reloads it, the new pin is unknown there,
+    // and `modelpin history` reads that as no audits yet.
+    let renamed = test
+        .read("pins.toml")
+        .replace("id = \"pin\"", "id = \"second\"");
+    let test = test.pins(&renamed);
+    let run = daemon.history_run(&test, &["--pin", "second", "--format", "json"]);
+    run.code(0);
+    assert_eq!(run.stdout.trim(), "[]", "{}", run.stderr);
+    daemon.signal("HUP");
+    daemon.wait_records("the renamed pin to be audited", |records| {
+        records.iter().any(|r| r.pin.id == "second")
+    });
+    let removed = records(port, "/api/history?pin=pin");
+    assert!(
+        !removed.is_empty(),
+        "the removed pin's records are still served"
+    );
+    assert!(removed.iter().all(|r| r.pin.id == "pin"));
+    let second = daemon.history_run(&test, &["--pin", "second", "--format", "json"]);
+    second.code(0);
+    assert!(second.stdout.contains("\"second\""), "{}", second.stdout);
+    refused(port, "/api/history?pin=nope", 404);
 }
 
 #[test]

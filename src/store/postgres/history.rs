@@ -5,13 +5,13 @@ use chrono::{DateTime, Utc};
 
 use crate::store::postgres::{PgStore, Refused, millis, outbox};
 use crate::store::{
-    AuditRecord, Commit, Cursor, DeliveryState, Entry, LatestKey, Page, RawRecord, Replace,
+    AuditRecord, Commit, Cursor, DeliveryState, Entry, LatestKey, Order, Page, RawRecord, Replace,
     StoreError,
 };
 
 /// A page cursor: the time index's key, as the sled store has it (millis big-endian, pin, NUL,
 /// audit id), so a cursor means the same place in either backend.
-fn cursor(millis: i64, pin: &str, audit_id: &str) -> Cursor {
+fn cursor_at(millis: i64, pin: &str, audit_id: &str) -> Cursor {
     let mut key = (millis.max(0) as u64).to_be_bytes().to_vec();
     key.extend_from_slice(pin.as_bytes());
     key.push(0);
@@ -120,18 +120,25 @@ impl PgStore {
         &self,
         pin: Option<&str>,
         since: Option<DateTime<Utc>>,
-        after: Option<&Cursor>,
+        cursor: Option<&Cursor>,
+        order: Order,
         limit: usize,
     ) -> Result<Page, StoreError> {
         let from = since.map_or(0, millis);
-        // As on sled: a cursor before `since` starts the page at `since`.
+        // As on sled: oldest first, a cursor before `since` starts the page at `since`; newest
+        // first, a cursor at or before `since` has passed every record.
         let from_key = (from as u64).to_be_bytes();
-        let after = after
-            .filter(|c| c.0.as_slice() >= from_key.as_slice())
-            .and_then(place);
+        let at = match (order, cursor) {
+            (Order::Desc, Some(c)) if c.0.as_slice() <= from_key.as_slice() => {
+                return Ok(Page::default());
+            }
+            (_, cursor) => cursor
+                .filter(|c| c.0.as_slice() >= from_key.as_slice())
+                .and_then(place),
+        };
         let fetch = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
-        let rows = match &after {
-            Some((m, p, id)) => {
+        let rows = match (order, &at) {
+            (Order::Asc, Some((m, p, id))) => {
                 self.rows(
                     "SELECT started_millis, pin, audit_id, record FROM modelpin_audits
                      WHERE (started_millis, pin, audit_id) > ($1, $2, $3)
@@ -141,7 +148,7 @@ impl PgStore {
                 )
                 .await?
             }
-            None => {
+            (Order::Asc, None) => {
                 self.rows(
                     "SELECT started_millis, pin, audit_id, record FROM modelpin_audits
                      WHERE started_millis >= $1 AND ($2::text IS NULL OR pin = $2)
@@ -150,11 +157,30 @@ impl PgStore {
                 )
                 .await?
             }
+            (Order::Desc, Some((m, p, id))) => {
+                self.rows(
+                    "SELECT started_millis, pin, audit_id, record FROM modelpin_audits
+                     WHERE (started_millis, pin, audit_id) < ($1, $2, $3)
+                       AND started_millis >= $4 AND ($5::text IS NULL OR pin = $5)
+                     ORDER BY started_millis DESC, pin DESC, audit_id DESC LIMIT $6",
+                    &[m, p, id, &from, &pin, &fetch],
+                )
+                .await?
+            }
+            (Order::Desc, None) => {
+                self.rows(
+                    "SELECT started_millis, pin, audit_id, record FROM modelpin_audits
+                     WHERE started_millis >= $1 AND ($2::text IS NULL OR pin = $2)
+                     ORDER BY started_millis DESC, pin DESC, audit_id DESC LIMIT $3",
+                    &[&from, &pin, &fetch],
+                )
+                .await?
+            }
         };
         let shown = rows.len().min(limit);
         let next = (rows.len() > limit && limit > 0).then(|| {
             let last = &rows[limit - 1];
-            cursor(last.get(0), last.get(1), last.get(2))
+            cursor_at(last.get(0), last.get(1), last.get(2))
         });
         let records = self.decoded(rows[..shown].iter().map(|r| r.get::<_, &[u8]>(3)));
         Ok(Page { records, next })

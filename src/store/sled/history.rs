@@ -1,10 +1,14 @@
 //! History on sled: records by pin and time, read a page or a pin's newest at a time.
 
+use std::ops::Bound;
+
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
 use crate::store::sled::{Refused, SledStore, Trees, keys};
-use crate::store::{AuditRecord, Cursor, LatestKey, Page, RawRecord, RecordSource, StoreError};
+use crate::store::{
+    AuditRecord, Cursor, LatestKey, Order, Page, RawRecord, RecordSource, StoreError,
+};
 
 /// Only a record's `source`, read on the way past traffic verdicts: a pin with much traffic has
 /// many.
@@ -42,47 +46,29 @@ impl SledStore {
         Ok(records)
     }
 
-    /// At most `limit` audits from `since` (or after `cursor`, the `next` of an earlier page),
-    /// oldest first, with the cursor of the next page when there is one. Reads one page of
-    /// records, never the whole history.
+    /// At most `limit` audits from `since` on, in `order`, with the cursor of the next page
+    /// when there is one: oldest first after `cursor`, newest first before it. Reads one page
+    /// of records, never the whole history.
     pub async fn history_page(
         &self,
         pin: Option<&str>,
         since: Option<DateTime<Utc>>,
         cursor: Option<&Cursor>,
+        order: Order,
         limit: usize,
     ) -> Result<Page, StoreError> {
         let from = since.map_or(0, keys::millis).to_be_bytes().to_vec();
-        let range = match cursor {
-            Some(after) if after.0 >= from => (
-                std::ops::Bound::Excluded(after.0.clone()),
-                std::ops::Bound::Unbounded,
-            ),
-            _ => (std::ops::Bound::Included(from), std::ops::Bound::Unbounded),
+        let Some(range) = page_range(from, cursor, order) else {
+            return Ok(Page::default());
         };
         let pin = pin.map(keys::pin_prefix);
         let (page, undecodable) = self
             .read(move |t| {
-                let mut page = Page::default();
-                let mut undecodable = 0;
-                let mut last = None;
-                for entry in t.by_time.range::<Vec<u8>, _>(range) {
-                    let (index, key) = entry?;
-                    if pin.as_ref().is_some_and(|p| !key.starts_with(p)) {
-                        continue;
-                    }
-                    if page.records.len() == limit {
-                        page.next = last.take();
-                        break;
-                    }
-                    match record_at(t, None, &key)? {
-                        At::Record(record) => page.records.push(*record),
-                        At::Undecodable => undecodable += 1,
-                        At::None => {}
-                    }
-                    last = Some(Cursor(index.to_vec()));
+                let entries = t.by_time.range::<Vec<u8>, _>(range);
+                match order {
+                    Order::Asc => fill_page(t, entries, pin.as_deref(), limit),
+                    Order::Desc => fill_page(t, entries.rev(), pin.as_deref(), limit),
                 }
-                Ok((page, undecodable))
             })
             .await?;
         self.left_out(undecodable);
@@ -182,6 +168,56 @@ impl SledStore {
         .await?;
         Ok(removed.load(std::sync::atomic::Ordering::Relaxed))
     }
+}
+
+/// A range of time index keys, as sled takes it.
+type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
+/// The part of the time index a page reads, `from` (`since`'s key) on: after `cursor` oldest
+/// first (a cursor before `from` starts at `from`), before it newest first. `None` when nothing
+/// is left: newest first, a cursor at or before `from` has passed every record.
+fn page_range(from: Vec<u8>, cursor: Option<&Cursor>, order: Order) -> Option<KeyRange> {
+    Some(match (order, cursor) {
+        (Order::Asc, Some(after)) if after.0 >= from => {
+            (Bound::Excluded(after.0.clone()), Bound::Unbounded)
+        }
+        (Order::Asc, _) | (Order::Desc, None) => (Bound::Included(from), Bound::Unbounded),
+        (Order::Desc, Some(before)) if before.0 > from => {
+            (Bound::Included(from), Bound::Excluded(before.0.clone()))
+        }
+        (Order::Desc, Some(_)) => return None,
+    })
+}
+
+/// At most `limit` of `pin`'s records (any pin's when `None`) from the time index `entries`,
+/// in the order they come, with the index key of the last one read as the next page's cursor
+/// when another of that pin's follows; and how many did not decode.
+fn fill_page(
+    t: &Trees,
+    entries: impl Iterator<Item = sled::Result<(sled::IVec, sled::IVec)>>,
+    pin: Option<&[u8]>,
+    limit: usize,
+) -> Result<(Page, usize), sled::Error> {
+    let mut page = Page::default();
+    let mut undecodable = 0;
+    let mut last = None;
+    for entry in entries {
+        let (index, key) = entry?;
+        if pin.is_some_and(|p| !key.starts_with(p)) {
+            continue;
+        }
+        if page.records.len() == limit {
+            page.next = last.take();
+            break;
+        }
+        match record_at(t, None, &key)? {
+            At::Record(record) => page.records.push(*record),
+            At::Undecodable => undecodable += 1,
+            At::None => {}
+        }
+        last = Some(Cursor(index.to_vec()));
+    }
+    Ok((page, undecodable))
 }
 
 /// What the time index leads to.

@@ -404,7 +404,10 @@ mod tests {
             ["2"]
         );
         assert_eq!(store.undecodable(), 1);
-        let page = store.history_page(None, None, None, 10).await.unwrap();
+        let page = store
+            .history_page(None, None, None, crate::store::Order::Asc, 10)
+            .await
+            .unwrap();
         assert_eq!(page.records.len(), 1);
         assert_eq!(store.undecodable(), 2);
     }
