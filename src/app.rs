@@ -122,7 +122,9 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
             all,
             out_dir,
         } => cmd::manual::man(command.as_deref(), *all, out_dir.as_deref()),
-        Command::Demo { keep } => cmd::demo::run(out, keep.as_deref()).await,
+        Command::Demo { keep, serve, port } => {
+            cmd::demo::start(out, keep.as_deref(), *serve, *port).await
+        }
         Command::Sim { scenario, listen } => cmd::sim::run(scenario, *listen, out).await,
     }
 }

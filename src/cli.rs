@@ -179,11 +179,19 @@ pub enum Command {
     },
     /// Run the whole product on a built-in simulated provider: lock, a silent reroute, and the
     /// check that catches it. No network, no keys.
+    #[command(after_help = DEMO_SERVE_HELP)]
     Demo {
         /// Write the demo's project (pins.toml, probes/, modelpin.lock) into DIR and keep it,
         /// instead of a temporary directory removed at the end.
         #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
         keep: Option<PathBuf>,
+        /// Keep the simulated provider serving the locked demo project on 127.0.0.1 until Ctrl-C
+        /// or SIGTERM, with runtime switches under /_sim (see below).
+        #[arg(long)]
+        serve: bool,
+        /// With --serve: the loopback port to listen on (0: one the system picks).
+        #[arg(long, value_name = "N", default_value_t = 0, requires = "serve")]
+        port: u16,
     },
     /// Serve a simulated provider scenario on loopback (for benchmarks and manual testing).
     #[command(hide = true)]
@@ -196,6 +204,23 @@ pub enum Command {
         listen: std::net::SocketAddr,
     },
 }
+
+/// `modelpin demo --help`: what `--serve` keeps running and the switches it answers.
+const DEMO_SERVE_HELP: &str = "\
+With --serve the simulated provider keeps running: the demo project is locked against it, and
+switches change what it does while you try `check`, `daemon` and alerts from another terminal:
+
+  curl -X POST 'http://127.0.0.1:PORT/_sim/ACTION?model=ID'
+
+  swap    another model answers ID and names itself in the body (to=MODEL chooses it)
+  mask    another model answers ID behind the ID itself (to=MODEL chooses it)
+  retire  ID answers \"model not found\"
+  slow    ID answers after ms=N milliseconds (default 6000: past the demo's 5 s timeout)
+  fail    ID answers status=500|429|503 (default 500)
+  reset   ID is back as locked
+
+slow, fail and reset without model= apply to every ID; `curl http://127.0.0.1:PORT/_sim` shows
+the state as JSON. The switches listen on loopback only.";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {

@@ -4,6 +4,8 @@
 //! the new ID in the body, then masked behind the old ID), and shows `check` catching both. The
 //! exit code says whether the demo itself worked: 0 only if every expected finding appeared.
 
+mod serve;
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -25,6 +27,20 @@ use crate::sim::Simulator;
 use crate::sim::demo_world::{self, CONTROL, DEMO_KEY, OPENROUTER_SLUG, PINNED};
 
 const KEY_VARIABLE: &str = "MODELPIN_DEMO_KEY";
+
+/// `modelpin demo`: the walkthrough, or with `--serve` its simulator kept running to play with.
+pub async fn start(
+    out: Output,
+    keep: Option<&Path>,
+    serve: bool,
+    port: u16,
+) -> Result<Exit, AppError> {
+    if serve {
+        serve::serve(out, keep, port).await
+    } else {
+        run(out, keep).await
+    }
+}
 
 /// Where the demo writes its project: a temporary directory removed at the end, or `--keep DIR`.
 enum Place {
@@ -138,7 +154,7 @@ fn closing(dir: &Place) -> String {
     let kept = match dir {
         Place::Temporary(_) => "Its files (pins.toml, probes/, modelpin.lock) were in a temporary directory, now removed; `modelpin demo --keep DIR` keeps them.".to_owned(),
         Place::Kept(path) => format!(
-            "Its files are in {}: pins.toml, probes/ and modelpin.lock (the simulated provider stopped with the demo, so a `check` there finds nothing listening).",
+            "Its files are in {}: pins.toml, probes/ and modelpin.lock (the simulated provider stopped with the demo, so a `check` there finds nothing listening; `modelpin demo --serve` keeps one running).",
             path.display()
         ),
     };

@@ -6,6 +6,7 @@
 //! speaks OpenAI chat completions, OpenRouter, Azure OpenAI, Anthropic messages and Gemini
 //! generateContent under one address, one path prefix per provider (see `base_url`).
 
+pub mod control;
 pub mod demo_world;
 pub mod scenario;
 mod wire;
@@ -25,6 +26,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::provider::ProviderKind;
+use crate::sim::control::Controls;
 use crate::sim::scenario::{FaultKind, Reported, Route, Scenario, SimError, SimModel};
 use crate::sim::wire::{Answer, Ask, Flavour};
 
@@ -51,6 +53,8 @@ struct Shared {
     served: AtomicU64,
     per_route: Mutex<HashMap<String, u32>>,
     seen: Mutex<Vec<SeenRequest>>,
+    /// The `/_sim` switches, when the simulator was started with them (`start_controlled`).
+    control: Option<Mutex<Controls>>,
 }
 
 /// A running simulator. Dropping it stops the server.
@@ -67,6 +71,30 @@ impl Simulator {
     }
 
     pub async fn start_on(addr: SocketAddr, scenario: Scenario) -> std::io::Result<Simulator> {
+        Simulator::start_with(addr, scenario, None).await
+    }
+
+    /// `start_on` with the runtime switches under `/_sim` (see `control`), for a simulator a
+    /// person drives by hand. Refuses an address off loopback: the switches take no key.
+    pub async fn start_controlled(
+        addr: SocketAddr,
+        scenario: Scenario,
+    ) -> std::io::Result<Simulator> {
+        if !addr.ip().is_loopback() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{addr} is not a loopback address; the switches listen on loopback only"),
+            ));
+        }
+        let controls = Controls::new(scenario.clone());
+        Simulator::start_with(addr, scenario, Some(controls)).await
+    }
+
+    async fn start_with(
+        addr: SocketAddr,
+        scenario: Scenario,
+        control: Option<Controls>,
+    ) -> std::io::Result<Simulator> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
@@ -74,6 +102,7 @@ impl Simulator {
             served: AtomicU64::new(0),
             per_route: Mutex::new(HashMap::new()),
             seen: Mutex::new(Vec::new()),
+            control: control.map(Mutex::new),
         });
         let app = Router::new().fallback(handle).with_state(shared.clone());
         let (stop, stopped) = oneshot::channel::<()>();
@@ -112,8 +141,7 @@ impl Simulator {
 
     /// Replaces the scenario; the route counters (for `first: N` faults) start again.
     pub fn set_scenario(&self, scenario: Scenario) {
-        *self.shared.scenario.write().expect("scenario lock") = Arc::new(scenario);
-        self.shared.per_route.lock().expect("route lock").clear();
+        self.shared.set_scenario(scenario);
     }
 
     #[must_use]
@@ -135,6 +163,13 @@ impl Simulator {
     }
 }
 
+impl Shared {
+    fn set_scenario(&self, scenario: Scenario) {
+        *self.scenario.write().expect("scenario lock") = Arc::new(scenario);
+        self.per_route.lock().expect("route lock").clear();
+    }
+}
+
 impl Drop for Simulator {
     fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {
@@ -151,6 +186,9 @@ async fn handle(
     body: Bytes,
 ) -> Response {
     let path = uri.path().to_owned();
+    if shared.control.is_some() && is_control(&path) {
+        return controlled(&shared, &method, &uri, &headers);
+    }
     if method == Method::GET {
         shared.seen.lock().expect("seen lock").push(SeenRequest {
             method: method.to_string(),
@@ -221,6 +259,73 @@ async fn handle(
     };
     let answer = answer(&scenario, route, model, &ask, serial);
     json_response(200, &answer, &extra)
+}
+
+/// Whether `path` is one of the `/_sim` switches rather than a provider endpoint.
+fn is_control(path: &str) -> bool {
+    path == control::PREFIX
+        || path
+            .strip_prefix(control::PREFIX)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// `/_sim`: shows the switches' state or applies one, and answers with the state as JSON.
+/// Refused from a browser page (an `Origin` header) or under a name other than loopback's, so a
+/// web page the user visits cannot flip the demo behind their back.
+fn controlled(shared: &Shared, method: &Method, uri: &Uri, headers: &HeaderMap) -> Response {
+    let refuse = |refusal: control::Refusal| {
+        json_response(
+            refusal.status,
+            &serde_json::json!({ "error": refusal.message }),
+            &[],
+        )
+    };
+    if headers.contains_key("origin") || !loopback_host(headers) {
+        return refuse(control::Refusal {
+            status: 403,
+            message: "switches are taken from loopback clients such as curl, not from web pages"
+                .to_owned(),
+        });
+    }
+    let command = match control::parse(method.as_str(), uri.path(), uri.query()) {
+        Ok(command) => command,
+        Err(refusal) => return refuse(refusal),
+    };
+    let Some(switches) = &shared.control else {
+        return plain(StatusCode::NOT_FOUND, "no such simulated endpoint");
+    };
+    let mut controls = switches
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let control::Command::Switch(switch) = command {
+        if let Err(refusal) = controls.apply(&switch) {
+            return refuse(refusal);
+        }
+        shared.set_scenario(controls.scenario());
+    }
+    match serde_json::to_value(controls.shown()) {
+        Ok(state) => json_response(200, &state, &[]),
+        Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "cannot show the state"),
+    }
+}
+
+/// A `Host` header naming loopback (or none, as HTTP/1.0 clients send): a DNS name that
+/// resolves to 127.0.0.1 from a web page is not.
+fn loopback_host(headers: &HeaderMap) -> bool {
+    let Some(host) = headers.get("host") else {
+        return true;
+    };
+    let Ok(host) = host.to_str() else {
+        return false;
+    };
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    };
+    matches!(name, "localhost" | "[::1]")
+        || name
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The latency of the model behind `GET …/models/{id}`, when it has one.
