@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::finding::moved;
 use crate::finding::reason::Reasons;
 use crate::finding::{Code, Severity};
 use crate::lifecycle::{Lifecycle, Signal, retirement_message};
@@ -99,7 +100,7 @@ impl Evidence {
             Evidence::UpstreamMismatch(e) => serde_json::to_value(e),
             Evidence::TokenizerChanged(e) => serde_json::to_value(e),
             Evidence::CostChanged(e) => serde_json::to_value(e),
-            Evidence::BehaviorDrift(e) => serde_json::to_value(e),
+            Evidence::BehaviorDrift(e) => return drift_json(e),
             Evidence::ModelNotFound(e) => serde_json::to_value(e),
             Evidence::RetiredStillServed(e) => serde_json::to_value(e),
             Evidence::DeprecationScheduled(e) => serde_json::to_value(e),
@@ -643,7 +644,17 @@ impl Unmeasured {
                 let first = reasons
                     .headline()
                     .unwrap_or_else(|| "no calls were made".to_owned());
-                format!("no call succeeded: {first}")
+                match reasons.breaker() {
+                    Some((provider, calls)) => format!(
+                        "no call succeeded: {first}; then the circuit breaker for provider `{provider}` opened, so {} not made",
+                        if calls == 1 {
+                            "1 call was".to_owned()
+                        } else {
+                            format!("{calls} calls were")
+                        }
+                    ),
+                    None => format!("no call succeeded: {first}"),
+                }
             }
             Unmeasured::Probe { probe, .. } => format!("probe `{probe}`: no call succeeded"),
             Unmeasured::CallsMissing {
@@ -723,23 +734,45 @@ impl Unmeasured {
     }
 }
 
+/// The headline: what the first rejected test saw move, which test it was and how sure.
 fn drift_message(verdict: &DriftVerdict) -> String {
-    let Some(first) = verdict.tests.iter().find(|t| t.rejected) else {
+    let mut rejected = verdict.tests.iter().filter(|t| t.rejected);
+    let Some(first) = rejected.next() else {
         return "the answers changed".to_owned();
     };
+    let what = moved::line(first).unwrap_or_else(|| {
+        format!(
+            "{} on {}",
+            test_name(first.result.test),
+            moved::probes_named(first)
+        )
+    });
+    let more = match rejected.count() {
+        0 => String::new(),
+        n => format!(
+            "; {n} more {} rejected",
+            crate::words::noun(n as u64, "test")
+        ),
+    };
     format!(
-        "the answers changed: {} on probe{} {} (p = {:.2e} after Holm, alpha {})",
+        "the answers changed: {what} ({}; p = {:.2e} after Holm, alpha {}{more})",
         test_name(first.result.test),
-        if first.probes.len() == 1 { "" } else { "s" },
-        first
-            .probes
-            .iter()
-            .map(|p| format!("`{p}`"))
-            .collect::<Vec<_>>()
-            .join(", "),
         first.adjusted_p.unwrap_or(first.result.p_value),
         verdict.alpha
     )
+}
+
+/// The verdict as evidence, with `what_moved`: one line per rejected test, then the tests that
+/// did not reject but moved most (`moved::lines`).
+fn drift_json(verdict: &DriftVerdict) -> serde_json::Value {
+    let mut value = serde_json::to_value(verdict).unwrap_or(serde_json::Value::Null);
+    if let Some(object) = value.as_object_mut() {
+        object.insert(
+            "what_moved".to_owned(),
+            serde_json::Value::from(moved::lines(verdict)),
+        );
+    }
+    value
 }
 
 fn test_name(kind: crate::stats::TestKind) -> &'static str {
@@ -749,13 +782,13 @@ fn test_name(kind: crate::stats::TestKind) -> &'static str {
         crate::stats::TestKind::Length => "completion lengths shifted",
         crate::stats::TestKind::Mmd => "the answer texts differ",
         crate::stats::TestKind::FirstTokens => {
-            "the first tokens on border inputs shifted: the serving stack changed (weights, quantization, kernels or sampling)"
+            "the first tokens on border inputs shifted, so the serving stack changed: weights, quantization, kernels or sampling"
         }
         crate::stats::TestKind::Logprobs => {
-            "the reported first-token probabilities moved beyond the provider's own spread: the serving stack changed (weights, quantization or kernels)"
+            "the reported first-token probabilities moved beyond the provider's own spread, so the serving stack changed: weights, quantization or kernels"
         }
         crate::stats::TestKind::Sampling => {
-            "the provider samples its reported probabilities differently from how it did at the lock: its sampling changed (temperature, top_p or top_k)"
+            "the provider samples its reported probabilities differently from how it did at the lock, so its sampling changed: temperature, top_p or top_k"
         }
     }
 }

@@ -199,13 +199,24 @@ fn push_finding(out: &mut String, finding: &Finding, detail: Detail) {
     );
     let mut all = Vec::new();
     evidence_lines(&finding.evidence, "", &mut all);
-    let lines: Vec<String> = if detail.verbose {
+    let moved = what_moved(finding);
+    if !moved.is_empty() {
+        all.retain(|(path, _)| path != WHAT_MOVED);
+    }
+    let every = || {
         all.iter()
             .map(|(path, value)| format!("{path}: {value}"))
-            .collect()
-    } else {
-        decisive(finding.code, &finding.evidence, &all)
+            .collect::<Vec<_>>()
     };
+    // What moved comes first, a line each; then every line if verbose, else the decisive ones
+    // (none when what moved is said: it is what decides a drift).
+    let shown_of_all = match (detail.verbose, moved.is_empty()) {
+        (true, _) => every(),
+        (false, true) => decisive(finding.code, &finding.evidence, &all),
+        (false, false) => Vec::new(),
+    };
+    let hidden = all.len().saturating_sub(shown_of_all.len());
+    let lines: Vec<String> = moved.into_iter().chain(shown_of_all).collect();
     for line in &lines {
         let line = terminal(line);
         let line = if detail.verbose || line.chars().count() <= EVIDENCE_WIDTH {
@@ -215,12 +226,12 @@ fn push_finding(out: &mut String, finding: &Finding, detail: Detail) {
         };
         let _ = writeln!(out, "        {}", line_start(&line));
     }
-    if lines.len() < all.len() {
+    if hidden > 0 {
         let _ = writeln!(
             out,
             "        … {} more {} (`-v` shows all; `--format json` has everything)",
-            all.len() - lines.len(),
-            crate::words::noun((all.len() - lines.len()) as u64, "evidence line")
+            hidden,
+            crate::words::noun(hidden as u64, "evidence line")
         );
     }
     if let Some(action) = &finding.action {
@@ -230,6 +241,27 @@ fn push_finding(out: &mut String, finding: &Finding, detail: Detail) {
             bounded(&terminal(action), MESSAGE_WIDTH)
         );
     }
+}
+
+/// The evidence key of `behavior_drift` that says what moved, a line each.
+const WHAT_MOVED: &str = "what_moved";
+
+/// A `behavior_drift` finding's `what_moved` lines; none for other findings and for audits
+/// stored before it was written.
+fn what_moved(finding: &Finding) -> Vec<String> {
+    if finding.code != Code::BehaviorDrift {
+        return Vec::new();
+    }
+    finding.evidence[WHAT_MOVED]
+        .as_array()
+        .map(|lines| {
+            lines
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Evidence as (`path`, value) lines: objects by key, lists of plain values on one line.
@@ -431,6 +463,51 @@ mod tests {
             evidence_lines(&evidence, "", &mut all);
             assert_eq!(decisive(code, &evidence, &all), want, "{code:?}");
         }
+    }
+
+    #[test]
+    fn a_drift_shows_what_moved_a_line_each_before_the_rest() {
+        let finding = Finding {
+            code: Code::BehaviorDrift,
+            severity: Some(Severity::Error),
+            message: "the answers changed".to_owned(),
+            evidence: json!({
+                "alpha": 0.001,
+                "tests": [{"test": "pass_rate", "probes": ["arith"], "adjusted_p": 0.0001, "rejected": true}],
+                "what_moved": [
+                    "arith: pass rate 90 % → 10 %",
+                    "not significant: capital: answers changed: \"Perth\n::error::x\u{202e}\" 0 % → 50 %"
+                ]
+            }),
+            action: None,
+        };
+        let mut out = String::new();
+        push_finding(&mut out, &finding, Detail::default());
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[1], "        arith: pass rate 90 % → 10 %", "{out}");
+        assert!(
+            lines[2].starts_with(
+                "        not significant: capital: answers changed: \"Perth\\n::error::x\\u{202e}\""
+            ),
+            "{out}"
+        );
+        assert!(
+            lines[3].starts_with("        … 5 more evidence lines"),
+            "{out}"
+        );
+        assert!(!out.contains('\u{202e}'));
+        let mut verbose = String::new();
+        let detail = Detail {
+            verbose: true,
+            ..Detail::default()
+        };
+        push_finding(&mut verbose, &finding, detail);
+        assert!(
+            verbose.contains("        arith: pass rate 90 % → 10 %\n"),
+            "{verbose}"
+        );
+        assert!(verbose.contains("tests[0].adjusted_p: 0.0001"), "{verbose}");
+        assert!(!verbose.contains("what_moved"), "{verbose}");
     }
 
     #[test]

@@ -24,6 +24,8 @@ use super::{Calibration, Effect, TestKind, TestResult};
 const EXACT_TABLES: f64 = 200_000.0;
 /// Answers listed in the evidence.
 const TOP_ANSWERS: usize = 5;
+/// Answers listed as the largest shifts.
+const SHIFTED_ANSWERS: usize = 3;
 
 /// One answer's count and share in each sample.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -207,9 +209,32 @@ impl<'a> Table<'a> {
                 current_share: share(self.current[k], self.n),
             })
             .collect();
+        let delta = |k: usize| match (
+            share(self.baseline[k], self.n0),
+            share(self.current[k], self.n),
+        ) {
+            (Some(b), Some(c)) => c - b,
+            _ => 0.0,
+        };
+        let mut moved: Vec<usize> = (0..self.k()).filter(|&k| delta(k) != 0.0).collect();
+        // Largest shift first; equal shifts in answer order (the sort is stable).
+        moved.sort_by(|&a, &b| delta(b).abs().total_cmp(&delta(a).abs()));
+        let shifted = moved
+            .into_iter()
+            .take(SHIFTED_ANSWERS)
+            .map(|k| AnswerShare {
+                answer: self.answers[k].to_owned(),
+                baseline_count: self.baseline[k],
+                current_count: self.current[k],
+                baseline_share: share(self.baseline[k], self.n0),
+                current_share: share(self.current[k], self.n),
+            })
+            .collect();
         Effect::Answers {
             top,
             categories: self.k(),
+            shifted,
+            distance: (0..self.k()).map(|k| delta(k).abs()).sum::<f64>() / 2.0,
         }
     }
 }
@@ -357,7 +382,10 @@ mod tests {
             PermutationBudget::CLASSIC,
             0,
         );
-        let Effect::Answers { top, categories } = r.effect else {
+        let Effect::Answers {
+            top, categories, ..
+        } = r.effect
+        else {
             panic!()
         };
         assert_eq!(categories, 3);
@@ -365,5 +393,38 @@ mod tests {
         assert_eq!(top[1].answer, "Melbourne");
         assert_eq!(top[1].current_share, Some(0.8));
         assert_eq!(top[1].baseline_share, Some(0.2));
+    }
+
+    #[test]
+    fn evidence_lists_the_largest_shifts_and_the_distance() {
+        // Sydney 80 % → 0 %, Melbourne 20 % → 80 %, Perth 0 % → 20 %.
+        let r = answers_homogeneity(
+            &answers(&[("Sydney", 8), ("Melbourne", 2)]),
+            &answers(&[("Melbourne", 4), ("Perth", 1)]),
+            PermutationBudget::CLASSIC,
+            0,
+        );
+        let Effect::Answers {
+            shifted, distance, ..
+        } = r.effect
+        else {
+            panic!()
+        };
+        let names: Vec<&str> = shifted.iter().map(|a| a.answer.as_str()).collect();
+        assert_eq!(names, ["Sydney", "Melbourne", "Perth"]);
+        assert!((distance - 0.8).abs() < 1e-12, "{distance}");
+        let still = answers_homogeneity(
+            &answers(&[("a", 2), ("b", 2)]),
+            &answers(&[("a", 1), ("b", 1)]),
+            PermutationBudget::CLASSIC,
+            0,
+        );
+        let Effect::Answers {
+            shifted, distance, ..
+        } = still.effect
+        else {
+            panic!()
+        };
+        assert!(shifted.is_empty() && distance == 0.0);
     }
 }

@@ -35,6 +35,11 @@ pub struct InputShift {
     pub token: String,
     pub baseline_share: f64,
     pub current_share: f64,
+    /// The token whose share moved most (of equal shifts, the first in token order), and its
+    /// share then and now.
+    pub moved_token: String,
+    pub moved_baseline_share: f64,
+    pub moved_current_share: f64,
     /// Total variation distance between the two first-token distributions.
     pub distance: f64,
     pub baseline_n: usize,
@@ -189,16 +194,22 @@ fn shift(input: &FirstTokens<'_>) -> Option<InputShift> {
         .iter()
         .max_by(|a, b| a.1.total_cmp(b.1).then_with(|| b.0.cmp(a.0)))
         .map(|(t, s)| (t.clone(), *s))?;
-    let distance = then
-        .keys()
-        .chain(now.keys())
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .map(|t| (then.get(t).unwrap_or(&0.0) - now.get(t).unwrap_or(&0.0)).abs())
-        .sum::<f64>()
-        / 2.0;
+    let seen: std::collections::BTreeSet<&String> = then.keys().chain(now.keys()).collect();
+    let moved = |t: &String| (then.get(t).unwrap_or(&0.0) - now.get(t).unwrap_or(&0.0)).abs();
+    let distance = seen.iter().map(|t| moved(t)).sum::<f64>() / 2.0;
+    let moved_token = seen
+        .iter()
+        .copied()
+        .fold(None::<&String>, |best, t| match best {
+            Some(b) if moved(b) >= moved(t) => Some(b),
+            _ => Some(t),
+        })
+        .map_or_else(|| token.clone(), String::clone);
     Some(InputShift {
         input: input.input.to_owned(),
+        moved_baseline_share: *then.get(&moved_token).unwrap_or(&0.0),
+        moved_current_share: *now.get(&moved_token).unwrap_or(&0.0),
+        moved_token,
         current_share: *now.get(&token).unwrap_or(&0.0),
         token,
         baseline_share,
@@ -305,5 +316,9 @@ mod tests {
         assert_eq!(moved[0].input, "coin");
         assert!((moved[0].distance - 0.5).abs() < 1e-12);
         assert!((moved[0].current_share - 1.0).abs() < 1e-12);
+        // heads 50 % → 100 % and tails 50 % → 0 % moved alike: the first in token order.
+        assert_eq!(moved[0].moved_token, "heads");
+        assert!((moved[0].moved_baseline_share - 0.5).abs() < 1e-12);
+        assert!((moved[0].moved_current_share - 1.0).abs() < 1e-12);
     }
 }

@@ -118,6 +118,12 @@ pub enum Effect {
         top: Vec<AnswerShare>,
         /// Distinct answers over both samples.
         categories: usize,
+        /// The answers whose share moved most between the samples, largest shift first (at
+        /// most three; none when a sample is empty or nothing moved).
+        shifted: Vec<AnswerShare>,
+        /// Total variation distance between the two answer distributions, in [0, 1] (0 when a
+        /// sample is empty).
+        distance: f64,
     },
     Length {
         baseline_median: Option<f64>,

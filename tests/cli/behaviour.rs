@@ -183,3 +183,68 @@ fn answers_in_a_script_the_baseline_never_wrote_are_a_finding() {
         .count();
     assert!(quiet >= 4, "{quiet} of 5 audits without a finding");
 }
+
+#[test]
+fn a_drift_says_what_moved_in_words_in_the_terminal_and_in_the_json() {
+    // Always right on arithmetic at the lock; a spread of city names.
+    let mut right = honest();
+    right.answers[0].answers = vec![("391".into(), 1.0)];
+    let sim = Sim::start(single(ID, right.clone()));
+    let test = project(&sim);
+    test.run(&["lock", "--samples", "30"]).code(0);
+    // Behind the same ID: always wrong, and a city name carrying a newline, a workflow command
+    // and a right-to-left override.
+    let mut wrong = right;
+    wrong.id = "acme-chat-small".into();
+    wrong.answers[0].answers = vec![("392".into(), 1.0)];
+    wrong.answers[1].answers = vec![("Perth\u{202e}\n::error::pwned".into(), 1.0)];
+    sim.set(reroute(sim.sim.scenario(), ID, wrong, Reported::Requested));
+
+    let human = test.run(&["check"]);
+    human.code(1);
+    let out = &human.stdout;
+    assert!(
+        out.contains("\n        arith: pass rate 100 % → 0 %\n"),
+        "the pass rate's move, a line of its own:\n{out}"
+    );
+    assert!(
+        out.contains(r#""Perth\u{202e}\n::error::pwned" 0 % → 100 %"#),
+        "the answer that moved, escaped:\n{out}"
+    );
+    assert!(!out.contains('\u{202e}'), "{out}");
+    assert!(
+        !out.lines().any(|l| l.trim_start().starts_with("::")),
+        "no provider text begins a line:\n{out}"
+    );
+
+    let run = test.run(&["check", "--format", "json"]);
+    run.code(1);
+    let report = run.json();
+    let finding = report.pin("pin").finding("behavior_drift");
+    let moved: Vec<&str> = finding.evidence["what_moved"]
+        .as_array()
+        .expect("what_moved lines")
+        .iter()
+        .map(|l| l.as_str().expect("a line"))
+        .collect();
+    assert_eq!(moved[0], "arith: pass rate 100 % → 0 %", "{moved:?}");
+    assert!(
+        finding.message.starts_with(
+            "the answers changed: arith: pass rate 100 % → 0 % (the pass rate dropped; p = "
+        ),
+        "{}",
+        finding.message
+    );
+    assert!(
+        evidence_keeps_its_fields(&finding.evidence),
+        "{}",
+        finding.evidence
+    );
+}
+
+/// The verdict's fields are all still there next to `what_moved`.
+fn evidence_keeps_its_fields(evidence: &serde_json::Value) -> bool {
+    ["alpha", "seed", "drift", "tests", "skipped"]
+        .iter()
+        .all(|k| evidence.get(k).is_some())
+}
