@@ -9,6 +9,7 @@ mod closed;
 pub(crate) mod alert;
 pub mod app;
 pub(crate) mod audit;
+pub(crate) mod breaker;
 pub mod cli;
 pub mod cmd;
 pub mod config;

@@ -76,6 +76,8 @@ pub enum StopClass {
     Exhausted,
     /// The next wait would have overrun the budget.
     Budget,
+    /// The provider's circuit breaker opened: its recent attempts all failed (`breaker`).
+    Breaker,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -168,7 +170,7 @@ fn classify_transport(kind: FailureKind, op: &Operation) -> Decision {
         // is retried, as nothing reached the receiver and the outbox holds it until it is back.
         FailureKind::Refused if *op == Operation::Read => stop(
             StopClass::Refused,
-            "the connection was refused: nothing listens at that address, and another attempt would be refused the same way",
+            "not retried: another attempt would be refused the same way",
         ),
         FailureKind::Refused => Decision::Retry {
             min_wait: None,

@@ -83,6 +83,8 @@ pub struct Transport {
     per_provider: Arc<HashMap<String, Arc<Semaphore>>>,
     /// Applied to every response and failure before anyone else sees it.
     redactor: Arc<Redactor>,
+    /// Each provider's circuit breaker (`breaker`), kept as long as the transport.
+    breakers: Option<Arc<crate::breaker::Breakers>>,
 }
 
 impl Transport {
@@ -110,6 +112,7 @@ impl Transport {
             overall: Arc::new(Semaphore::new(limits.concurrency.max(1))),
             per_provider: Arc::new(per_provider),
             redactor: Arc::new(Redactor::default()),
+            breakers: None,
         })
     }
 
@@ -140,7 +143,23 @@ impl Transport {
             .map(|p| (p.name.clone(), p.concurrency))
             .collect();
         let redactor = Redactor::from_config(config, &|name| std::env::var(name).ok());
-        Ok(Transport::new(limits, &providers)?.with_redactor(redactor))
+        let breakers = crate::breaker::Breakers::for_config(config);
+        Ok(Transport::new(limits, &providers)?
+            .with_redactor(redactor)
+            .with_breakers(breakers))
+    }
+
+    /// Provider calls through this transport go through `breakers`.
+    #[must_use]
+    pub fn with_breakers(mut self, breakers: crate::breaker::Breakers) -> Transport {
+        self.breakers = Some(Arc::new(breakers));
+        self
+    }
+
+    /// The providers' circuit breakers, when this transport has them.
+    #[must_use]
+    pub fn breakers(&self) -> Option<&crate::breaker::Breakers> {
+        self.breakers.as_deref()
     }
 
     #[must_use]

@@ -29,6 +29,7 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::breaker;
 use crate::config::{Config, Pin, Probe};
 use crate::finding::reason::{Halt, Reason, Reasons};
 use crate::provider::{self, Endpoint, ErrorClass, Parsed, ProbeCall, Rejected, Reply};
@@ -480,12 +481,26 @@ impl PinRun<'_> {
             record.result = CallResult::Cancelled(halt);
             return record;
         }
+        if let Some(breakers) = self.transport.breakers() {
+            let admitted = tokio::select! {
+                admitted = breakers.admit(&self.pin.provider) => admitted,
+                () = self.plan.cancel.cancelled() => Err(self.cancel_reason()),
+                () = tokio::time::sleep_until(self.until) => Err(self.cancel_reason()),
+            };
+            if let Err(halt) = admitted {
+                record.result = match halt {
+                    Halt::BreakerOpen { .. } => CallResult::Skipped(halt),
+                    other => CallResult::Cancelled(other),
+                };
+                return record;
+            }
+        }
         let request = self.request(probe, logprobs);
         let attempts = retry::run(
             self.plan.retry,
             self.until,
             |_| self.attempt(&request),
-            |a: &Attempt| retry::classify(&a.signal(), &Operation::Read, SystemTime::now()),
+            |a: &Attempt| self.decide(a),
             retry::jitter_source(),
         );
         let attempts = tokio::select! {
@@ -529,10 +544,55 @@ impl PinRun<'_> {
         record
     }
 
+    /// The retry layer's decision on an attempt, and the provider's breaker told how it went:
+    /// no retry once the breaker is open (the provider's recent attempts all failed).
+    fn decide(&self, attempt: &Attempt) -> retry::Decision {
+        let decision = retry::classify(&attempt.signal(), &Operation::Read, SystemTime::now());
+        let Some(breakers) = self.transport.breakers() else {
+            return decision;
+        };
+        match &decision {
+            retry::Decision::Done => {
+                breakers.record(&self.pin.provider, breaker::Outcome::Alive, "");
+            }
+            retry::Decision::Retry { reason, .. } => {
+                breakers.record(&self.pin.provider, breaker::Outcome::Failed, reason);
+            }
+            retry::Decision::Stop { class, reason } => {
+                // Failures retrying could not fix count; a refusal of the request itself (not
+                // found, bad key) is an answer from a provider that is up.
+                let outcome = match class {
+                    retry::StopClass::Refused | retry::StopClass::UnknownOutcome => {
+                        breaker::Outcome::Failed
+                    }
+                    _ if attempt.status.is_some_and(|s| s == 429 || s >= 500) => {
+                        breaker::Outcome::Failed
+                    }
+                    _ => breaker::Outcome::Alive,
+                };
+                breakers.record(&self.pin.provider, outcome, reason);
+            }
+        }
+        match (decision, breakers.open(&self.pin.provider)) {
+            (retry::Decision::Retry { reason, .. }, Some(halt)) => retry::Decision::Stop {
+                class: retry::StopClass::Breaker,
+                reason: format!("not retried: {halt} ({reason})"),
+            },
+            (decision, _) => decision,
+        }
+    }
+
     /// Why no further call of the pin may start, in the words the report counts it under.
     fn not_starting(&self) -> Option<Reason> {
         if let Some(reason) = self.stop.reason() {
             return Some(Reason::Skipped(reason));
+        }
+        if let Some(halt) = self
+            .transport
+            .breakers()
+            .and_then(|b| b.open(&self.pin.provider))
+        {
+            return Some(Reason::Skipped(halt));
         }
         if self.plan.cancel.is_cancelled() || Instant::now() >= self.until {
             return Some(Reason::Cancelled(self.cancel_reason()));

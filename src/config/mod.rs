@@ -462,6 +462,14 @@ pub struct Settings {
     pub metrics_public: bool,
     /// The variable holding the bearer token `/api/*` requires, when set.
     pub api_token_env: Option<String>,
+    /// Where people reach the daemon's pages (`https://modelpin.example.com`), for links in
+    /// alerts; no link without it.
+    pub external_url: Option<String>,
+    /// The circuit breaker: this many consecutive calls to one provider that failed after their
+    /// retries (5xx, 429, timeouts, refusals) open it.
+    pub breaker_failures: u32,
+    /// How long an open breaker stays open before one call tries the provider again.
+    pub breaker_cooldown: Duration,
 }
 
 #[derive(Debug, Clone)]

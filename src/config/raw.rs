@@ -70,6 +70,9 @@ pub(crate) struct RawSettings {
     pub metrics: Option<Str>,
     pub metrics_public: Option<Spanned<bool>>,
     pub api_token_env: Option<Str>,
+    pub external_url: Option<Str>,
+    pub breaker_failures: Option<Spanned<u32>>,
+    pub breaker_cooldown: Option<Str>,
 }
 
 #[derive(Debug, Deserialize)]

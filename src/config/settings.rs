@@ -32,6 +32,15 @@ pub(crate) const DEFAULT_METRICS: &str = "127.0.0.1:9464";
 /// The fleet's lease: renewed every third of it, so a standby leads within two of them after
 /// the leader dies (one for the lease to run out, a third for the standby's next look).
 pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(15);
+/// Consecutive failed calls (after their retries) that open a provider's breaker: a few, so a
+/// provider that is down costs a handful of calls instead of the whole plan, and more than one,
+/// so one unlucky call does not stop an audit.
+pub(crate) const DEFAULT_BREAKER_FAILURES: u32 = 5;
+pub(crate) const BREAKER_FAILURES_MAX: u32 = 1_000;
+/// How long an open breaker stays open before one call tries the provider again.
+pub(crate) const DEFAULT_BREAKER_COOLDOWN: Duration = Duration::from_secs(5 * 60);
+pub(crate) const BREAKER_COOLDOWN_MIN: Duration = Duration::from_secs(1);
+pub(crate) const BREAKER_COOLDOWN_MAX: Duration = Duration::from_secs(24 * 3600);
 
 const DAY: u64 = 86_400;
 
@@ -91,7 +100,73 @@ pub(crate) fn settings(check: &mut Check, raw: Option<RawSettings>, base: &Path)
             .unwrap_or_else(|| DEFAULT_METRICS.parse().expect("valid default")),
         metrics_public: public,
         api_token_env: raw.api_token_env.and_then(|v| check.env_name(&v)),
+        external_url: raw.external_url.and_then(|u| external_url(check, &u)),
+        breaker_failures: raw
+            .breaker_failures
+            .and_then(|n| breaker_failures(check, &n))
+            .unwrap_or(DEFAULT_BREAKER_FAILURES),
+        breaker_cooldown: raw
+            .breaker_cooldown
+            .and_then(|d| breaker_cooldown(check, &d))
+            .unwrap_or(DEFAULT_BREAKER_COOLDOWN),
     }
+}
+
+/// `external_url`: an `http(s)` URL without user info, query or fragment; kept without its
+/// trailing slash so paths can follow it.
+fn external_url(check: &mut Check, value: &Spanned<String>) -> Option<String> {
+    let text = value.get_ref().trim_end_matches('/');
+    let fine = url::Url::parse(text).ok().filter(|u| {
+        matches!(u.scheme(), "http" | "https")
+            && u.has_host()
+            && u.username().is_empty()
+            && u.password().is_none()
+            && u.query().is_none()
+            && u.fragment().is_none()
+    });
+    if fine.is_some() {
+        return Some(text.to_owned());
+    }
+    check
+        .error(
+            value.span(),
+            "`external_url` must be an http(s) URL without user info, query or fragment",
+        )
+        .help("the address people open the status page at, like `https://modelpin.example.com`: alerts link to its pin pages");
+    None
+}
+
+fn breaker_failures(check: &mut Check, value: &Spanned<u32>) -> Option<u32> {
+    let n = *value.get_ref();
+    if (1..=BREAKER_FAILURES_MAX).contains(&n) {
+        return Some(n);
+    }
+    check
+        .error(
+            value.span(),
+            format!("`breaker_failures` must be between 1 and {BREAKER_FAILURES_MAX}, found {n}"),
+        )
+        .help(format!(
+            "consecutive failed calls to one provider before its remaining calls are not made; {DEFAULT_BREAKER_FAILURES} is the default"
+        ));
+    None
+}
+
+fn breaker_cooldown(check: &mut Check, value: &Spanned<String>) -> Option<Duration> {
+    let d = check.duration(value, "breaker_cooldown")?;
+    if (BREAKER_COOLDOWN_MIN..=BREAKER_COOLDOWN_MAX).contains(&d) {
+        return Some(d);
+    }
+    check
+        .error(
+            value.span(),
+            format!(
+                "`breaker_cooldown` must be between 1s and 24h, found {}",
+                value.get_ref()
+            ),
+        )
+        .help("how long an open breaker waits before one call tries the provider again; 5m is the default");
+    None
 }
 
 /// A PostgreSQL store's session timeouts follow the fleet's lease.

@@ -13,11 +13,8 @@ use crate::store::AuditRecord;
 
 /// Runs one pin's audit, stores it, and updates the metrics.
 pub async fn audit_pin(daemon: &Daemon, pin: &str) {
-    // Feeds loading at start would otherwise give the first audits the built-in table only.
-    tokio::select! {
-        () = daemon.facts_ready() => {}
-        () = daemon.cancel_audits.cancelled() => {}
-    }
+    // No wait for the feeds: the snapshot holds the facts at hand (the built-in table, local
+    // feeds, the last downloaded copies) until upkeep's download replaces them.
     let snapshot = daemon.snapshot();
     let config = &snapshot.config;
     let lock = match daemon.lock_file(&config.settings.lockfile) {
@@ -46,6 +43,9 @@ pub async fn audit_pin(daemon: &Daemon, pin: &str) {
     let report = audit(config, lock.as_ref().as_ref(), &request, &ctx)
         .await
         .report;
+    if let Some(breakers) = snapshot.transport.breakers() {
+        daemon.metrics.breakers(breakers);
+    }
     let finished = Utc::now();
     let Some(pin_report) = report.pins.into_iter().next() else {
         return;

@@ -41,6 +41,14 @@ pub enum Halt {
     NoBaseline,
     /// Dropped while waiting for an answer, for `halt`; `message` says what it was waiting on.
     InFlight { halt: Box<Halt>, message: String },
+    /// The provider's circuit breaker is open: its last `failures` attempts in a row failed
+    /// (the last as `last`); one call tries it again in `retry_in`.
+    BreakerOpen {
+        provider: String,
+        failures: u32,
+        last: String,
+        retry_in: Duration,
+    },
 }
 
 impl fmt::Display for Halt {
@@ -76,6 +84,12 @@ impl fmt::Display for Halt {
                 "not sent: modelpin.lock has no baseline for the pin, so there was nothing to compare the answers with",
             ),
             Halt::InFlight { halt, message } => write!(f, "{halt} (in flight: {message})"),
+            // No counts or times in the text: it is the reason's key, the same for every call
+            // the breaker stopped (the evidence counts them).
+            Halt::BreakerOpen { provider, last, .. } => write!(
+                f,
+                "not sent: the circuit breaker for provider `{provider}` is open (its last attempts in a row all failed, the last: {last})"
+            ),
         }
     }
 }
@@ -125,6 +139,15 @@ impl fmt::Display for Reason {
             }
             Reason::Unparseable { why, stopped } => {
                 write!(f, "unparseable response: {why}")?;
+                stopped
+            }
+            // A refusal's message names it already ("HOST:PORT refused the connection").
+            Reason::NoAnswer {
+                kind: FailureKind::Refused,
+                message,
+                stopped,
+            } => {
+                write!(f, "{message}")?;
                 stopped
             }
             Reason::NoAnswer {
@@ -217,6 +240,7 @@ impl Halt {
             Halt::SpendUnknown { .. } => Some(Remedy::ImplausibleUsage),
             Halt::NotStarted | Halt::NoBaseline => None,
             Halt::InFlight { halt, .. } => halt.remedy(),
+            Halt::BreakerOpen { .. } => Some(Remedy::ProviderFailing),
         }
     }
 }
@@ -308,6 +332,20 @@ impl Reasons {
             .find(|(_, r, _)| !r.is_skip())
             .or_else(|| rows.first())
             .map(|(text, _, _)| text.clone())
+    }
+
+    /// Calls a provider's open circuit breaker kept from being made, with the provider.
+    #[must_use]
+    pub fn breaker(&self) -> Option<(&str, u64)> {
+        let mut provider = None;
+        let mut calls = 0;
+        for (reason, n) in &self.0 {
+            if let Reason::Skipped(Halt::BreakerOpen { provider: p, .. }) = reason {
+                provider = Some(p.as_str());
+                calls += n;
+            }
+        }
+        provider.map(|p| (p, calls))
     }
 
     /// The most specific remedy any of the reasons has.

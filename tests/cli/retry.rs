@@ -359,3 +359,54 @@ fn an_interrupted_check_drops_calls_in_flight_and_reports_them_cancelled() {
         "nothing was sent after the interrupt"
     );
 }
+
+/// A provider that answers 500 to everything: its circuit breaker opens after `breaker_failures`
+/// failed attempts in a row, so the audit makes a handful of attempts instead of every call's
+/// four, and the pin is inconclusive with the breaker named as the reason.
+#[test]
+fn a_provider_failing_everything_trips_its_breaker_after_a_few_attempts() {
+    let sim = Sim::start(scenario(None));
+    let test = Pins::one(ProviderKind::OpenAi, &sim.url(ProviderKind::OpenAi), ID)
+        .setting("timeout", "5s")
+        .setting("budget", "60s")
+        .setting("concurrency", 2)
+        .each_pin("samples", 10)
+        .project();
+    sim.set(scenario(None));
+    test.run(&["lock"]).code(0);
+    let server_error = FaultKind::Error {
+        class: SimError::Server,
+        headers: Vec::new(),
+    };
+    sim.set(scenario(Some((None, server_error))));
+    let before = sim.requests();
+    let run = test.run(&["check", "--format", "json"]);
+    run.code(3);
+    let attempts = sim.requests() - before;
+    let report = run.json();
+    let pin = report.pin("pin");
+    let planned = report.pin("pin").calls.sent;
+    // The first call alone uses its 4 attempts; the breaker (5 in a row) opens on the first
+    // attempt of one of the 2 calls that follow it, and the other is not retried. Without a
+    // breaker this was every planned call × 4.
+    assert!(attempts <= 6, "{attempts} attempts: {:?}", pin.calls);
+    assert!(planned <= 3, "{:?}", pin.calls);
+    let finding = pin.finding("inconclusive");
+    // Every planned call is accounted for: sent, or not made because of the breaker.
+    let planned_line = run
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("check: 1 pin: "))
+        .expect("the plan line");
+    let all: u64 = planned_line.split(' ').next().unwrap().parse().unwrap();
+    let not_made = all - planned;
+    assert!(
+        finding.message.ends_with(&format!(
+            "; then the circuit breaker for provider `p` opened, so {not_made} calls were not made"
+        )),
+        "{}",
+        finding.message
+    );
+    let action = finding.action.as_deref().unwrap_or_default();
+    assert!(action.contains("status page"), "{action}");
+}

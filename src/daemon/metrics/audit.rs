@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use crate::daemon::metrics::Metrics;
 use crate::daemon::metrics::labels::{
     AuditLabels, CallLabels, CallOutcome, Direction, FindingLabels, PinLabel, PinStatusLabels,
-    ProbeLabels, ProviderLabel, RetirementLabels, ServedLabels, TokenLabels,
+    ProbeLabels, ProviderLabel, RetirementLabels, ServedLabels, Tier, TokenLabels,
 };
 use crate::finding::{Code, PinStatus, Severity};
 use crate::report::PinReport;
@@ -118,9 +118,14 @@ fn spend_and_calls(m: &Metrics, p: &PinReport) {
 fn statistics_and_lifecycle(m: &Metrics, p: &PinReport) {
     m.probe_p_value.retain(|l| l.pin != p.id);
     for t in &p.behaviour {
+        let tier = Tier::of_test(&t.test);
         let labels = ProbeLabels {
             pin: p.id.clone(),
-            probes: t.probes.join(","),
+            tier,
+            probes: match tier {
+                Tier::Probes => t.probes.join(","),
+                Tier::FirstTokens => String::new(),
+            },
             test: t.test.clone(),
         };
         m.probe_p_value
@@ -150,7 +155,59 @@ fn retirement_seconds(text: &str) -> Option<i64> {
 
 #[cfg(test)]
 mod tests {
-    use super::retirement_seconds;
+    use super::{Metrics, retirement_seconds, statistics_and_lifecycle};
+    use crate::finding::PinStatus;
+    use crate::report::{BehaviourTest, PinReport};
+
+    /// A first-token test's inputs are hashes that change at every lock: no label of theirs,
+    /// so its series keeps one identity from lock to lock.
+    #[test]
+    fn first_token_tests_are_labelled_by_tier_not_by_their_inputs() {
+        let m = Metrics::new();
+        let tested = |test: &str, probes: &[&str]| BehaviourTest {
+            test: test.to_owned(),
+            probes: probes.iter().map(|p| (*p).to_owned()).collect(),
+            p_value: 0.5,
+            adjusted_p: Some(0.75),
+            rejected: false,
+        };
+        let report = PinReport {
+            id: "bot".into(),
+            provider: "openai".into(),
+            model: "m".into(),
+            status: PinStatus::Ok,
+            served_models: std::collections::BTreeMap::new(),
+            upstreams: std::collections::BTreeMap::new(),
+            calls: crate::report::Calls::default(),
+            tokens: crate::report::Tokens::default(),
+            cost_usd: None,
+            lifecycle: None,
+            behaviour: vec![
+                tested("pass_rate", &["arith"]),
+                tested("first_tokens", &["3f2a9c…", "77b1d0…"]),
+                tested("sampling", &["3f2a9c…"]),
+            ],
+            findings: Vec::new(),
+            capped: std::collections::BTreeMap::new(),
+        };
+        statistics_and_lifecycle(&m, &report);
+        let text = m.render();
+        for line in [
+            "modelpin_probe_p_value{pin=\"bot\",probes=\"arith\",test=\"pass_rate\",tier=\"probes\"} 0.75\n",
+            "modelpin_probe_p_value{pin=\"bot\",probes=\"\",test=\"first_tokens\",tier=\"first_tokens\"} 0.75\n",
+            "modelpin_probe_p_value{pin=\"bot\",probes=\"\",test=\"sampling\",tier=\"first_tokens\"} 0.75\n",
+        ] {
+            assert!(text.contains(line), "{line} in:\n{text}");
+        }
+        assert!(!text.contains("3f2a9c"), "{text}");
+        assert!(
+            text.contains(&format!(
+                "modelpin_build_info{{version=\"{}\"}} 1\n",
+                env!("CARGO_PKG_VERSION")
+            )),
+            "{text}"
+        );
+    }
 
     #[test]
     fn retirement_dates_and_instants_become_unix_seconds() {

@@ -104,6 +104,11 @@ impl<L: Labels> Family<L, Gauge> {
         self.update(labels, |v| *v = value);
     }
 
+    /// The series at 0 unless it exists.
+    pub fn declare(&self, labels: L) {
+        self.update(labels, |_| {});
+    }
+
     /// Drops every series whose labels `keep` refuses (a pin's old served models, say).
     pub fn retain(&self, keep: impl Fn(&L) -> bool) {
         let mut series = self.series.lock().expect("metrics lock");

@@ -29,6 +29,27 @@ closed_set! {
 }
 
 closed_set! {
+    /// Which tier a behaviour test of `modelpin_probe_p_value` belongs to: the probes (the
+    /// `probes` label names them) or the first-token tier, whose border inputs change at every
+    /// lock and so are no label.
+    pub enum Tier {
+        Probes => "probes",
+        FirstTokens => "first_tokens",
+    }
+}
+
+impl Tier {
+    /// The tier of a behaviour test, by its name (`TestKind::as_str`).
+    #[must_use]
+    pub fn of_test(test: &str) -> Tier {
+        match test {
+            "first_tokens" | "logprobs" | "sampling" => Tier::FirstTokens,
+            _ => Tier::Probes,
+        }
+    }
+}
+
+closed_set! {
     /// The tokens of `modelpin_tokens_spent_total`.
     pub enum Direction {
         Input => "input",
@@ -47,6 +68,7 @@ macro_rules! label_values {
 }
 
 label_values!(
+    Tier,
     SpanResult,
     CallOutcome,
     Direction,
@@ -93,7 +115,8 @@ label_set! {
     RetirementLabels { pin: String, model: String }
     AuditLabels { pin: String, result: PinStatus }
     CallLabels { provider: String, outcome: CallOutcome }
-    ProbeLabels { pin: String, probes: String, test: String }
+    ProbeLabels { pin: String, tier: Tier, probes: String, test: String }
+    BuildLabels { version: String }
     NotificationLabels { channel: String, result: DeliveryResult }
     TrafficServedLabels { pin: String, served: String }
     SpanResultLabel { result: SpanResult }

@@ -23,9 +23,9 @@ use crate::report::PinReport;
 
 use family::{Counter, Exposed, Family, Gauge};
 use labels::{
-    AuditLabels, CallLabels, CallOutcome, Direction, FindingLabels, NoLabels, NotificationLabels,
-    PinLabel, PinStatusLabels, ProbeLabels, ProviderLabel, RetirementLabels, ServedLabels,
-    SpanResult, SpanResultLabel, StatusLabel, TokenLabels, TrafficServedLabels,
+    AuditLabels, BuildLabels, CallLabels, CallOutcome, Direction, FindingLabels, NoLabels,
+    NotificationLabels, PinLabel, PinStatusLabels, ProbeLabels, ProviderLabel, RetirementLabels,
+    ServedLabels, SpanResult, SpanResultLabel, StatusLabel, TokenLabels, TrafficServedLabels,
 };
 
 /// The exact content type Prometheus expects for the text format.
@@ -59,6 +59,12 @@ pub struct Metrics {
     traffic_served_model_mismatch: Family<PinLabel, Gauge>,
     leader: Family<NoLabels, Gauge>,
     lease_term: Family<NoLabels, Gauge>,
+    build_info: Family<BuildLabels, Gauge>,
+    breaker_open: Family<ProviderLabel, Gauge>,
+    breaker_trips_total: Family<ProviderLabel, Counter>,
+    breaker_calls_not_made_total: Family<ProviderLabel, Counter>,
+    /// The breakers' totals at the last look, by provider, for `breakers`.
+    breakers_seen: std::sync::Mutex<BTreeMap<String, (u64, u64)>>,
 }
 
 /// `modelpin_leader` and `modelpin_lease_term`.
@@ -75,6 +81,29 @@ fn fleet_families() -> (Family<NoLabels, Gauge>, Family<NoLabels, Gauge>) {
     )
 }
 
+/// `modelpin_breaker_open`, `modelpin_breaker_trips_total` and
+/// `modelpin_breaker_calls_not_made_total`.
+fn breaker_families() -> (
+    Family<ProviderLabel, Gauge>,
+    Family<ProviderLabel, Counter>,
+    Family<ProviderLabel, Counter>,
+) {
+    (
+        Family::new(
+            "modelpin_breaker_open",
+            "1 while the provider's circuit breaker is open: its recent attempts all failed and its calls are not made until a trial call gets through.",
+        ),
+        Family::new(
+            "modelpin_breaker_trips_total",
+            "Times the provider's circuit breaker opened.",
+        ),
+        Family::new(
+            "modelpin_breaker_calls_not_made_total",
+            "Planned calls not made because the provider's circuit breaker was open.",
+        ),
+    )
+}
+
 impl Default for Metrics {
     fn default() -> Metrics {
         Metrics::new()
@@ -83,6 +112,8 @@ impl Default for Metrics {
 
 impl Metrics {
     #[must_use]
+    // One registration (name and help) per family: long, and nothing to gain from splitting it.
+    #[allow(clippy::too_many_lines)]
     pub fn new() -> Metrics {
         let metrics = Metrics {
             pin_status: Family::new(
@@ -171,7 +202,21 @@ impl Metrics {
             ),
             leader: fleet_families().0,
             lease_term: fleet_families().1,
+            build_info: Family::new(
+                "modelpin_build_info",
+                "1, labelled with the running modelpin's version; absent when no daemon is up (the shipped rule ModelpinDaemonDown).",
+            ),
+            breaker_open: breaker_families().0,
+            breaker_trips_total: breaker_families().1,
+            breaker_calls_not_made_total: breaker_families().2,
+            breakers_seen: std::sync::Mutex::default(),
         };
+        metrics.build_info.set(
+            BuildLabels {
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+            },
+            1.0,
+        );
         metrics.store_write_failures_total.declare(NoLabels {});
         for result in SpanResult::ALL {
             metrics
@@ -188,7 +233,7 @@ impl Metrics {
 
     /// Every family, for the exposition. Destructured whole, so a family added to the struct
     /// does not compile until it is listed here too.
-    fn families(&self) -> [&dyn Exposed; 23] {
+    fn families(&self) -> [&dyn Exposed; 27] {
         let Metrics {
             pin_status,
             served_model_info,
@@ -213,6 +258,11 @@ impl Metrics {
             traffic_served_model_mismatch,
             leader,
             lease_term,
+            build_info,
+            breaker_open,
+            breaker_trips_total,
+            breaker_calls_not_made_total,
+            breakers_seen: _,
         } = self;
         [
             pin_status,
@@ -238,6 +288,10 @@ impl Metrics {
             traffic_served_model_mismatch,
             leader,
             lease_term,
+            build_info,
+            breaker_open,
+            breaker_trips_total,
+            breaker_calls_not_made_total,
         ]
     }
 
@@ -268,9 +322,13 @@ impl Metrics {
                     outcome,
                 });
             }
-            self.retries_total.declare(ProviderLabel {
+            let label = || ProviderLabel {
                 provider: provider.name.clone(),
-            });
+            };
+            self.retries_total.declare(label());
+            self.breaker_trips_total.declare(label());
+            self.breaker_calls_not_made_total.declare(label());
+            self.breaker_open.declare(label());
         }
         for channel in &config.alerts {
             for result in DeliveryResult::ALL {
@@ -279,6 +337,26 @@ impl Metrics {
                     result,
                 });
             }
+        }
+    }
+
+    /// The providers' circuit breakers as they stand. The breakers count from their start (a
+    /// reload starts new ones); the counters add what is new since the last look, so they
+    /// never go down.
+    pub fn breakers(&self, breakers: &crate::breaker::Breakers) {
+        let mut seen = self.breakers_seen.lock().expect("breakers seen lock");
+        for b in breakers.snapshot() {
+            let label = || ProviderLabel {
+                provider: b.provider.clone(),
+            };
+            self.breaker_open.set(label(), f64::from(u8::from(b.open)));
+            let (trips, not_made) = seen.get(&b.provider).copied().unwrap_or_default();
+            let new = |now: u64, before: u64| if now >= before { now - before } else { now };
+            self.breaker_trips_total
+                .inc_by(label(), new(b.trips, trips) as f64);
+            self.breaker_calls_not_made_total
+                .inc_by(label(), new(b.not_made, not_made) as f64);
+            seen.insert(b.provider.clone(), (b.trips, b.not_made));
         }
     }
 
@@ -389,7 +467,7 @@ mod tests {
         let text = m.render();
         let names: std::collections::BTreeSet<&str> =
             m.families().iter().map(|f| f.name()).collect();
-        assert_eq!(names.len(), 23, "each family registered once");
+        assert_eq!(names.len(), 27, "each family registered once");
         for name in names {
             assert!(text.contains(&format!("# HELP {name} ")), "{text}");
             assert!(text.contains(&format!("# TYPE {name} ")), "{text}");
