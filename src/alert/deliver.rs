@@ -235,6 +235,9 @@ pub fn webhook_payload(n: &Notification) -> Value {
     if let Some(source) = n.source {
         body["source"] = json!(source);
     }
+    if let Some(url) = &n.url {
+        body["url"] = json!(url);
+    }
     body
 }
 
@@ -267,6 +270,14 @@ pub fn alertmanager_payload(n: &Notification) -> Value {
             }
             if let Some(ends) = a.ends_at {
                 alert["endsAt"] = json!(ends);
+            }
+            // Alertmanager's templates show these: what to do, and the pin's page.
+            if let Some(action) = &a.action {
+                alert["annotations"]["action"] = json!(action);
+            }
+            if let Some(url) = &n.url {
+                alert["generatorURL"] = json!(url);
+                alert["annotations"]["url"] = json!(url);
             }
             alert
         })

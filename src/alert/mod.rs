@@ -35,6 +35,9 @@ pub struct AlertItem {
     pub status: AlertStatus,
     pub message: String,
     pub evidence: Value,
+    /// What to do about it, as the CLI and the status page say it (absent in older stores).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
     #[serde(rename = "startsAt")]
     pub starts_at: DateTime<Utc>,
     #[serde(rename = "endsAt")]
@@ -80,6 +83,9 @@ pub struct Notification {
     /// Set when a traffic verdict produced it; absent for probe audits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<crate::store::RecordSource>,
+    /// The pin's status page, under `settings.external_url`; absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 impl Notification {
@@ -156,17 +162,69 @@ impl Notification {
         }
         let _ = writeln!(out, "\nWhat to do:");
         let _ = writeln!(out, "{}", advice(self));
+        if let Some(url) = &self.url {
+            let _ = writeln!(out, "\nPin page: {url}");
+        }
         let _ = writeln!(out, "\nNotification id: {}", self.id);
         out
     }
 }
 
+/// The pin's page under the daemon's external address: `BASE/pins/ID`, the id percent-encoded
+/// as a path segment.
+#[must_use]
+pub fn pin_url(base: &str, pin: &str) -> String {
+    use std::fmt::Write as _;
+    let mut url = format!("{}/pins/", base.trim_end_matches('/'));
+    for byte in pin.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            url.push(char::from(byte));
+        } else {
+            let _ = write!(url, "%{byte:02X}");
+        }
+    }
+    url
+}
+
+/// What to do: each firing alert's own action (the line the CLI and the status page show),
+/// then where to look; the generic advice only for alerts stored without an action.
 fn advice(n: &Notification) -> String {
     if n.test {
         return "  Nothing: this channel works.".to_owned();
     }
     if n.status == AlertStatus::Resolved {
         return "  Nothing: the audit no longer finds these changes.".to_owned();
+    }
+    let firing: Vec<&AlertItem> = n
+        .alerts
+        .iter()
+        .filter(|a| a.status == AlertStatus::Firing)
+        .collect();
+    if !firing.is_empty() && firing.iter().all(|a| a.action.is_some()) {
+        // One line per distinct action, naming every finding it is for.
+        let mut actions: Vec<(Vec<&str>, &str)> = Vec::new();
+        for a in &firing {
+            let action = a.action.as_deref().unwrap_or_default();
+            match actions.iter_mut().find(|(_, known)| *known == action) {
+                Some((codes, _)) => codes.push(&a.code),
+                None => actions.push((vec![&a.code], action)),
+            }
+        }
+        let mut lines: Vec<String> = actions
+            .iter()
+            .map(|(codes, action)| {
+                format!(
+                    "  - {}: {}",
+                    codes.join(", "),
+                    crate::text::terminal(action)
+                )
+            })
+            .collect();
+        lines.push(format!(
+            "  - Recent audits: `modelpin history --pin {}`.",
+            n.pin
+        ));
+        return lines.join("\n");
     }
     let mut lines = vec![
         "  - Check the provider's model and deprecation notices for this model ID.".to_owned(),
@@ -230,7 +288,14 @@ pub async fn process(
     let channels = channels_for(config, &record.pin.id);
     let subject = record.alert_subject();
     let before = store.alert_state(&subject).await?;
-    let step = state::step(&before, record, &channels, chrono::Utc::now());
+    let mut step = state::step(&before, record, &channels, chrono::Utc::now());
+    for n in &mut step.notifications {
+        n.url = config
+            .settings
+            .external_url
+            .as_deref()
+            .map(|base| pin_url(base, &n.pin));
+    }
     let changed = step.state != before;
     if !changed && step.notifications.is_empty() && keep == Keep::AlertsOnly {
         return Ok(Vec::new());
@@ -243,4 +308,75 @@ pub async fn process(
     };
     outbox::commit(store, &commit).await?;
     Ok(step.notifications.into_iter().map(|n| n.id).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alert(code: &str, action: Option<&str>) -> AlertItem {
+        AlertItem {
+            fingerprint: code.into(),
+            code: code.into(),
+            severity: Some(Severity::Error),
+            status: AlertStatus::Firing,
+            message: String::new(),
+            evidence: Value::Null,
+            action: action.map(str::to_owned),
+            starts_at: DateTime::from_timestamp(0, 0).unwrap(),
+            ends_at: None,
+        }
+    }
+
+    fn notification(alerts: Vec<AlertItem>) -> Notification {
+        Notification {
+            id: "ntf_1".into(),
+            channel: "mail".into(),
+            pin: "bot".into(),
+            provider: "p".into(),
+            model: "m".into(),
+            status: AlertStatus::Firing,
+            alerts,
+            created_at: DateTime::from_timestamp(0, 0).unwrap(),
+            test: false,
+            audit_id: None,
+            source: None,
+            url: Some(pin_url("https://modelpin.example.com/", "bot/é")),
+        }
+    }
+
+    #[test]
+    fn what_to_do_is_each_finding_s_own_action_once_per_action_then_the_pin_page() {
+        let same = "confirm with the provider; if wanted, run `modelpin lock --pin bot`";
+        let n = notification(vec![
+            alert("tokenizer_changed", Some(same)),
+            alert("cost_changed", Some(same)),
+            alert(
+                "retired_still_served",
+                Some("move the pin to gemini-3.8-flash"),
+            ),
+        ]);
+        let text = n.text();
+        let todo = text.split("What to do:\n").nth(1).unwrap();
+        assert!(
+            todo.starts_with(&format!(
+                "  - tokenizer_changed, cost_changed: {same}\n  - retired_still_served: move the pin to gemini-3.8-flash\n  - Recent audits: `modelpin history --pin bot`.\n"
+            )),
+            "{text}"
+        );
+        assert!(!text.contains("pin a dated snapshot"), "{text}");
+        assert!(
+            text.contains("Pin page: https://modelpin.example.com/pins/bot%2F%C3%A9\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn alerts_stored_without_an_action_keep_the_general_advice() {
+        let text = notification(vec![alert("served_model_mismatch", None)]).text();
+        assert!(
+            text.contains("If the change is expected, record a new baseline"),
+            "{text}"
+        );
+    }
 }

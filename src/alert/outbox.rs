@@ -87,6 +87,7 @@ mod tests {
             status,
             message: String::new(),
             evidence: serde_json::Value::Null,
+            action: None,
             starts_at: DateTime::from_timestamp(0, 0).unwrap(),
             ends_at: None,
         }
@@ -111,6 +112,7 @@ mod tests {
             test: false,
             audit_id: None,
             source: None,
+            url: None,
         }
     }
 

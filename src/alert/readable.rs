@@ -13,11 +13,23 @@ const MAX_LINES: usize = 40;
 /// Longest value shown on one line, in characters.
 const MAX_VALUE_CHARS: usize = 200;
 
+/// Evidence fields shown before the others, as a person reads them first: what moved, in words.
+const FIRST: [&str; 1] = ["what_moved"];
+
 /// `evidence` as indented `name: value` lines (no trailing newline), each starting with `indent`.
 #[must_use]
 pub fn evidence_lines(evidence: &Value, indent: &str) -> Vec<String> {
     let mut lines = Vec::new();
-    walk(evidence, indent, &mut lines);
+    match evidence {
+        Value::Object(fields) => {
+            let first = FIRST.iter().filter_map(|k| fields.get_key_value(*k));
+            let rest = fields.iter().filter(|(k, _)| !FIRST.contains(&k.as_str()));
+            for (name, field) in first.chain(rest) {
+                push_field(name, field, indent, &mut lines);
+            }
+        }
+        other => walk(other, indent, &mut lines),
+    }
     if lines.len() > MAX_LINES {
         let left_out = lines.len() - (MAX_LINES - 1);
         lines.truncate(MAX_LINES - 1);
@@ -112,6 +124,26 @@ mod tests {
                 "  requested: gpt-4o",
                 "  served:",
                 "    gpt-5-mini\\n::error::x: 3",
+            ]
+        );
+    }
+
+    /// A drift's evidence is hundreds of lines of statistics; what moved, in words, comes first
+    /// so the line cap never hides it.
+    #[test]
+    fn what_moved_is_shown_before_the_statistics() {
+        let tests: Vec<serde_json::Value> = (0..50).map(|i| json!({ "p_value": i })).collect();
+        let evidence = json!({
+            "alpha": 0.001,
+            "tests": tests,
+            "what_moved": ["arith: pass rate 90 % → 10 %"],
+        });
+        let lines = evidence_lines(&evidence, "  ");
+        assert_eq!(
+            lines[..2],
+            [
+                "  what_moved: arith: pass rate 90 % → 10 %",
+                "  alpha: 0.001"
             ]
         );
     }

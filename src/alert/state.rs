@@ -36,6 +36,9 @@ pub struct AlertState {
     pub starts_at: DateTime<Utc>,
     pub message: String,
     pub evidence: Value,
+    /// What to do, as the finding says it (absent in states stored before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
     /// Channel name → when it last heard this alert firing.
     pub notified: BTreeMap<String, DateTime<Utc>>,
 }
@@ -93,6 +96,7 @@ pub fn step(
                 starts_at: now,
                 message: String::new(),
                 evidence: Value::Null,
+                action: None,
                 notified: BTreeMap::new(),
             }
         };
@@ -100,6 +104,7 @@ pub fn step(
             severity: finding.severity,
             message: finding.message.clone(),
             evidence: finding.evidence.clone(),
+            action: finding.action.clone(),
             ..state
         };
         firing.insert(code.clone(), state);
@@ -187,6 +192,7 @@ fn item(state: &AlertState, status: AlertStatus, ends_at: Option<DateTime<Utc>>)
         status,
         message: state.message.clone(),
         evidence: state.evidence.clone(),
+        action: state.action.clone(),
         starts_at: state.starts_at,
         ends_at,
     }
@@ -215,6 +221,7 @@ fn notification(
         test: false,
         audit_id: Some(record.audit_id.clone()),
         source: record.source,
+        url: None,
     }
 }
 

@@ -91,6 +91,7 @@ fn test_notification(channel: &str) -> Notification {
             message: "TEST notification from `modelpin alerts test`: this channel works."
                 .to_owned(),
             evidence: json!({ "test": true }),
+            action: None,
             starts_at: now,
             ends_at: None,
         }],
@@ -98,6 +99,7 @@ fn test_notification(channel: &str) -> Notification {
         test: true,
         audit_id: None,
         source: None,
+        url: None,
     }
 }
 

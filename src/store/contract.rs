@@ -12,8 +12,8 @@ use crate::alert::{AlertItem, AlertStatus, Notification};
 use crate::store::postgres::Target;
 use crate::store::tests::record;
 use crate::store::{
-    AuditRecord, Commit, Cursor, DeliveryState, Entry, Holder, Location, RecordSource, Replace,
-    Store, StoreError,
+    AuditRecord, Commit, Cursor, DeliveryState, Entry, Holder, Location, Order, RecordSource,
+    Replace, Store, StoreError,
 };
 
 use crate::store::test_server as server;
@@ -88,6 +88,7 @@ contract!(
     history_is_time_ordered_filterable_and_survives_reopening,
     recent_audits_come_newest_first_and_the_latest_key_names_its_start,
     pages_follow_their_cursor_to_the_last_one,
+    newest_first_pages_hold_every_record_once_within_since_and_pin,
     the_last_audit_looks_past_traffic_verdicts_the_latest_key_does_not,
     one_commit_holds_the_record_the_state_and_the_notifications,
     each_channel_queue_keeps_creation_order_per_pin,
@@ -118,6 +119,7 @@ fn notification(id: &str, pin: &str, at: i64, fingerprint: &str) -> Notification
             status: AlertStatus::Firing,
             message: String::new(),
             evidence: serde_json::Value::Null,
+            action: None,
             starts_at: t,
             ends_at: None,
         }],
@@ -125,6 +127,7 @@ fn notification(id: &str, pin: &str, at: i64, fingerprint: &str) -> Notification
         test: false,
         audit_id: None,
         source: None,
+        url: None,
     }
 }
 
@@ -215,7 +218,7 @@ async fn pages_follow_their_cursor_to_the_last_one(backend: &Backend) {
     let mut pages = Vec::new();
     loop {
         let page = store
-            .history_page(Some("a"), None, cursor.as_ref(), 2)
+            .history_page(Some("a"), None, cursor.as_ref(), Order::Asc, 2)
             .await
             .unwrap();
         pages.push(ids(page.records));
@@ -227,9 +230,92 @@ async fn pages_follow_their_cursor_to_the_last_one(backend: &Backend) {
     }
     assert_eq!(pages, [vec!["1", "2"], vec!["3", "4"], vec!["5"]]);
     let since = DateTime::from_timestamp(250, 0);
-    let page = store.history_page(None, since, None, 10).await.unwrap();
+    let page = store
+        .history_page(None, since, None, Order::Asc, 10)
+        .await
+        .unwrap();
     assert_eq!(ids(page.records), ["b", "3", "4", "5"]);
     assert!(page.next.is_none());
+}
+
+/// Every page of `pin`'s history from `since` in `order`, `limit` at a time, following the
+/// cursors as a client does (through their hex); the ids of each page.
+async fn walk(
+    store: &Store,
+    pin: Option<&str>,
+    since: Option<DateTime<chrono::Utc>>,
+    order: Order,
+    limit: usize,
+) -> Vec<Vec<String>> {
+    let mut cursor: Option<Cursor> = None;
+    let mut pages = Vec::new();
+    loop {
+        let page = store
+            .history_page(pin, since, cursor.as_ref(), order, limit)
+            .await
+            .unwrap();
+        pages.push(ids(page.records));
+        match page.next {
+            Some(next) => cursor = Cursor::from_hex(&next.to_hex()),
+            None => return pages,
+        }
+        assert!(pages.len() < 100, "the cursors go round: {pages:?}");
+    }
+}
+
+async fn newest_first_pages_hold_every_record_once_within_since_and_pin(backend: &Backend) {
+    let store = backend.open().await;
+    // Two records share a start (ordered by pin, then id), and `a-long` shares `a`'s prefix.
+    for (pin, at, id) in [
+        ("a", 100, "1"),
+        ("a", 200, "2"),
+        ("b", 200, "b2"),
+        ("a-long", 250, "l"),
+        ("a", 300, "3"),
+        ("a", 300, "3x"),
+        ("b", 400, "b4"),
+        ("a", 500, "5"),
+    ] {
+        store.append(&record(pin, at, id)).await.unwrap();
+    }
+    let all = ["5", "b4", "3x", "3", "l", "b2", "2", "1"];
+    for limit in 1..=9 {
+        let pages = walk(&store, None, None, Order::Desc, limit).await;
+        assert!(pages.iter().all(|p| p.len() <= limit), "{limit}: {pages:?}");
+        assert_eq!(pages.concat(), all, "limit {limit}");
+        let asc = walk(&store, None, None, Order::Asc, limit).await.concat();
+        assert_eq!(asc, all.iter().rev().copied().collect::<Vec<_>>());
+    }
+    let a = walk(&store, Some("a"), None, Order::Desc, 2).await;
+    assert_eq!(a, [vec!["5", "3x"], vec!["3", "2"], vec!["1"]]);
+    let since = DateTime::from_timestamp(200, 0);
+    let recent = walk(&store, None, since, Order::Desc, 3).await;
+    assert_eq!(
+        recent,
+        [vec!["5", "b4", "3x"], vec!["3", "l", "b2"], vec!["2"]]
+    );
+    let recent_a = walk(&store, Some("a"), since, Order::Desc, 10).await;
+    assert_eq!(recent_a, [vec!["5", "3x", "3", "2"]]);
+    let future = DateTime::from_timestamp(600, 0);
+    assert_eq!(
+        walk(&store, None, future, Order::Desc, 5).await,
+        [Vec::<String>::new()]
+    );
+    assert_eq!(
+        walk(&store, Some("zzz"), None, Order::Desc, 5).await,
+        [Vec::<String>::new()]
+    );
+    // A cursor from before `since` has passed everything newest first.
+    let first = store
+        .history_page(None, None, None, Order::Asc, 1)
+        .await
+        .unwrap();
+    let old = first.next.unwrap();
+    let page = store
+        .history_page(None, since, Some(&old), Order::Desc, 5)
+        .await
+        .unwrap();
+    assert!(page.records.is_empty() && page.next.is_none());
 }
 
 async fn the_last_audit_looks_past_traffic_verdicts_the_latest_key_does_not(backend: &Backend) {

@@ -21,10 +21,14 @@ fn project(sim: &crate::harness::Sim, channels: Vec<Channel>) -> Test {
     channels
         .into_iter()
         .fold(pins(sim, 1), Pins::alert)
+        .setting("external_url", EXTERNAL)
         .project()
         .env("HOOK_SECRET", SECRET)
         .locked()
 }
+
+/// Where the tests say people reach the daemon: alerts link to pages under it.
+const EXTERNAL: &str = "https://modelpin.example.com/status/";
 
 /// A signed webhook channel `hook`.
 fn webhook(url: &str, repeat: &str) -> Channel {
@@ -82,13 +86,25 @@ fn a_reroute_sends_exactly_one_email_and_one_signed_webhook() {
     let body = hits[0].json();
     assert_eq!(body["status"], "firing");
     assert_eq!(body["pin"], "pin");
-    assert!(
-        body["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|f| f["code"] == "served_model_mismatch")
-    );
+    let mismatch = body["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "served_model_mismatch")
+        .expect("the mismatch finding")
+        .clone();
+    // The finding's own `→` line, as the CLI prints it, and a link to the pin's page.
+    let action = mismatch["action"].as_str().expect("an action").to_owned();
+    let cli = test.run(&["check", "--format", "json"]);
+    let reported = cli.json();
+    let from_cli = reported
+        .pin("pin")
+        .finding("served_model_mismatch")
+        .action
+        .clone()
+        .unwrap();
+    assert_eq!(action, from_cli);
+    assert_eq!(body["url"], "https://modelpin.example.com/status/pins/pin");
     let id = hits[0].header("webhook-id").unwrap();
     assert_eq!(hits[0].header("idempotency-key"), Some(id));
     assert_eq!(body["id"], id);
@@ -106,6 +122,15 @@ fn a_reroute_sends_exactly_one_email_and_one_signed_webhook() {
         mail.contains("What changed:")
             && mail.contains("What to do:")
             && mail.contains("served_model_mismatch"),
+        "{mail}"
+    );
+    let unfolded = mail.replace("=\r\n", "").replace("=\n", "");
+    assert!(
+        unfolded.contains(&format!(
+            "  - served_model_mismatch: {}",
+            &action[..40.min(action.len())]
+        )) && unfolded.contains("Pin page: https://modelpin.example.com/status/pins/pin")
+            && !unfolded.contains("pin a dated snapshot"),
         "{mail}"
     );
     assert!(
