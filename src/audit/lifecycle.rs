@@ -76,6 +76,36 @@ pub async fn load_facts(config: &Config, transport: &Transport) -> Facts {
     out
 }
 
+/// The facts at hand without waiting on the network: the built-in table, local feeds, and the
+/// last fetched copy of each remote feed (cached next to the lock). What a daemon audits with
+/// until its first download of the feeds finishes, so no audit waits on a slow feed.
+#[must_use]
+pub fn facts_at_hand(config: &Config) -> Facts {
+    let mut out = Facts::builtin_only();
+    for feed in &config.settings.deprecation_feeds {
+        if feed.starts_with("https://") || feed.starts_with("http://") {
+            match read_cache(&cache_path(&config.settings.lockfile, feed)) {
+                Some((facts, fetched_at)) => {
+                    out.facts.extend(facts);
+                    out.warnings.push(format!(
+                        "feed {feed}: not downloaded yet; using the copy fetched at {}",
+                        fetched_at.to_rfc3339()
+                    ));
+                }
+                None => out.warnings.push(format!(
+                    "feed {feed}: not downloaded yet and no earlier copy: its dates are missing until the download finishes"
+                )),
+            }
+        } else {
+            match local_feed(feed, config.project()) {
+                Ok(facts) => out.facts.extend(facts),
+                Err(warning) => out.warnings.push(warning),
+            }
+        }
+    }
+    out
+}
+
 /// Largest local deprecation feed read: LiteLLM's whole price table is a few megabytes.
 pub(crate) const MAX_FEED_BYTES: u64 = 16 * 1024 * 1024;
 
@@ -281,6 +311,55 @@ pub fn pin_lifecycle(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn facts_at_hand_hold_the_cached_copy_of_a_remote_feed_and_say_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = "https://feeds.example.com/retirements.json";
+        std::fs::write(
+            dir.path().join("pins.toml"),
+            format!(
+                "version = 1\n[settings]\ndeprecation_feeds = [\"{url}\"]\n[providers.p]\nkind = \"openai\"\napi_key_env = \"K\"\n[[pin]]\nid = \"a\"\nprovider = \"p\"\nmodel = \"acme-large-2024-08-06\"\nprobes = [\"probes/*.toml\"]\n"
+            ),
+        )
+        .unwrap();
+        std::fs::create_dir(dir.path().join("probes")).unwrap();
+        std::fs::write(
+            dir.path().join("probes/a.toml"),
+            "id = \"a\"\nprompt = \"hi\"\nmax_tokens = 4\n",
+        )
+        .unwrap();
+        let config = crate::config::load_for(
+            &dir.path().join("pins.toml"),
+            crate::config::Needs {
+                provider_keys: false,
+                channel_secrets: crate::config::ChannelSecrets::WhenSet,
+            },
+        )
+        .unwrap();
+        let builtin = Facts::builtin_only().facts.len();
+        let none = facts_at_hand(&config);
+        assert_eq!(none.facts.len(), builtin);
+        assert!(none.warnings[0].contains("not downloaded yet and no earlier copy"));
+
+        let body = String::from_utf8(crate::fixtures::read(
+            "deprecation-sources/litellm-model-prices-sample.json",
+        ))
+        .unwrap();
+        let in_feed = feeds::parse_feed(body.as_bytes(), None).unwrap().len();
+        write_cache(
+            &cache_path(&config.settings.lockfile, url),
+            &CachedFeed {
+                url: url.to_owned(),
+                fetched_at: Utc::now(),
+                body,
+            },
+        )
+        .unwrap();
+        let cached = facts_at_hand(&config);
+        assert_eq!(cached.facts.len(), builtin + in_feed);
+        assert!(cached.warnings[0].contains("not downloaded yet; using the copy fetched at"));
+    }
 
     #[test]
     fn cache_sits_next_to_the_lock_and_round_trips() {

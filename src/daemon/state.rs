@@ -22,10 +22,6 @@ use crate::provider::Secret;
 use crate::store::Store;
 use crate::transport::Transport;
 
-/// How long audits started before the first lifecycle load finishes wait for it (counted from
-/// the daemon's start); later ones go with the built-in table.
-pub const FIRST_FACTS_WAIT: Duration = Duration::from_secs(10);
-
 /// A loop that has not turned for longer makes `/healthz` fail.
 const LOOP_STALLED: Duration = Duration::from_secs(5);
 
@@ -35,18 +31,21 @@ pub struct Snapshot {
     pub config: Arc<Config>,
     /// One HTTP client and its connection pools for every audit.
     pub transport: Transport,
-    /// Lifecycle facts (table and feeds): the built-in table at start, then loaded by upkeep.
+    /// Lifecycle facts (table and feeds): what is at hand at start (the built-in table, local
+    /// feeds, the last fetched copy of remote ones), then what upkeep downloads. No audit waits
+    /// for a download.
     pub facts: Arc<Facts>,
 }
 
 impl Snapshot {
-    /// `config` with a new client and the built-in lifecycle table.
+    /// `config` with a new client and the lifecycle facts at hand.
     pub fn of(config: Config) -> Result<Snapshot, String> {
         let transport = Transport::for_config(&config).map_err(|f| f.message)?;
+        let facts = crate::audit::lifecycle::facts_at_hand(&config);
         Ok(Snapshot {
             config: Arc::new(config),
             transport,
-            facts: Arc::new(Facts::builtin_only()),
+            facts: Arc::new(facts),
         })
     }
 }
@@ -70,8 +69,6 @@ pub struct Daemon {
     pub store: Store,
     pub metrics: Metrics,
     pub(crate) started: DateTime<Utc>,
-    /// When the daemon started, on the monotonic clock the loop beats on.
-    clock_start: Instant,
     /// The loop's last turn: a stuck loop makes `/healthz` fail.
     heartbeat: Mutex<Instant>,
     /// Pins whose audit is running now.
@@ -86,9 +83,6 @@ pub struct Daemon {
     lock_cache: Mutex<Option<(LockStamp, Arc<Option<LoadedLock>>)>>,
     /// Counts commits that queued notifications; wakes every channel's delivery worker.
     pub(crate) outbox_wake: tokio::sync::watch::Sender<u64>,
-    /// Whether lifecycle facts were loaded since start (the snapshot holds the built-in table
-    /// until then).
-    facts_loaded: tokio::sync::watch::Sender<bool>,
     /// The bearer token `/api/*` requires (`settings.api_token_env`), read once at start.
     pub api_token: Option<Secret>,
     /// The traces receiver's windows, request slots and token (`[traffic]`, read at start).
@@ -121,14 +115,12 @@ impl Daemon {
             store: parts.store,
             metrics: Metrics::new(),
             started: Utc::now(),
-            clock_start: now,
             heartbeat: Mutex::new(now),
             running: Mutex::new(HashSet::new()),
             last_audit: Mutex::new(BTreeMap::new()),
             cancel_audits: CancellationToken::new(),
             lock_cache: Mutex::new(None),
             outbox_wake: tokio::sync::watch::Sender::new(0),
-            facts_loaded: tokio::sync::watch::Sender::new(false),
             api_token: parts.api_token,
             traffic: parts.traffic,
             renders: tokio::sync::Semaphore::new(RENDERS),
@@ -162,17 +154,7 @@ impl Daemon {
             facts,
         });
         drop(current);
-        self.facts_loaded.send_replace(true);
         true
-    }
-
-    /// Returns once lifecycle facts were loaded, or `FIRST_FACTS_WAIT` after start, whichever
-    /// comes first: the first audits see the feeds unless a feed is slow, and a slow feed
-    /// delays them by at most that.
-    pub(crate) async fn facts_ready(&self) {
-        let mut loaded = self.facts_loaded.subscribe();
-        let until = self.clock_start + FIRST_FACTS_WAIT;
-        let _ = tokio::time::timeout_at(until, loaded.wait_for(|l| *l)).await;
     }
 
     /// The scheduler loop turned.
@@ -293,44 +275,11 @@ mod tests {
     use std::time::Duration;
 
     use chrono::Utc;
-    use tokio::time::{Instant, sleep};
+    use tokio::time::sleep;
 
-    use super::FIRST_FACTS_WAIT;
     use crate::audit::lifecycle::Facts;
     use crate::config::tests_support::minimal_config;
     use crate::daemon::test_support::daemon_with;
-
-    #[tokio::test(start_paused = true)]
-    async fn audits_wait_for_the_first_facts_but_not_longer_than_the_bound() {
-        let t = daemon_with(minimal_config()).await;
-        let start = Instant::now();
-        t.daemon.facts_ready().await;
-        let waited = start.elapsed();
-        assert!(
-            waited >= FIRST_FACTS_WAIT && waited < FIRST_FACTS_WAIT + Duration::from_secs(1),
-            "{waited:?}"
-        );
-
-        let t = daemon_with(minimal_config()).await;
-        let start = Instant::now();
-        let config = t.daemon.config();
-        let load = async {
-            sleep(Duration::from_secs(3)).await;
-            assert!(t.daemon.swap_facts(&config, Arc::new(Facts::default())));
-        };
-        tokio::join!(t.daemon.facts_ready(), load);
-        assert_eq!(
-            start.elapsed(),
-            Duration::from_secs(3),
-            "no longer than the load"
-        );
-        t.daemon.facts_ready().await;
-        assert_eq!(
-            start.elapsed(),
-            Duration::from_secs(3),
-            "at once once loaded"
-        );
-    }
 
     #[tokio::test(start_paused = true)]
     async fn facts_loaded_for_a_config_a_reload_replaced_are_dropped() {

@@ -2,9 +2,10 @@
 //!
 //! A feed download can take as long as `settings.timeout`; awaited inside the scheduler's loop it
 //! stopped dispatch, signals and the heartbeat for that long (`/healthz` failed after 5 s of a
-//! slow feed). Here it can be as slow as it likes: the loop never waits on it. The first load
-//! starts at once, while the listener already serves and the loop already runs; audits started
-//! before it finishes wait for it up to `FIRST_FACTS_WAIT` (`Daemon::facts_ready`). Then feeds
+//! slow feed). Here it can be as slow as it likes: the loop never waits on it, and neither does
+//! an audit. The first load starts at once, while the listener already serves and the loop
+//! already runs; audits started before it finishes use the facts at hand (the built-in table,
+//! local feeds and the last downloaded copy of each remote one). Then feeds
 //! are refreshed and history pruned every hour, the first time an hour after start, and the
 //! feeds again whenever a reload asks (`refresh`).
 

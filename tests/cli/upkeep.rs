@@ -113,6 +113,16 @@ fn a_feed_slow_to_answer_keeps_neither_healthz_nor_the_schedule_waiting() {
         daemon.log()
     );
     let asked = Instant::now();
+    // No audit waits for the download: the first is stored while the feed has not answered
+    // (before, audits waited up to 10 s for it and `/healthz` failed meanwhile).
+    assert!(
+        eventually(Duration::from_secs(5), || daemon
+            .try_records()
+            .is_some_and(|r| !r.is_empty())),
+        "an audit within 5 s of start: {}",
+        daemon.log()
+    );
+    assert_eq!(feed.answered(), 0);
     // While the feed hangs: healthy on every probe, and audits stored on schedule.
     let mut audits = 0;
     while audits < 2 && asked.elapsed() < HANG.saturating_sub(Duration::from_secs(2)) {

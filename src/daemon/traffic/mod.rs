@@ -288,9 +288,6 @@ pub async fn judge_loop(daemon: Arc<Daemon>, stop: CancellationToken) {
         };
         if stopping {
             daemon.traffic.closed.store(true, Ordering::Relaxed);
-        } else {
-            // The first verdicts, like the first audits, wait for the feeds a little.
-            daemon.facts_ready().await;
         }
         // Only the fleet's leader judges (and so alerts); see `fleet`. In a fleet, the spans
         // every member accepted wait in the store's inbox until then.
