@@ -54,7 +54,10 @@ pub fn select_pins<'a>(config: &'a Config, ids: &[String]) -> Result<Vec<&'a Pin
 /// Calls, tokens and cost an audit plans, said before it starts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Estimate {
+    /// Pins that are called.
     pub pins: usize,
+    /// Pins of the audit that make no call: `check` calls no pin without a baseline.
+    pub unbaselined: usize,
     /// Probe calls planned (retries not counted).
     pub calls: u64,
     /// Prompt plus `max_tokens` of every call.
@@ -77,6 +80,7 @@ impl Estimate {
     pub fn of(config: &Config, pins: &[&Pin], samples: Option<u32>) -> Estimate {
         let mut estimate = Estimate {
             pins: pins.len(),
+            unbaselined: 0,
             calls: 0,
             tokens: 0,
             usd: 0.0,
@@ -124,6 +128,15 @@ impl Estimate {
                 self.tier_usd += usd;
             }
         }
+    }
+}
+
+/// "it" or "the N of them".
+fn pick(n: usize) -> String {
+    if n == 1 {
+        "it".to_owned()
+    } else {
+        format!("any of the {n}")
     }
 }
 
@@ -185,10 +198,15 @@ impl fmt::Display for Estimate {
         } else {
             String::new()
         };
+        let idle = match self.unbaselined {
+            0 => String::new(),
+            n if self.pins == 0 => format!(" (no baseline for {}: none is called)", pick(n)),
+            n => format!(" ({n} without a baseline: not called)"),
+        };
         write!(
             f,
-            "{}: {} planned{tier} (estimated {}{cost}, if providers keep to max_tokens)",
-            count_of(self.pins, "pin"),
+            "{}: {} planned{idle}{tier} (estimated {}{cost}, if providers keep to max_tokens)",
+            count_of(self.pins + self.unbaselined, "pin"),
             count(self.calls, "call"),
             count(self.tokens, "token")
         )
@@ -202,6 +220,7 @@ mod tests {
     fn estimate(unpriced: &[&str], tier_calls: u64) -> Estimate {
         Estimate {
             pins: 2,
+            unbaselined: 0,
             calls: 20 + tier_calls,
             tokens: 1000 + tier_calls * 12,
             usd: 0.25,
@@ -235,5 +254,32 @@ mod tests {
         for (estimate, want) in table {
             assert_eq!(estimate.to_string(), want);
         }
+    }
+
+    #[test]
+    fn pins_without_a_baseline_count_as_pins_that_make_no_call() {
+        let none = Estimate {
+            pins: 0,
+            unbaselined: 1,
+            calls: 0,
+            tokens: 0,
+            usd: 0.0,
+            unpriced: Vec::new(),
+            tier_calls: 0,
+            tier_tokens: 0,
+            tier_usd: 0.0,
+        };
+        assert_eq!(
+            none.to_string(),
+            "1 pin: 0 calls planned (no baseline for it: none is called) (estimated 0 tokens, about $0.0000, if providers keep to max_tokens)"
+        );
+        let some = Estimate {
+            unbaselined: 2,
+            ..estimate(&[], 0)
+        };
+        assert_eq!(
+            some.to_string(),
+            "4 pins: 20 calls planned (2 without a baseline: not called) (estimated 1000 tokens, about $0.2500, if providers keep to max_tokens)"
+        );
     }
 }

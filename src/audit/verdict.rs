@@ -92,7 +92,8 @@ fn tally(obs: &Observation) -> (Calls, Tokens) {
 fn cost(case: &Case<'_>) -> Option<f64> {
     let price = reference_price(case.pin, case.locked);
     let mut total = 0.0;
-    let mut known = false;
+    // A priced pin that sent no call cost $0, not an unknown amount.
+    let mut known = price.is_some() && case.observation.calls.iter().all(|c| c.attempts == 0);
     for (_, reply) in case.observation.replies() {
         let cost = reply
             .reported_cost_usd

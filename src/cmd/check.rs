@@ -63,6 +63,19 @@ fn say_lock_state(
     }
 }
 
+/// Pins of a lock that holds no baseline for them: their calls are not made.
+fn warn_unbaselined(config: &Config, unbaselined: &[&crate::config::Pin], out: Output) {
+    if unbaselined.is_empty() {
+        return;
+    }
+    let ids: Vec<&str> = unbaselined.iter().map(|p| p.id.as_str()).collect();
+    out.progress(&format!(
+        "warning: no baseline in {} for {}: their calls are not made (nothing to compare with); run `modelpin lock --pin ID` to record them",
+        config.settings.lockfile.display(),
+        ids.join(", ")
+    ));
+}
+
 pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<Exit, AppError> {
     let channel_secrets = if options.notify {
         crate::config::ChannelSecrets::Required
@@ -88,13 +101,8 @@ pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<E
         .iter()
         .copied()
         .partition(|pin| has_baseline(lock.as_ref(), pin));
-    if lock.is_some() && !unbaselined.is_empty() {
-        let ids: Vec<&str> = unbaselined.iter().map(|p| p.id.as_str()).collect();
-        out.progress(&format!(
-            "warning: no baseline in {} for {}: their calls are not made (nothing to compare with); run `modelpin lock --pin ID` to record them",
-            config.settings.lockfile.display(),
-            ids.join(", ")
-        ));
+    if lock.is_some() {
+        warn_unbaselined(&config, &unbaselined, out);
     }
     let tiers: Vec<_> = if options.no_probes {
         Vec::new()
@@ -103,7 +111,16 @@ pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<E
             .into_iter()
             .collect()
     };
-    let progress = crate::cmd::announce("check", &config, &called, samples, &tiers, spend, out)?;
+    let progress = crate::cmd::announce(
+        "check",
+        &config,
+        &called,
+        unbaselined.len(),
+        samples,
+        &tiers,
+        spend,
+        out,
+    )?;
     let planned = progress.planned().calls;
     let request = Request {
         pins,

@@ -64,8 +64,16 @@ pub async fn lock_pins(
     let pins = select_pins(config, &options.pins)?;
     let spend = (options.max_cost, options.yes);
     let tiers = crate::audit::first_tokens::for_lock(config, &pins);
-    let progress =
-        crate::cmd::announce("lock", config, &pins, options.samples, &tiers, spend, out)?;
+    let progress = crate::cmd::announce(
+        "lock",
+        config,
+        &pins,
+        0,
+        options.samples,
+        &tiers,
+        spend,
+        out,
+    )?;
     let transport = transport_for(config)?;
     let request = Request {
         pins,

@@ -1,6 +1,7 @@
 //! JUnit XML: one `<testsuite>` per pin, one `<testcase>` per check, a `<failure>` per error
-//! finding (its evidence as the element text), `<error>` when the pin could not be measured, and
-//! `<skipped>` for checks that had nothing to compare. The config and lock digests are properties
+//! finding (its `→` action, a blank line and its evidence as JSON for the element text),
+//! `<error>` when the pin could not be measured, and `<skipped>` for checks that had nothing to
+//! compare or do not apply (no upstream host, no behaviour test in this audit). The config and lock digests are properties
 //! of every suite, so a CI result names exactly what it verified.
 
 use std::fmt::Write as _;
@@ -91,6 +92,19 @@ fn suite(pin: &PinReport) -> Suite<'_> {
                 (None, Check::Cost) if pin.cost_usd.is_none() => Outcome::Skipped(
                     "unpriced: the pin has no `price` and the provider reported no cost".to_owned(),
                 ),
+                // Checks that do not apply to this provider or this audit pass nothing.
+                (None, Check::Upstream) if pin.upstreams.is_empty() => Outcome::Skipped(
+                    "does not apply: the provider names no upstream host (only gateways such as OpenRouter do)".to_owned(),
+                ),
+                (None, Check::Behaviour)
+                    if pin.behaviour.is_empty()
+                        && !pin.findings.iter().any(|f| f.code.check() == Some(Check::Behaviour)) =>
+                {
+                    Outcome::Skipped(
+                        "no behaviour test ran (no probe answers were compared in this audit)"
+                            .to_owned(),
+                    )
+                }
                 (None, _) => Outcome::Passed,
             };
             (check.name(), outcome)
@@ -173,12 +187,20 @@ fn write_case(out: &mut String, pin: &str, name: &str, outcome: &Outcome<'_>) {
                 "error"
             };
             let evidence = serde_json::to_string_pretty(&f.evidence).unwrap_or_default();
+            // What to do first, as the CLI and the status page show it, then a blank line and
+            // the evidence as JSON.
+            let action = f.action.as_ref().map(|a| format!("→ {a}"));
+            let lines = action
+                .iter()
+                .map(String::as_str)
+                .chain(action.as_ref().map(|_| ""))
+                .chain(evidence.lines());
             let _ = writeln!(
                 out,
                 ">\n      <{tag} message=\"{}\" type=\"{}\">{}</{tag}>\n    </testcase>",
                 xml(&f.message),
                 f.code,
-                xml_lines(evidence.lines())
+                xml_lines(lines)
             );
         }
         Outcome::Skipped(why) => {

@@ -54,10 +54,14 @@ for suite in root.findall("testsuite"):
     out["skipped"] += counts["skipped"]
     out["types"] += [c.find("failure").get("type") for c in cases if c.find("failure") is not None]
     out["props"] = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    out["skipped_checks"] = out.get("skipped_checks", []) + [c.get("name") for c in cases if c.find("skipped") is not None]
     for c in cases:
         f = c.find("failure")
         if f is not None:
-            json.loads(f.text)  # the evidence is JSON
+            # What to do, a blank line, then the evidence as JSON.
+            action, blank, evidence = f.text.partition("\n\n")
+            assert action.startswith("\u2192 ") and "\n" not in action, f.text
+            json.loads(evidence)
 assert int(root.get("failures")) == out["failures"]
 print(json.dumps(out))
 "#;
@@ -96,6 +100,19 @@ fn junit_has_one_suite_per_pin_and_a_failure_per_error_finding() {
     assert!(
         types.contains(&"served_model_mismatch") && types.contains(&"tokenizer_changed"),
         "{types:?}"
+    );
+    // An OpenAI-style provider names no upstream host: that check does not apply, and does not
+    // pass either.
+    let skipped = parsed["skipped_checks"].as_array().unwrap();
+    assert!(
+        skipped.contains(&serde_json::json!("upstream")),
+        "{skipped:?}"
+    );
+    assert!(
+        run.stdout
+            .contains("does not apply: the provider names no upstream host"),
+        "{}",
+        run.stdout
     );
     assert!(
         parsed["props"]["config_digest"]

@@ -47,9 +47,19 @@ fn a_refused_connection_is_named_at_once_and_not_retried_like_a_timeout() {
     }
     let human = test.run(&["check", "--no-probes"]);
     assert!(
-        human.stdout.contains("connection refused: 127.0.0.1:"),
+        human.stdout.contains(&format!(
+            "127.0.0.1:{} refused the connection (nothing listens there) — not retried",
+            closed.port
+        )),
         "{}",
         human.stdout
+    );
+    // Said once, not three times over.
+    assert_eq!(
+        finding.message.matches("refused").count(),
+        2,
+        "{}",
+        finding.message
     );
     assert!(
         !human.stderr.contains("/call"),
