@@ -146,10 +146,12 @@ fn status_page_reads_at_1280_and_on_a_phone_with_long_ids_and_no_sideways_scroll
                 .iter()
                 .zip(&want)
                 .all(|((i, s), (wi, ws))| i == wi && s == ws)
-            && html
-                .split("<article")
-                .skip(1)
-                .all(|c| c.matches("<a href=\"pins/").count() >= 7)
+            // Marks on the card's strip (its title and served IDs link to the pin too).
+            && html.split("<article").skip(1).all(|c| {
+                c.split("<div class=\"strip\"")
+                    .nth(1)
+                    .is_some_and(|strip| strip.split("</div>").next().unwrap_or_default().matches("<a href=").count() >= 7)
+            })
     });
     assert!(ready, "{:?}\n{html}\n{}", rows(&html), daemon.log());
 
