@@ -22,9 +22,19 @@ pub fn evidence_lines(evidence: &Value, indent: &str) -> Vec<String> {
     let mut lines = Vec::new();
     match evidence {
         Value::Object(fields) => {
-            let first = FIRST.iter().filter_map(|k| fields.get_key_value(*k));
-            let rest = fields.iter().filter(|(k, _)| !FIRST.contains(&k.as_str()));
-            for (name, field) in first.chain(rest) {
+            // Sentences, one a line: what moved reads as a list, not one cut-off line.
+            for (name, field) in FIRST.iter().filter_map(|k| fields.get_key_value(*k)) {
+                lines.push(format!("{indent}{}:", terminal(name)));
+                match field {
+                    Value::Array(items) => lines.extend(
+                        items
+                            .iter()
+                            .map(|item| format!("{indent}  - {}", scalar(item))),
+                    ),
+                    other => lines.push(format!("{indent}  - {}", scalar(other))),
+                }
+            }
+            for (name, field) in fields.iter().filter(|(k, _)| !FIRST.contains(&k.as_str())) {
                 push_field(name, field, indent, &mut lines);
             }
         }
@@ -136,13 +146,15 @@ mod tests {
         let evidence = json!({
             "alpha": 0.001,
             "tests": tests,
-            "what_moved": ["arith: pass rate 90 % → 10 %"],
+            "what_moved": ["arith: pass rate 90 % → 10 %", "capital: \"Perth\n\" 0 % → 50 %"],
         });
         let lines = evidence_lines(&evidence, "  ");
         assert_eq!(
-            lines[..2],
+            lines[..4],
             [
-                "  what_moved: arith: pass rate 90 % → 10 %",
+                "  what_moved:",
+                "    - arith: pass rate 90 % → 10 %",
+                "    - capital: \"Perth\\n\" 0 % → 50 %",
                 "  alpha: 0.001"
             ]
         );
