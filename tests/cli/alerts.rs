@@ -289,6 +289,16 @@ fn alertmanager_shows_the_alert_active_then_resolved() {
     assert_eq!(alert["labels"]["pin"], "pin");
     assert_eq!(alert["labels"]["model"], ID);
     assert_eq!(alert["labels"]["severity"], "error");
+    // Alertmanager's own API shows what to do and where the pin's page is.
+    let page = "https://modelpin.example.com/status/pins/pin";
+    assert_eq!(alert["annotations"]["url"], page, "{alert}");
+    assert_eq!(alert["generatorURL"], page, "{alert}");
+    assert!(
+        alert["annotations"]["action"]
+            .as_str()
+            .is_some_and(|a| a.contains("modelpin lock --pin pin")),
+        "{alert}"
+    );
     restore(&sim);
     let resolved = eventually(DEADLINE, || am.active().is_empty());
     assert!(

@@ -155,3 +155,37 @@ fn a_priced_and_an_unpriced_pin_total_the_priced_one_and_name_the_other() {
         human.stdout
     );
 }
+
+/// Before the first lock: the plan counts the pin it will not call, and a priced pin that sent
+/// nothing cost $0.0000 — known, not "unpriced".
+#[test]
+fn a_priced_pin_without_a_baseline_is_one_pin_that_cost_nothing() {
+    let sim = Sim::start(single(ID, model(ID, 4.0, (2.5, 10.0))));
+    let test = Test::new()
+        .pins(&one_pin_with(
+            SETTINGS,
+            ProviderKind::OpenAi,
+            &sim.url(ProviderKind::OpenAi),
+            ID,
+            "price = { input = 2.5, output = 10.0 }",
+        ))
+        .probes();
+    let run = test.run(&["check"]);
+    run.code(3);
+    assert!(
+        run.stderr
+            .contains("check: 1 pin: 0 calls planned (no baseline for it: none is called)"),
+        "{}",
+        run.stderr
+    );
+    let row = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("pin "))
+        .expect("the pin's row");
+    assert!(row.trim_end().ends_with("$0.0000"), "{}", run.stdout);
+    assert!(!run.stdout.contains("unpriced"), "{}", run.stdout);
+    assert_eq!(sim.requests(), 0);
+    let json = test.run(&["check", "--format", "json"]).json();
+    assert_eq!(json.pin("pin").cost_usd, Some(0.0));
+}

@@ -410,3 +410,49 @@ fn a_provider_failing_everything_trips_its_breaker_after_a_few_attempts() {
     let action = finding.action.as_deref().unwrap_or_default();
     assert!(action.contains("status page"), "{action}");
 }
+
+/// The daemon keeps its breakers between audits: a provider failing everything opens the
+/// breaker and later audits' calls are not made (counted on `/metrics`); once the provider is
+/// back, the trial call after the cool-down closes it and audits measure again.
+#[test]
+fn the_daemon_s_breaker_stays_open_across_audits_and_closes_when_the_provider_is_back() {
+    use crate::support::daemon::Daemon;
+    let sim = Sim::start(scenario(None));
+    let test = Pins::one(ProviderKind::OpenAi, &sim.url(ProviderKind::OpenAi), ID)
+        .daemon()
+        .setting("timeout", "2s")
+        .setting("budget", "20s")
+        .setting("concurrency", 2)
+        .setting("breaker_cooldown", "3s")
+        .each_pin("samples", 4)
+        .project();
+    test.run(&["lock"]).code(0);
+    let server_error = FaultKind::Error {
+        class: SimError::Server,
+        headers: Vec::new(),
+    };
+    sim.set(scenario(Some((None, server_error))));
+    let mut daemon = Daemon::start(&test);
+    let provider = [("provider", "p")];
+    let open = daemon.wait_scrape("the breaker open, calls not made", |s| {
+        s.value("modelpin_breaker_open", &provider) == Some(1.0)
+            && s.value("modelpin_breaker_calls_not_made_total", &provider) >= Some(1.0)
+    });
+    assert!(open.value("modelpin_breaker_trips_total", &provider) >= Some(1.0));
+    assert_eq!(
+        open.value(
+            "modelpin_build_info",
+            &[("version", env!("CARGO_PKG_VERSION"))]
+        ),
+        Some(1.0)
+    );
+    // Back: the next trial call gets through and the pin is measured again.
+    sim.set(scenario(None));
+    daemon.wait_records("an ok audit after the provider is back", |records| {
+        records.last().is_some_and(|r| r.pin.status == "ok")
+    });
+    let closed = daemon.scrape();
+    assert_eq!(closed.value("modelpin_breaker_open", &provider), Some(0.0));
+    daemon.signal("TERM");
+    assert_eq!(daemon.wait_exit(Duration::from_secs(12)), Some(0));
+}
