@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::harness::Test;
+use crate::support::tools::{output as run, succeeded as ok};
 
 const DOCKERFILE: &str = include_str!("../../Dockerfile");
 
@@ -122,22 +123,6 @@ fn is_root() -> bool {
         .arg("-u")
         .output()
         .is_ok_and(|o| o.stdout == b"0\n")
-}
-
-#[track_caller]
-fn ok(output: &Output) -> String {
-    assert!(
-        output.status.success(),
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn run(command: &mut Command) -> Output {
-    command.output().expect("runs")
 }
 
 /// Runs the unpacked image's entrypoint with `args` under runc, as `docker run --read-only

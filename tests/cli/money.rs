@@ -11,8 +11,8 @@ use crate::world::{model, reroute, single};
 const ID: &str = "acme-large-2024-08-06";
 const SWAP: &str = "acme-small-2024-09-01";
 
-/// A locked unpriced pin whose model is then served by another one (drift).
-fn unpriced_drift() -> (Sim, Test) {
+/// One pin on the simulator, with `extra` in its table (a `price`, say); not locked.
+fn project(extra: &str) -> (Sim, Test) {
     let sim = Sim::start(single(ID, model(ID, 4.0, (2.5, 10.0))));
     let test = Test::new()
         .pins(&one_pin_with(
@@ -20,9 +20,15 @@ fn unpriced_drift() -> (Sim, Test) {
             ProviderKind::OpenAi,
             &sim.url(ProviderKind::OpenAi),
             ID,
-            "",
+            extra,
         ))
         .probes();
+    (sim, test)
+}
+
+/// A locked unpriced pin whose model is then served by another one (drift).
+fn unpriced_drift() -> (Sim, Test) {
+    let (sim, test) = project("");
     test.run(&["lock"]).code(0);
     sim.set(reroute(
         sim.sim.scenario(),
@@ -160,16 +166,7 @@ fn a_priced_and_an_unpriced_pin_total_the_priced_one_and_name_the_other() {
 /// nothing cost $0.0000 — known, not "unpriced".
 #[test]
 fn a_priced_pin_without_a_baseline_is_one_pin_that_cost_nothing() {
-    let sim = Sim::start(single(ID, model(ID, 4.0, (2.5, 10.0))));
-    let test = Test::new()
-        .pins(&one_pin_with(
-            SETTINGS,
-            ProviderKind::OpenAi,
-            &sim.url(ProviderKind::OpenAi),
-            ID,
-            "price = { input = 2.5, output = 10.0 }",
-        ))
-        .probes();
+    let (sim, test) = project("price = { input = 2.5, output = 10.0 }");
     let run = test.run(&["check"]);
     run.code(3);
     assert!(

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::harness::Test;
+use crate::support::tools::{output as run, succeeded as ok};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -23,24 +24,8 @@ fn target() -> String {
     format!("{arch}-unknown-linux-musl")
 }
 
-fn run(command: &mut Command) -> Output {
-    command.output().expect("runs")
-}
-
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-#[track_caller]
-fn ok(output: &Output) -> String {
-    assert!(
-        output.status.success(),
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        output.status.code(),
-        text(&output.stdout),
-        text(&output.stderr)
-    );
-    text(&output.stdout)
 }
 
 /// The binary to pack: the static release build `.ci/run` makes (what a release ships, and a

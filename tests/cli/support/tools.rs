@@ -2,7 +2,25 @@
 //! it) and skips it elsewhere with a notice.
 
 use std::io::Write as _;
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
+
+/// Runs `command` to its end.
+pub fn output(command: &mut Command) -> Output {
+    command.output().expect("runs")
+}
+
+/// Its standard output, after asserting it succeeded (with both streams in the message if not).
+#[track_caller]
+pub fn succeeded(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
 
 /// `Some` when `name` runs; `None` (after a printed notice) when absent outside CI.
 pub fn program(name: &str, probe: &[&str]) -> Option<()> {
