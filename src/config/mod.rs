@@ -465,8 +465,8 @@ pub struct Settings {
     /// Where people reach the daemon's pages (`https://modelpin.example.com`), for links in
     /// alerts; no link without it.
     pub external_url: Option<String>,
-    /// The circuit breaker: this many consecutive calls to one provider that failed after their
-    /// retries (5xx, 429, timeouts, refusals) open it.
+    /// The circuit breaker: this many failed attempts in a row to one provider (5xx, 429,
+    /// timeouts, refused or broken connections) open it.
     pub breaker_failures: u32,
     /// How long an open breaker stays open before one call tries the provider again.
     pub breaker_cooldown: Duration,

@@ -32,9 +32,9 @@ pub(crate) const DEFAULT_METRICS: &str = "127.0.0.1:9464";
 /// The fleet's lease: renewed every third of it, so a standby leads within two of them after
 /// the leader dies (one for the lease to run out, a third for the standby's next look).
 pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(15);
-/// Consecutive failed calls (after their retries) that open a provider's breaker: a few, so a
-/// provider that is down costs a handful of calls instead of the whole plan, and more than one,
-/// so one unlucky call does not stop an audit.
+/// Failed attempts in a row that open a provider's breaker: a few, so a provider that is down
+/// costs a handful of attempts instead of the whole plan, and more than one call's retries
+/// (`max_attempts`, 4), so one unlucky call does not stop an audit.
 pub(crate) const DEFAULT_BREAKER_FAILURES: u32 = 5;
 pub(crate) const BREAKER_FAILURES_MAX: u32 = 1_000;
 /// How long an open breaker stays open before one call tries the provider again.
@@ -147,7 +147,7 @@ fn breaker_failures(check: &mut Check, value: &Spanned<u32>) -> Option<u32> {
             format!("`breaker_failures` must be between 1 and {BREAKER_FAILURES_MAX}, found {n}"),
         )
         .help(format!(
-            "consecutive failed calls to one provider before its remaining calls are not made; {DEFAULT_BREAKER_FAILURES} is the default"
+            "failed attempts in a row to one provider before its calls stop; {DEFAULT_BREAKER_FAILURES} is the default"
         ));
     None
 }

@@ -192,3 +192,36 @@ fn a_postgres_store_and_its_lease_are_accepted() {
     assert_eq!(target.password_env.as_deref(), Some("MP_DB_PASSWORD"));
     assert_eq!(config.settings.lease, std::time::Duration::from_secs(9));
 }
+
+#[test]
+fn breaker_bounds_and_external_url() {
+    assert_eq!(
+        error(&with_settings("breaker_failures = 0")),
+        r"error: `breaker_failures` must be between 1 and 1000, found 0
+ --> pins.toml:4:20
+  |
+4 | breaker_failures = 0
+  |                    ^
+  = help: failed attempts in a row to one provider before its calls stop; 5 is the default"
+    );
+    assert_eq!(
+        error(&with_settings("breaker_cooldown = \"2d\"")),
+        r#"error: `breaker_cooldown` must be between 1s and 24h, found 2d
+ --> pins.toml:4:20
+  |
+4 | breaker_cooldown = "2d"
+  |                    ^^^^
+  = help: how long an open breaker waits before one call tries the provider again; 5m is the default"#
+    );
+    assert_eq!(
+        error(&with_settings(
+            "external_url = \"https://user:pw@modelpin.example.com\""
+        )),
+        r#"error: `external_url` must be an http(s) URL without user info, query or fragment
+ --> pins.toml:4:16
+  |
+4 | external_url = "https://user:pw@modelpin.example.com"
+  |                ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  = help: the address people open the status page at, like `https://modelpin.example.com`: alerts link to its pin pages"#
+    );
+}
