@@ -157,6 +157,9 @@ pub struct Plan<'a> {
     pub progress: Arc<tally::Tally>,
     /// Each pin's one-token calls of the first-token tier, by pin id, after its probe calls.
     pub tiers: BTreeMap<String, first_tokens::TierCalls>,
+    /// The price each pin's calls are counted at against the spend cap, by pin id: its
+    /// `price`, else the one its lock recorded (`price_of`) — the figure the report uses too.
+    pub prices: BTreeMap<String, crate::config::Price>,
     /// Per provider, the calls that may exist at once (its concurrency, capped by the overall
     /// one): a call takes a slot before it builds its request, so calls waiting their turn hold
     /// a few bytes each instead of a request and a full retry state.
@@ -226,6 +229,10 @@ impl<'a> Plan<'a> {
         cancel: CancellationToken,
         progress: Arc<tally::Tally>,
     ) -> Plan<'a> {
+        let prices = pins
+            .iter()
+            .filter_map(|pin| Some((pin.id.clone(), pin.price?)))
+            .collect();
         Plan {
             config,
             pins,
@@ -236,6 +243,7 @@ impl<'a> Plan<'a> {
             },
             cancel,
             spend: Arc::new(Spend::new(max_cost.or(config.settings.max_cost_usd))),
+            prices,
             progress,
             tiers: BTreeMap::new(),
             slots: config
@@ -530,7 +538,7 @@ impl PinRun<'_> {
         };
         self.stop_on_terminal(&record.result);
         if let CallResult::Reply(reply) = &record.result {
-            let price = self.pin.price;
+            let price = self.plan.prices.get(&self.pin.id).copied();
             let cost = reply
                 .reported_cost_usd
                 .or_else(|| judge::expected_cost(reply, price.as_ref()?));

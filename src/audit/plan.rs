@@ -75,9 +75,16 @@ pub struct Estimate {
 }
 
 impl Estimate {
-    /// `samples` overrides each pin's own (`lock --samples`, `check --no-probes`).
+    /// `samples` overrides each pin's own (`lock --samples`, `check --no-probes`). Each pin is
+    /// priced as the audit and its report will price it (`run::price_of`: its `price`, else
+    /// its lock's).
     #[must_use]
-    pub fn of(config: &Config, pins: &[&Pin], samples: Option<u32>) -> Estimate {
+    pub fn of(
+        config: &Config,
+        pins: &[&Pin],
+        samples: Option<u32>,
+        lock: Option<&crate::lock::LoadedLock>,
+    ) -> Estimate {
         let mut estimate = Estimate {
             pins: pins.len(),
             unbaselined: 0,
@@ -90,6 +97,7 @@ impl Estimate {
             tier_usd: 0.0,
         };
         for pin in pins {
+            let price = crate::audit::run::price_of(pin, lock);
             let n = u64::from(samples.unwrap_or(pin.samples));
             for probe in config.probes_of(pin) {
                 let prompt_chars = probe.prompt.chars().count()
@@ -99,20 +107,24 @@ impl Estimate {
                 let output = u64::from(probe.max_tokens);
                 estimate.calls += n;
                 estimate.tokens += n * (input + output);
-                if let Some(p) = pin.price {
+                if let Some(p) = price {
                     estimate.usd +=
                         n as f64 * (input as f64 * p.input + output as f64 * p.output) / 1e6;
                 }
             }
-            if pin.price.is_none() {
+            if price.is_none() {
                 estimate.unpriced.push(pin.id.clone());
             }
         }
         estimate
     }
 
-    /// Adds a pin's first-token calls (one output token each).
-    pub fn add_tier(&mut self, pin: &Pin, calls: &crate::audit::first_tokens::TierCalls) {
+    /// Adds a pin's first-token calls (one output token each), at its price.
+    pub fn add_tier(
+        &mut self,
+        price: Option<crate::config::Price>,
+        calls: &crate::audit::first_tokens::TierCalls,
+    ) {
         let n = u64::from(calls.samples);
         for probe in &calls.probes {
             let prompt_chars = probe.prompt.chars().count()
@@ -122,7 +134,7 @@ impl Estimate {
             self.tier_calls += n;
             self.tokens += n * (input + 1);
             self.tier_tokens += n * (input + 1);
-            if let Some(p) = pin.price {
+            if let Some(p) = price {
                 let usd = n as f64 * (input as f64 * p.input + p.output) / 1e6;
                 self.usd += usd;
                 self.tier_usd += usd;

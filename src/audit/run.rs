@@ -48,6 +48,14 @@ pub struct Audited {
     pub warnings: Vec<String>,
 }
 
+/// The price a pin's calls are counted at, everywhere (estimate, spend cap, report): its
+/// `price`, else the effective price its lock recorded.
+#[must_use]
+pub fn price_of(pin: &Pin, lock: Option<&LoadedLock>) -> Option<crate::config::Price> {
+    let locked = lock.and_then(|l| l.lock.pins.get(&pin.id));
+    crate::audit::judge::reference_price(pin, locked)
+}
+
 /// Whether `lock` holds a baseline recorded for the pin's current model: the only case in which
 /// its probe calls can be compared with anything.
 #[must_use]
@@ -69,6 +77,12 @@ pub async fn audit(
     let mut plan = Plan::for_request(config, request, ctx);
     // A pin without a baseline would spend calls on answers nothing can be compared with.
     plan.pins.retain(|pin| has_baseline(lock, pin));
+    // The spend cap counts each call at the price the report will: the pin's, else its lock's.
+    plan.prices = plan
+        .pins
+        .iter()
+        .filter_map(|pin| Some((pin.id.clone(), price_of(pin, lock)?)))
+        .collect();
     // `check --no-probes` asks for identity only: one call per probe, no tier.
     if request.samples.is_none() {
         plan.tiers = crate::audit::first_tokens::for_check(lock, &plan.pins);

@@ -115,7 +115,7 @@ pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<E
         "check",
         &config,
         &called,
-        unbaselined.len(),
+        (unbaselined.len(), lock.as_ref()),
         samples,
         &tiers,
         spend,

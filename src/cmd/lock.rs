@@ -68,7 +68,7 @@ pub async fn lock_pins(
         "lock",
         config,
         &pins,
-        0,
+        (0, None),
         options.samples,
         &tiers,
         spend,

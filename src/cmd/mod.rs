@@ -58,23 +58,24 @@ pub fn transport_for(config: &Config) -> Result<Transport, AppError> {
 
 /// Says what an audit of `pins` will do, refuses it when its estimate passes the spend cap
 /// (`--max-cost`, else `settings.max_cost_usd`), and starts its progress display.
-/// `unbaselined` pins are in the audit but make no call (`check` before their lock).
+/// `unbaselined` pins are in the audit but make no call (`check` before their lock); `lock` is
+/// the one the audit is judged against, for the prices it recorded.
 #[allow(clippy::too_many_arguments)]
 pub fn announce(
     label: &'static str,
     config: &Config,
     pins: &[&crate::config::Pin],
-    unbaselined: usize,
+    (unbaselined, lock): (usize, Option<&crate::lock::LoadedLock>),
     samples: Option<u32>,
     tiers: &[(String, crate::audit::first_tokens::TierCalls)],
     (max_cost, yes): (Option<f64>, bool),
     out: Output,
 ) -> Result<progress::Progress, AppError> {
-    let mut estimate = Estimate::of(config, pins, samples);
+    let mut estimate = Estimate::of(config, pins, samples, lock);
     estimate.unbaselined = unbaselined;
     for (id, calls) in tiers {
         if let Some(pin) = pins.iter().find(|p| p.id == *id) {
-            estimate.add_tier(pin, calls);
+            estimate.add_tier(crate::audit::run::price_of(pin, lock), calls);
         }
     }
     out.progress(&format!("{label}: {estimate}"));

@@ -186,3 +186,42 @@ fn a_priced_pin_without_a_baseline_is_one_pin_that_cost_nothing() {
     let json = test.run(&["check", "--format", "json"]).json();
     assert_eq!(json.pin("pin").cost_usd, Some(0.0));
 }
+
+/// A pin whose `price` was removed after its lock is priced at the lock's recorded price
+/// everywhere: the plan's estimate, the spend cap and the report agree on one figure.
+#[test]
+fn a_pin_priced_only_by_its_lock_is_estimated_capped_and_reported_at_that_price() {
+    let (sim, test) = project("price = { input = 2.5, output = 10.0 }");
+    test.run(&["lock"]).code(0);
+    let pins = test
+        .read("pins.toml")
+        .replace("price = { input = 2.5, output = 10.0 }", "");
+    let test = test.file("pins.toml", &pins);
+    let run = test.run(&["check", "--format", "json"]);
+    run.code(0);
+    assert!(!run.stderr.contains("unpriced"), "{}", run.stderr);
+    let estimated: f64 = run
+        .stderr
+        .split("about $")
+        .nth(1)
+        .and_then(|rest| rest.split([',', ')']).next())
+        .and_then(|usd| usd.parse().ok())
+        .unwrap_or_else(|| panic!("an estimate in dollars: {}", run.stderr));
+    let report = run.json();
+    let pin = report.pin("pin");
+    let tokens = &pin.tokens;
+    let at_lock = (tokens.input as f64 * 2.5 + tokens.output as f64 * 10.0) / 1e6;
+    let reported = pin.cost_usd.expect("priced by the lock");
+    assert!((reported - at_lock).abs() < 1e-6, "{reported} vs {at_lock}");
+    // The cap holds that price too: a cap below the estimate sends nothing.
+    let before = sim.requests();
+    let refused = test.run(&["check", "--max-cost", &format!("{:.4}", estimated / 2.0)]);
+    refused.code(2);
+    assert!(
+        refused.stderr.contains("over the spend cap")
+            && refused.stderr.contains("nothing was sent"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(sim.requests(), before);
+}
