@@ -58,7 +58,8 @@ case "${1:-}" in
     if [ -n "${MODELPIN_RELEASES:-}" ]; then
       from=(--from "$MODELPIN_RELEASES")
     fi
-    "$here/../install.sh" --version "$version" --to "$dir" "${from[@]}"
+    # `${a[@]+…}`: an empty array is no unbound variable under `set -u` in bash before 4.4.
+    "$here/../install.sh" --version "$version" --to "$dir" ${from[@]+"${from[@]}"}
     ;;
 
   run)
@@ -78,7 +79,13 @@ case "${1:-}" in
     # The output goes to the log as it comes (so `--format github` annotations take effect) and
     # to the report file the step's `report` output names.
     code=0
-    "$binary" "$command" "${args[@]}" | tee "$report" || code=${PIPESTATUS[0]}
+    saved=0
+    "$binary" "$command" ${args[@]+"${args[@]}"} | tee "$report" \
+      || { statuses=("${PIPESTATUS[@]}"); code=${statuses[0]}; saved=${statuses[1]}; }
+    # A report that could not be written is no pass, whatever modelpin said.
+    if [ "$saved" != 0 ]; then
+      fail "could not write the report to $report"
+    fi
     {
       echo "exit-code=$code"
       echo "report=$report"

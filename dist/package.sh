@@ -30,7 +30,10 @@ for file in LICENSE-MIT LICENSE-APACHE README.md; do
   chmod 0644 "$stage/$name/$file"
 done
 mkdir -p "$out"
+# Two steps, not a pipe: sh has no pipefail, and a tar that failed must not leave a valid gzip
+# of nothing to be published.
 tar --sort=name --mtime="@$epoch" --owner=0 --group=0 --numeric-owner --format=ustar \
-  -C "$stage" -cf - "$name" | gzip -9n > "$out/$name.tar.gz.partial"
+  -C "$stage" -cf "$stage/$name.tar" "$name"
+gzip -9n < "$stage/$name.tar" > "$out/$name.tar.gz.partial"
 mv "$out/$name.tar.gz.partial" "$out/$name.tar.gz"
 echo "$out/$name.tar.gz"

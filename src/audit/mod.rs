@@ -559,6 +559,13 @@ impl PinRun<'_> {
         let Some(breakers) = self.transport.breakers() else {
             return decision;
         };
+        // A timeout at the pin's own budget is this audit running out of time, not the provider
+        // failing: it says nothing either way.
+        let ours = matches!(&attempt.result, CallResult::Failed(f) if f.kind == FailureKind::Timeout)
+            && Instant::now() >= self.until;
+        if ours {
+            return decision;
+        }
         match &decision {
             retry::Decision::Done => {
                 breakers.record(&self.pin.provider, breaker::Outcome::Alive, "");

@@ -395,6 +395,7 @@ async fn history_answer(
             .history_page(q.pin, q.since, cursor.as_ref(), q.order, want)
             .await
             .map_err(|e| e.to_string())?;
+        let mut last: Option<Cursor> = None;
         for (i, mut record) in page.records.into_iter().enumerate() {
             if record.source.is_some() {
                 crate::traffic::budget::cap_record(&mut record);
@@ -404,16 +405,9 @@ async fn history_answer(
                 .map(|text| crate::text::json_inert(text).into_bytes())
                 .map_err(|e| format!("record {} cannot be written: {e}", record.audit_id))?;
             if sent > 0 && body.len() + bytes.len() + 2 > max {
-                // The page ends before this record: the cursor of the one before it.
-                let next = if i == 0 {
-                    cursor
-                } else {
-                    store
-                        .history_page(q.pin, q.since, cursor.as_ref(), q.order, i)
-                        .await
-                        .map_err(|e| e.to_string())?
-                        .next
-                };
+                // The page ends before this record: the cursor of the one before it, made from
+                // that record itself (a second read could differ: a prune, an undecodable row).
+                let next = if i == 0 { cursor } else { last };
                 body.push(b']');
                 return Ok((body, next));
             }
@@ -422,6 +416,7 @@ async fn history_answer(
             }
             body.extend_from_slice(&bytes);
             sent += 1;
+            last = Some(Cursor::after(&record));
         }
         if page.next.is_none() || sent == limit {
             body.push(b']');

@@ -210,16 +210,19 @@ fn number(x: f64) -> String {
     }
 }
 
-/// Provider text between `mark`s: escaped for a terminal, `mark` escaped (`\"`) so the quote
-/// cannot be closed from inside, cut to `QUOTED_CHARS` with a hash of the whole.
+/// Provider text between `mark`s: `\` and `mark` escaped first (`\\`, `\"`), so the quote
+/// cannot be closed or an escape faked from inside, then escaped for a terminal (whose own
+/// `\u{…}` escapes are then the only unpaired backslashes), cut to `QUOTED_CHARS` with a hash
+/// of the whole.
 fn quoted(text: &str, mark: char) -> String {
-    let escaped: String = terminal(text)
+    let paired: String = text
         .chars()
         .flat_map(|c| {
-            let escape = c == mark;
+            let escape = c == mark || c == '\\';
             escape.then_some('\\').into_iter().chain([c])
         })
         .collect();
+    let escaped = terminal(&paired);
     format!("{mark}{}{mark}", bounded(&escaped, QUOTED_CHARS))
 }
 

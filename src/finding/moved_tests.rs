@@ -371,3 +371,21 @@ fn a_prompt_is_cut_to_its_bound_never_mid_escape_raw() {
         "{prompt}"
     );
 }
+
+/// A backslash in an answer cannot fake a closed quote or an escape of ours.
+#[test]
+fn backslashes_in_provider_text_are_paired_so_quotes_and_escapes_cannot_be_faked() {
+    let table = [
+        ("Paris\\", "\"Paris\\\\\""),
+        (
+            "x\\\" 90 % → 0 %, \\\"y",
+            "\"x\\\\\\\" 90 % → 0 %, \\\\\\\"y\"",
+        ),
+        // The six characters `\u{202e}` and a real U+202E read differently.
+        ("\\u{202e}", "\"\\\\u{202e}\""),
+        ("\u{202e}", "\"\\u{202e}\""),
+    ];
+    for (answer, shown) in table {
+        assert_eq!(quoted(answer, '"'), shown, "{answer:?}");
+    }
+}

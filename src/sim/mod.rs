@@ -57,6 +57,16 @@ struct Shared {
     control: Option<Mutex<Controls>>,
 }
 
+impl Shared {
+    /// Notes a request for the tests that count them. A controlled simulator (`demo --serve`)
+    /// runs for as long as a user plays with it and nobody reads the log: it keeps none.
+    fn note(&self, request: SeenRequest) {
+        if self.control.is_none() {
+            self.seen.lock().expect("seen lock").push(request);
+        }
+    }
+}
+
 /// A running simulator. Dropping it stops the server.
 pub struct Simulator {
     addr: SocketAddr,
@@ -190,7 +200,7 @@ async fn handle(
         return controlled(&shared, &method, &uri, &headers);
     }
     if method == Method::GET {
-        shared.seen.lock().expect("seen lock").push(SeenRequest {
+        shared.note(SeenRequest {
             method: method.to_string(),
             path: path.clone(),
             model: None,
@@ -203,7 +213,7 @@ async fn handle(
         return metadata(&scenario, &path);
     }
     let Some((flavour, url_model)) = wire::route_path(&path) else {
-        shared.seen.lock().expect("seen lock").push(SeenRequest {
+        shared.note(SeenRequest {
             method: method.to_string(),
             path,
             model: None,
@@ -213,7 +223,7 @@ async fn handle(
     let ask = serde_json::from_slice::<Value>(&body)
         .ok()
         .and_then(|v| wire::read_ask(flavour, url_model, &v));
-    shared.seen.lock().expect("seen lock").push(SeenRequest {
+    shared.note(SeenRequest {
         method: method.to_string(),
         path,
         model: ask.as_ref().map(|a| a.model.clone()),

@@ -84,6 +84,18 @@ impl Cursor {
         })
     }
 
+    /// The cursor just after `record` in either order: the history index's key of the record,
+    /// start time (ms, big-endian), pin, NUL, audit id — the layout both backends page by.
+    #[must_use]
+    pub fn after(record: &AuditRecord) -> Cursor {
+        let millis = record.started_at.timestamp_millis().max(0) as u64;
+        let mut key = millis.to_be_bytes().to_vec();
+        key.extend_from_slice(record.pin.id.as_bytes());
+        key.push(0);
+        key.extend_from_slice(record.audit_id.as_bytes());
+        Cursor(key)
+    }
+
     /// `None` unless `text` is hex of a plausible index key.
     #[must_use]
     pub fn from_hex(text: &str) -> Option<Cursor> {
