@@ -23,6 +23,48 @@ const UNITS: [(&str, u64); 5] = [
     ("ms", 1),
 ];
 
+/// Whether `input` is written as a duration (whole numbers with units, largest first) whose
+/// length passes what milliseconds in 64 bits hold (over 500 million years): "longer than
+/// anything", as opposed to no duration at all.
+#[must_use]
+pub fn overflows(input: &str) -> bool {
+    parse(input).is_none() && parse_wide(input)
+}
+
+/// `parse` on 128 bits, saturating: true when the written duration is well formed but too long
+/// for `parse`.
+fn parse_wide(input: &str) -> bool {
+    let mut rest = input;
+    let mut total: u128 = 0;
+    let mut smallest_so_far = usize::MAX;
+    if rest.is_empty() {
+        return false;
+    }
+    while !rest.is_empty() {
+        let Some(digits) = rest.find(|c: char| !c.is_ascii_digit()) else {
+            return false;
+        };
+        if digits == 0 {
+            return false;
+        }
+        let number = rest[..digits].parse::<u128>().unwrap_or(u128::MAX);
+        rest = &rest[digits..];
+        let letters = rest
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(rest.len());
+        let Some(unit) = UNITS.iter().position(|(u, _)| *u == &rest[..letters]) else {
+            return false;
+        };
+        if smallest_so_far != usize::MAX && unit <= smallest_so_far {
+            return false;
+        }
+        smallest_so_far = unit;
+        total = total.saturating_add(number.saturating_mul(u128::from(UNITS[unit].1)));
+        rest = &rest[letters..];
+    }
+    total > u128::from(u64::MAX)
+}
+
 fn parse(input: &str) -> Option<Duration> {
     let mut rest = input;
     let mut total: u64 = 0;
@@ -52,7 +94,25 @@ fn parse(input: &str) -> Option<Duration> {
 mod tests {
     use std::time::Duration;
 
-    use super::parse_duration;
+    use super::{overflows, parse_duration};
+
+    #[test]
+    fn only_a_well_formed_duration_too_long_for_64_bits_overflows() {
+        let table = [
+            ("213503982335d", true),
+            ("99999999999999999999999999999999999999999d", true),
+            ("18446744073709551616ms", true),
+            ("18446744073709551615ms", false),
+            ("7d", false),
+            ("99999999999999999999x", false),
+            ("1m1h", false),
+            ("", false),
+            ("d", false),
+        ];
+        for (input, want) in table {
+            assert_eq!(overflows(input), want, "{input}");
+        }
+    }
 
     #[test]
     fn parses_the_documented_forms() {

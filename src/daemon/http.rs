@@ -262,6 +262,15 @@ impl HistoryQuery {
                 ));
             }
             match PARAMETERS[i] {
+                // No pin id holds a control character (pins.toml refuses them); a NUL would
+                // otherwise read another pin's records under a name of its own on sled.
+                "pin" if value.chars().any(char::is_control) => {
+                    return Err(refused(
+                        "pin",
+                        &value,
+                        "give a pin id as pins.toml writes it (ids hold no control characters)",
+                    ));
+                }
                 "pin" => q.pin = Some(value.into_owned()),
                 "since" => q.since = Some(parse_since(&value, now)?),
                 "limit" => q.limit = parse_limit(&value)?,
@@ -293,6 +302,9 @@ fn quoted(value: &str) -> String {
 fn parse_since(value: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
     if let Ok(at) = DateTime::parse_from_rfc3339(value) {
         return Ok(at.with_timezone(&Utc));
+    }
+    if crate::config::duration_overflows(value) {
+        return Ok(DateTime::UNIX_EPOCH);
     }
     let back = crate::config::parse_duration(value).map_err(|_| {
         refused(
@@ -569,9 +581,17 @@ mod tests {
                 "since=2027-01-15T07:00:00Z",
                 q(None, ago(3600), 100, Order::Asc, None),
             ),
-            // Longer ago than any time there is: everything.
+            // Longer ago than any time there is: everything, however long it is written.
             (
                 "since=99999999999d",
+                q(None, Some(DateTime::UNIX_EPOCH), 100, Order::Asc, None),
+            ),
+            (
+                "since=213503982335d",
+                q(None, Some(DateTime::UNIX_EPOCH), 100, Order::Asc, None),
+            ),
+            (
+                "since=99999999999999999999999999d",
                 q(None, Some(DateTime::UNIX_EPOCH), 100, Order::Asc, None),
             ),
             ("limit=5", q(None, None, 5, Order::Asc, None)),
@@ -651,6 +671,12 @@ mod tests {
                 "give it once",
             ),
             (long.as_str(), "`xxxxxxxx", "RFC 3339"),
+            // A NUL would read another pin's records under a name of its own.
+            (
+                "pin=a%00",
+                "`pin` has a value that is not valid: `a\\u{0}`",
+                "no control characters",
+            ),
         ];
         for (raw, quoted, accepted) in table {
             let message = parsed(raw, now).unwrap_err();
