@@ -131,7 +131,7 @@ impl Breakers {
                     Phase::Closed => return Ok(()),
                     Phase::Open { until } if now < until => {
                         s.not_made += 1;
-                        return Err(Self::halt(provider, &s, until - now));
+                        return Err(Self::halt(provider, &s));
                     }
                     // The cool-down is over (or a trial call vanished without an outcome for as
                     // long): this call is the trial.
@@ -159,7 +159,7 @@ impl Breakers {
         match s.phase {
             Phase::Open { until } => {
                 let now = Instant::now();
-                (now < until).then(|| Self::halt(provider, &s, until - now))
+                (now < until).then(|| Self::halt(provider, &s))
             }
             Phase::Closed | Phase::HalfOpen { .. } => None,
         }
@@ -215,12 +215,11 @@ impl Breakers {
             .collect()
     }
 
-    fn halt(provider: &str, s: &State, left: Duration) -> Halt {
+    fn halt(provider: &str, s: &State) -> Halt {
         Halt::BreakerOpen {
             provider: provider.to_owned(),
             failures: s.failures,
             last: s.last_failure.clone(),
-            retry_in: left,
         }
     }
 }

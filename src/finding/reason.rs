@@ -42,12 +42,11 @@ pub enum Halt {
     /// Dropped while waiting for an answer, for `halt`; `message` says what it was waiting on.
     InFlight { halt: Box<Halt>, message: String },
     /// The provider's circuit breaker is open: its last `failures` attempts in a row failed
-    /// (the last as `last`); one call tries it again in `retry_in`.
+    /// (the last as `last`).
     BreakerOpen {
         provider: String,
         failures: u32,
         last: String,
-        retry_in: Duration,
     },
 }
 

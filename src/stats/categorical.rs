@@ -198,16 +198,17 @@ impl<'a> Table<'a> {
         let share = |count: u64, n: u64| (n > 0).then(|| count as f64 / n as f64);
         let mut order: Vec<usize> = (0..self.k()).collect();
         order.sort_by_key(|&k| std::cmp::Reverse(self.column(k)));
+        let answer_share = |k: usize| AnswerShare {
+            answer: self.answers[k].to_owned(),
+            baseline_count: self.baseline[k],
+            current_count: self.current[k],
+            baseline_share: share(self.baseline[k], self.n0),
+            current_share: share(self.current[k], self.n),
+        };
         let top = order
             .into_iter()
             .take(TOP_ANSWERS)
-            .map(|k| AnswerShare {
-                answer: self.answers[k].to_owned(),
-                baseline_count: self.baseline[k],
-                current_count: self.current[k],
-                baseline_share: share(self.baseline[k], self.n0),
-                current_share: share(self.current[k], self.n),
-            })
+            .map(answer_share)
             .collect();
         let delta = |k: usize| match (
             share(self.baseline[k], self.n0),
@@ -222,13 +223,7 @@ impl<'a> Table<'a> {
         let shifted = moved
             .into_iter()
             .take(SHIFTED_ANSWERS)
-            .map(|k| AnswerShare {
-                answer: self.answers[k].to_owned(),
-                baseline_count: self.baseline[k],
-                current_count: self.current[k],
-                baseline_share: share(self.baseline[k], self.n0),
-                current_share: share(self.current[k], self.n),
-            })
+            .map(answer_share)
             .collect();
         Effect::Answers {
             top,

@@ -84,16 +84,22 @@ impl Cursor {
         })
     }
 
-    /// The cursor just after `record` in either order: the history index's key of the record,
-    /// start time (ms, big-endian), pin, NUL, audit id — the layout both backends page by.
+    /// The history index's key of an audit, the one layout both backends page by: start time
+    /// (ms since the epoch, big-endian), pin, NUL, audit id. sled stores it as its time index.
+    #[must_use]
+    pub(crate) fn index_key(millis: u64, pin: &str, audit_id: &str) -> Cursor {
+        let mut key = millis.to_be_bytes().to_vec();
+        key.extend_from_slice(pin.as_bytes());
+        key.push(0);
+        key.extend_from_slice(audit_id.as_bytes());
+        Cursor(key)
+    }
+
+    /// The cursor just after `record`, in either order.
     #[must_use]
     pub fn after(record: &AuditRecord) -> Cursor {
         let millis = record.started_at.timestamp_millis().max(0) as u64;
-        let mut key = millis.to_be_bytes().to_vec();
-        key.extend_from_slice(record.pin.id.as_bytes());
-        key.push(0);
-        key.extend_from_slice(record.audit_id.as_bytes());
-        Cursor(key)
+        Cursor::index_key(millis, &record.pin.id, &record.audit_id)
     }
 
     /// `None` unless `text` is hex of a plausible index key.

@@ -228,11 +228,14 @@ fn the_image_runs_version_and_the_demo_read_only_as_nonroot() {
     for finding in ["retired_still_served", "served_model_mismatch"] {
         assert!(shown.contains(finding), "{shown}");
     }
-    // It ran with the root read-only and as the image's user (a binary that needed a loader or
-    // a library would not have started in this root at all).
+    // The root really is read-only to it: keeping the demo's project there is refused.
+    let kept = container(&runc, &bundle, &id, &["demo", "--keep", "/kept"]);
+    assert!(!kept.status.success());
+    let said = String::from_utf8_lossy(&kept.stderr);
+    assert!(said.contains("Read-only file system"), "{said}");
+    // And it ran as the image's user, which umoci took from the Dockerfile's `USER`.
     let config: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(bundle.join("config.json")).unwrap())
             .unwrap();
-    assert_eq!(config["root"]["readonly"], true);
     assert_eq!(config["process"]["user"]["uid"], 65532);
 }

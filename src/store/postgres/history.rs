@@ -12,11 +12,7 @@ use crate::store::{
 /// A page cursor: the time index's key, as the sled store has it (millis big-endian, pin, NUL,
 /// audit id), so a cursor means the same place in either backend.
 fn cursor_at(millis: i64, pin: &str, audit_id: &str) -> Cursor {
-    let mut key = (millis.max(0) as u64).to_be_bytes().to_vec();
-    key.extend_from_slice(pin.as_bytes());
-    key.push(0);
-    key.extend_from_slice(audit_id.as_bytes());
-    Cursor(key)
+    Cursor::index_key(millis.max(0) as u64, pin, audit_id)
 }
 
 /// A cursor's place: (millis, pin, audit id); `None` for bytes that are not one.

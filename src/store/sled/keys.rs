@@ -20,11 +20,7 @@ pub(super) fn audit_key(pin: &str, millis: u64, audit_id: &str) -> Vec<u8> {
 }
 
 pub(super) fn time_key(millis: u64, pin: &str, audit_id: &str) -> Vec<u8> {
-    let mut key = millis.to_be_bytes().to_vec();
-    key.extend_from_slice(pin.as_bytes());
-    key.push(0);
-    key.extend_from_slice(audit_id.as_bytes());
-    key
+    crate::store::Cursor::index_key(millis, pin, audit_id).0
 }
 
 /// Milliseconds since the epoch at which the audit keyed `key` (of `pin`) started.
