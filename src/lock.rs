@@ -1,7 +1,10 @@
 //! `modelpin.lock`: the recorded baseline every check is judged against.
 //!
 //! Written by `modelpin lock`, read by `check`. The file is pretty JSON with sorted keys and no
-//! timestamps, so the same observations give the same bytes and a diff of the lock reviews well.
+//! timestamps, so the same observations give the same bytes. Since version 3 it holds the
+//! contract first (served IDs, fingerprints, price, probe digests and prompt token counts, the
+//! tiers) and the raw samples apart, compressed one line per probe (see `disk`): a re-lock
+//! reviews as a short diff, and a one-probe change as a few lines.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,12 +12,15 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-/// Version 2 adds each pin's first-token tier; version 1 locks are read as pins without it.
-pub const LOCK_VERSION: u32 = 2;
+/// Version 3 keeps the contract apart from the compressed samples; version 2 adds each pin's
+/// first-token tier; version 1 locks are read as pins without it. Older versions are read and
+/// written anew as version 3 by the next `modelpin lock`.
+pub const LOCK_VERSION: u32 = 3;
 
 /// Lock versions this modelpin reads.
-const READS: [u32; 2] = [1, 2];
+const READS: [u32; 3] = [1, 2, 3];
 
+mod disk;
 mod recover;
 pub use recover::{conflict_marker, recover};
 
@@ -180,7 +186,7 @@ pub fn read(path: &Path) -> Result<Option<LoadedLock>, LockError> {
             line,
         });
     }
-    let lock: Lock = serde_json::from_slice(&bytes).map_err(|e| invalid(e.to_string()))?;
+    let lock = decode(&bytes).map_err(invalid)?;
     check_version(&lock).map_err(invalid)?;
     for (id, pin) in &lock.pins {
         within_bounds(pin).map_err(|why| invalid(format!("pin `{id}`: {why}")))?;
@@ -216,6 +222,20 @@ pub(crate) fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>, LockError> {
             why: refusal.to_string(),
         }),
     }
+}
+
+/// The lock a file's bytes stand for, in whichever version it was written.
+fn decode(bytes: &[u8]) -> Result<Lock, String> {
+    #[derive(Deserialize)]
+    struct Head {
+        lock_version: u32,
+    }
+    let head: Head = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    if head.lock_version < 3 {
+        return serde_json::from_slice(bytes).map_err(|e| e.to_string());
+    }
+    let file: disk::File = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    disk::join(file)
 }
 
 fn check_version(lock: &Lock) -> Result<(), String> {
@@ -360,7 +380,9 @@ pub fn set_aside(path: &Path) -> std::io::Result<PathBuf> {
 #[must_use]
 pub fn encode(lock: &Lock) -> Vec<u8> {
     // Struct fields serialise in declaration order and maps are BTreeMaps: stable bytes.
-    let text = serde_json::to_string_pretty(lock).expect("lock types always serialise");
+    let mut file = disk::split(lock);
+    file.lock_version = LOCK_VERSION;
+    let text = serde_json::to_string_pretty(&file).expect("lock types always serialise");
     let mut bytes = crate::text::json_inert(text).into_bytes();
     bytes.push(b'\n');
     bytes

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::{LockedPin, read_bounded, within_bounds};
+use super::{LockedPin, disk, read_bounded, within_bounds};
 
 /// The 1-based line of the first Git merge-conflict marker (`<<<<<<<`, `=======`, `>>>>>>>` or
 /// diff3's `|||||||` at the start of a line), if any. JSON never starts a line with these.
@@ -142,10 +142,29 @@ fn recover_document(bytes: &[u8]) -> Recovered {
             ..Recovered::default()
         };
     };
+    let version = value
+        .as_ref()
+        .and_then(|v| v.get("lock_version"))
+        .and_then(serde_json::Value::as_u64);
+    let samples = value.as_ref().and_then(|v| v.get("samples"));
+    let mut budget = disk::Budget(disk::MAX_SAMPLE_BYTES);
     let mut out = Recovered::default();
     for (id, entry) in pins {
-        match serde_json::from_value::<LockedPin>(entry.clone()) {
-            Ok(pin) if within_bounds(&pin).is_ok() => {
+        let pin = if version.is_some_and(|v| v >= 3) {
+            let blobs = samples.and_then(|s| s.get(id)).cloned();
+            let contract = serde_json::from_value::<disk::Pin>(entry.clone()).ok();
+            let blobs = blobs.map(serde_json::from_value::<disk::PinSamples>);
+            match (contract, blobs) {
+                (Some(contract), Some(Ok(blobs))) => {
+                    disk::join_pin(contract, &blobs, &mut budget).ok()
+                }
+                _ => None,
+            }
+        } else {
+            serde_json::from_value::<LockedPin>(entry.clone()).ok()
+        };
+        match pin {
+            Some(pin) if within_bounds(&pin).is_ok() => {
                 out.pins.insert(id.clone(), pin);
             }
             _ => out.unreadable.push(id.clone()),
