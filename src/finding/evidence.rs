@@ -65,6 +65,10 @@ impl Evidence {
     pub fn severity(&self) -> Option<Severity> {
         match self {
             Evidence::DeprecationScheduled(life) if life.window.is_none() => Some(Severity::Info),
+            // Only a third party says the date has passed: worth a warning, not a failed build.
+            Evidence::RetiredStillServed(s) if s.lifecycle.secondary_only() => {
+                Some(Severity::Warning)
+            }
             Evidence::Inconclusive(Unmeasured::Streak { .. }) => Some(Severity::Warning),
             other => other.code().severity(),
         }

@@ -20,6 +20,7 @@ use std::sync::OnceLock;
 use chrono::{DateTime, NaiveDate, Timelike, Utc};
 use serde::Serialize;
 
+pub(crate) use model_id::undated;
 pub use resolve::{Lifecycle, PinRef, Stage, resolve, retirement_message};
 pub use signals::Signal;
 
@@ -51,6 +52,38 @@ pub struct Fact {
     /// Per-token list price, when the source carries one (LiteLLM, models.dev).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub price: Option<TokenPrice>,
+    /// The provider's own page this row was checked against, when it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub primary: Option<Primary>,
+}
+
+/// The provider's own page (deprecations page, changelog, lifecycle doc) a row agrees with, and
+/// the day that page was read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Primary {
+    pub url: String,
+    pub read: NaiveDate,
+}
+
+/// How far a source can be trusted to end a pin: only the provider's own word (its page, its
+/// live answer) or the project's own (`retires_on`) may call a model retired at error level; a
+/// third party's table that cites the provider is a warning at most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceClass {
+    Primary,
+    Secondary,
+}
+
+impl Fact {
+    #[must_use]
+    pub fn class(&self) -> SourceClass {
+        match self.origin {
+            Origin::Provider | Origin::Pin => SourceClass::Primary,
+            Origin::Builtin | Origin::Feed if self.primary.is_some() => SourceClass::Primary,
+            Origin::Builtin | Origin::Feed => SourceClass::Secondary,
+        }
+    }
 }
 
 /// Where a fact came from. The pin's `retires_on` wins outright and a provider's own live answer

@@ -36,6 +36,10 @@ pub enum Match {
     Accepted,
     /// The upstream provider's ID inside an OpenRouter slug.
     Upstream,
+    /// The undated alias of the pin's dated snapshot (`o1-mini` for `o1-mini-2024-09-12`).
+    /// Counts only once the alias is retired: a snapshot does not outlive its alias unless a
+    /// source says so, and any fact about the snapshot itself outranks it.
+    Alias,
 }
 
 impl Match {
@@ -49,6 +53,7 @@ impl Match {
             Match::Family => 3,
             Match::Accepted => 2,
             Match::Upstream => 1,
+            Match::Alias => 0,
         }
     }
 }
@@ -115,11 +120,34 @@ pub(crate) fn match_fact<'f>(pin: &PinRef<'_>, fact: &'f Fact) -> Option<(Match,
             return Some((Match::Accepted, id));
         }
     }
+    if in_scope(pin, &fact.provider) {
+        if let Some((_, id)) = undated(pin.model).and_then(|alias| match_id(fact, alias)) {
+            return Some((Match::Alias, id));
+        }
+    }
     let (vendor, model) = upstream(pin)?;
     if canonical_provider(vendor) != fact.provider {
         return None;
     }
     match_id(fact, model).map(|(_, id)| (Match::Upstream, id))
+}
+
+/// The ID without its trailing date: `o1-mini-2024-09-12` → `o1-mini`, `gpt-4-0613` → `gpt-4`,
+/// `claude-3-opus-20240229` → `claude-3-opus`, `claude-3-5-sonnet@20240620` → its alias; `None`
+/// for an ID that ends in no date (a three-digit version such as `-001` is no date).
+pub(crate) fn undated(id: &str) -> Option<&str> {
+    let digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit());
+    if let Some((alias, date)) = id.rsplit_once('@') {
+        return digits(date, 8).then_some(alias).filter(|a| !a.is_empty());
+    }
+    let parts: Vec<&str> = id.rsplitn(4, '-').collect();
+    let cut = match parts.as_slice() {
+        [d, m, y, rest] if digits(y, 4) && digits(m, 2) && digits(d, 2) => Some(rest.len()),
+        [last, ..] if digits(last, 8) || digits(last, 4) => Some(id.len() - last.len() - 1),
+        _ => None,
+    }?;
+    Some(&id[..cut])
+        .filter(|alias| !alias.is_empty() && alias.bytes().any(|b| b.is_ascii_alphabetic()))
 }
 
 /// `openai/gpt-4o:free` → (`openai`, `gpt-4o`), for OpenRouter pins only.
@@ -188,6 +216,27 @@ mod tests {
             supersedes: Vec::new(),
             note: None,
             price: None,
+            primary: None,
+        }
+    }
+
+    #[test]
+    fn the_alias_of_a_dated_snapshot() {
+        let table = [
+            ("o1-mini-2024-09-12", Some("o1-mini")),
+            ("gpt-4-0613", Some("gpt-4")),
+            ("gpt-4o-2024-08-06", Some("gpt-4o")),
+            ("claude-3-opus-20240229", Some("claude-3-opus")),
+            ("claude-3-5-sonnet@20240620", Some("claude-3-5-sonnet")),
+            ("gemini-1.5-pro-002", None),
+            ("gpt-4o", None),
+            ("o1-mini", None),
+            ("2024-09-12", None),
+            ("x@2024", None),
+            ("model-12345", None),
+        ];
+        for (id, want) in table {
+            assert_eq!(super::undated(id), want, "{id}");
         }
     }
 

@@ -25,7 +25,7 @@ use serde::{Serialize, Serializer};
 
 pub use crate::lifecycle::model_id::Match;
 use crate::lifecycle::model_id::match_fact;
-use crate::lifecycle::{Fact, Origin, Retirement};
+use crate::lifecycle::{Fact, Origin, Primary, Retirement, SourceClass};
 use crate::provider::ProviderKind;
 
 /// What the resolver needs to know about a pin.
@@ -119,6 +119,12 @@ pub struct Evidence {
     pub captured: Option<NaiveDate>,
     pub replacement: Vec<String>,
     pub source: String,
+    /// Whether the source is the provider's own word (or the project's).
+    #[serde(rename = "source_class")]
+    pub class: SourceClass,
+    /// The provider's page the row was checked against, and when.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub primary: Option<Primary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
@@ -151,6 +157,19 @@ pub struct Lifecycle {
     pub window: Option<WarnWindow>,
     /// Decisive first, then in rank order.
     pub sources: Vec<Evidence>,
+    /// `primary` when the provider's own word (or `retires_on`) gives the effective retirement:
+    /// the decisive source, or one that agrees on the same date. A retirement that only third
+    /// parties state is reported as a warning at most.
+    #[serde(rename = "source_class")]
+    pub class: SourceClass,
+}
+
+impl Lifecycle {
+    /// Whether only third parties say so: the effective stage is reported as a warning at most.
+    #[must_use]
+    pub fn secondary_only(&self) -> bool {
+        self.class == SourceClass::Secondary
+    }
 }
 
 impl Lifecycle {
@@ -168,6 +187,12 @@ pub fn resolve<'f>(
     warn_before: &[Duration],
 ) -> Lifecycle {
     let mut candidates = candidates(pin, facts);
+    // An alias's row speaks for its dated snapshot only once the alias is gone.
+    candidates.retain(|c| {
+        c.matched != Match::Alias
+            || c.fact.retirement == Retirement::Gone
+            || c.fact.retirement.instant().is_some_and(|at| at <= now)
+    });
     candidates.sort_by(|a, b| rank(b).cmp(&rank(a)).then_with(|| earlier_first(a, b)));
     let override_fact = pin.retires_on.map(|date| pin_fact(pin, date));
     let decisive = match &override_fact {
@@ -181,6 +206,8 @@ pub fn resolve<'f>(
     };
     let retirement = decisive.map(|c| c.fact.retirement);
     let stage = stage(retirement, now);
+    let sources = evidence(decisive.as_ref(), &candidates, retirement, stage);
+    let class = class_of(&sources, retirement);
     Lifecycle {
         model: pin.model.to_owned(),
         stage,
@@ -190,7 +217,27 @@ pub fn resolve<'f>(
             .map(|day| (day - now.date_naive()).num_days()),
         replacement: replacement(decisive.as_ref(), &candidates),
         window: window(retirement, stage, now, warn_before),
-        sources: evidence(decisive.as_ref(), &candidates, retirement, stage),
+        sources,
+        class,
+    }
+}
+
+/// `primary` when a primary source sets or confirms the effective retirement.
+fn class_of(sources: &[Evidence], effective: Option<Retirement>) -> SourceClass {
+    let confirms = |e: &&Evidence| match e.role {
+        Role::Decisive => true,
+        Role::Agrees => Some(e.retirement) == effective,
+        Role::Differs | Role::Superseded => false,
+    };
+    if effective.is_none()
+        || sources
+            .iter()
+            .filter(confirms)
+            .any(|e| e.class == SourceClass::Primary)
+    {
+        SourceClass::Primary
+    } else {
+        SourceClass::Secondary
     }
 }
 
@@ -275,6 +322,7 @@ fn pin_fact(pin: &PinRef<'_>, date: NaiveDate) -> Fact {
         supersedes: Vec::new(),
         note: None,
         price: None,
+        primary: None,
     }
 }
 
@@ -371,6 +419,8 @@ fn entry(c: &Candidate<'_>, role: Role) -> Evidence {
         captured: c.fact.captured,
         replacement: c.fact.replacement.clone(),
         source: c.fact.source.clone(),
+        class: c.fact.class(),
+        primary: c.fact.primary.clone(),
         note: c.fact.note.clone(),
     }
 }

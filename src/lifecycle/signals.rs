@@ -91,6 +91,7 @@ impl Signal {
             supersedes: Vec::new(),
             note: None,
             price: None,
+            primary: None,
         }
     }
 }

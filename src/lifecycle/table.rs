@@ -11,7 +11,7 @@ use serde::Deserialize;
 use toml::value::Datetime;
 
 use crate::lifecycle::feeds::FeedError;
-use crate::lifecycle::{Fact, Origin, Retirement};
+use crate::lifecycle::{Fact, Origin, Primary, Retirement};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -35,6 +35,8 @@ struct RawFact {
     #[serde(default)]
     supersedes: Vec<String>,
     note: Option<String>,
+    primary: Option<String>,
+    read: Option<Datetime>,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -108,7 +110,25 @@ fn fact(row: RawFact, origin: Origin) -> Result<Fact, String> {
         supersedes: row.supersedes,
         note: row.note,
         price: None,
+        primary: primary(row.primary, row.read.as_ref())?,
     })
+}
+
+/// `primary` (the provider's own page, an `https://` URL) and `read` (the day it was read)
+/// come together or not at all.
+fn primary(url: Option<String>, read: Option<&Datetime>) -> Result<Option<Primary>, String> {
+    match (url, read) {
+        (None, None) => Ok(None),
+        (Some(url), Some(read)) => {
+            if !url.starts_with("https://") || url.contains(char::is_whitespace) {
+                return Err(format!("`primary = \"{url}\"` must be one https:// URL"));
+            }
+            let read = date(read).ok_or_else(|| format!("`read = {read}` must be a date"))?;
+            Ok(Some(Primary { url, read }))
+        }
+        (Some(_), None) => Err("`primary` needs `read`, the day the page was read".to_owned()),
+        (None, Some(_)) => Err("`read` belongs to a `primary` page; name the page".to_owned()),
+    }
 }
 
 fn check_models(models: &[String]) -> Result<(), String> {

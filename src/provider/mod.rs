@@ -16,6 +16,7 @@ pub mod gateway;
 mod gemini;
 mod headers;
 mod json;
+pub mod modality;
 mod openai;
 #[cfg(test)]
 mod props;

@@ -14,7 +14,8 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::Serialize;
 
 use crate::config::Pin;
-use crate::lifecycle::{Fact, Lifecycle, Origin, PinRef, Retirement, Stage, resolve};
+use crate::lifecycle::resolve::Match;
+use crate::lifecycle::{Fact, Lifecycle, Origin, PinRef, Retirement, Stage, resolve, undated};
 use crate::lock::Lock;
 use crate::provider::{ProviderKind, normalize_model_id};
 use crate::scan::classify::Kind;
@@ -85,17 +86,9 @@ impl<'a> Knowledge<'a> {
     #[must_use]
     pub fn judge(&self, id: &str) -> Vec<Finding> {
         let pin = self.pin_named(id);
-        let mut ids = vec![id];
-        if let Some(pin) = pin {
-            ids.push(&pin.model);
-            ids.extend(pin.accept.iter().map(String::as_str));
-        }
-        let facts = self.facts_about(&ids);
-        let life = match pin {
-            Some(pin) => resolve(&PinRef::from(pin), facts, self.now, self.warn_before),
-            None => resolve(&guessed(id), facts, self.now, self.warn_before),
-        };
-        let mut out: Vec<Finding> = lifecycle_finding(id, &life).into_iter().collect();
+        let life = self.lifecycle_of(id);
+        let fix = self.successor(id, &life);
+        let mut out: Vec<Finding> = lifecycle_finding(id, &life, &fix).into_iter().collect();
         let served = self.served(id);
         out.extend(served_differently(id, &served));
         if !life.is_retired() {
@@ -122,7 +115,8 @@ impl<'a> Knowledge<'a> {
         let (_, provider) = guess_provider(id);
         let fact = Fact {
             id: None,
-            origin: Origin::Feed,
+            // The project's own word, like a pin's `retires_on`.
+            origin: Origin::Pin,
             provider: provider.to_owned(),
             models: vec![id.to_owned()],
             announced: None,
@@ -133,9 +127,10 @@ impl<'a> Knowledge<'a> {
             supersedes: Vec::new(),
             note: None,
             price: None,
+            primary: None,
         };
         let life = resolve(&guessed(id), [&fact], self.now, self.warn_before);
-        let Some(stated) = lifecycle_finding(id, &life) else {
+        let Some(stated) = lifecycle_finding(id, &life, &Fix::Unnamed) else {
             return verdict.to_vec();
         };
         let retired = stated.code == Code::Retired;
@@ -146,6 +141,68 @@ impl<'a> Knowledge<'a> {
                     .filter(|f| !(retired && matches!(f.code, Code::Alias | Code::Unpinned)))
                     .cloned(),
             )
+            .collect()
+    }
+
+    /// What a fix may write for `id`: its named successor in the form of the ID found, followed
+    /// while that successor is itself retired, retiring inside a `warn_before` window or served
+    /// as something else, to the first one `scan` would not flag. A fork (several successors),
+    /// a loop or a chain that ends on a flagged ID offers no fix: a patch never writes an ID
+    /// the next scan reports.
+    fn successor(&self, id: &str, life: &Lifecycle) -> Fix {
+        let mut next = match written_successor(id, &life.replacement) {
+            Ok(next) => next,
+            Err(fix) => return fix,
+        };
+        let mut skipped: Vec<(String, &'static str)> = Vec::new();
+        while skipped.len() < MAX_CHAIN {
+            let seen = |s: &str| same(s, id) || skipped.iter().any(|(k, _)| same(k, s));
+            if seen(&next) {
+                return Fix::Refused(format!("the successors named lead back to `{next}`"));
+            }
+            let life = self.lifecycle_of(&next);
+            let why = match life.stage {
+                Stage::Retired => "retired",
+                Stage::Scheduled if life.window.is_some() => "retiring",
+                _ if !self.served_as_other(&next).is_empty() => "served as another model",
+                _ => return Fix::Write { id: next, skipped },
+            };
+            skipped.push((next.clone(), why));
+            next = match written_successor(&next, &life.replacement) {
+                Ok(found) => found,
+                Err(_) => {
+                    return Fix::Refused(format!(
+                        "`{next}` is itself {why} and names no single successor this form can write"
+                    ));
+                }
+            };
+        }
+        Fix::Refused(format!(
+            "the chain of successors is longer than {MAX_CHAIN}"
+        ))
+    }
+
+    /// The lifecycle of `id` as a literal: its pin's provider when a pin names it, else the
+    /// provider its family implies.
+    fn lifecycle_of(&self, id: &str) -> Lifecycle {
+        let pin = self.pin_named(id);
+        let mut ids: Vec<&str> = std::iter::once(id).chain(undated(id)).collect();
+        if let Some(pin) = pin {
+            ids.push(&pin.model);
+            ids.extend(pin.accept.iter().map(String::as_str));
+        }
+        let facts = self.facts_about(&ids);
+        match pin {
+            Some(pin) => resolve(&PinRef::from(pin), facts, self.now, self.warn_before),
+            None => resolve(&guessed(id), facts, self.now, self.warn_before),
+        }
+    }
+
+    /// What the lock records `id` served as, other than its own snapshots.
+    fn served_as_other(&self, id: &str) -> Vec<String> {
+        self.served(id)
+            .into_iter()
+            .filter(|s| !is_snapshot_of(s, id))
             .collect()
     }
 
@@ -275,27 +332,71 @@ fn guessed(id: &str) -> PinRef<'_> {
     }
 }
 
-fn lifecycle_finding(id: &str, life: &Lifecycle) -> Option<Finding> {
-    let written: Vec<String> = life
-        .replacement
+/// Longest chain of successors a fix follows.
+const MAX_CHAIN: usize = 8;
+
+/// What a fix writes for an ID, if anything.
+#[derive(Debug, Clone, PartialEq)]
+enum Fix {
+    /// No single successor can be written in the ID's form (none named, several, another form).
+    Unnamed,
+    /// This ID: the named successor, or the first one down its chain `scan` would not flag.
+    Write {
+        id: String,
+        /// Successors passed over, in chain order, with what `scan` flags them for.
+        skipped: Vec<(String, &'static str)>,
+    },
+    /// A successor is named, but following it ends on an ID `scan` flags: why.
+    Refused(String),
+}
+
+/// The one successor of `id` that can be written in its form.
+fn written_successor(id: &str, named: &[String]) -> Result<String, Fix> {
+    let written: Vec<String> = named
         .iter()
         .filter_map(|successor| same_form(id, successor))
         .collect();
-    let replacement = match written.as_slice() {
-        [one] => Some(one.clone()),
-        _ => None,
-    };
-    let instead = match life.replacement.as_slice() {
+    match <[String; 1]>::try_from(written) {
+        Ok([one]) => Ok(one),
+        Err(_) => Err(Fix::Unnamed),
+    }
+}
+
+fn lifecycle_finding(id: &str, life: &Lifecycle, fix: &Fix) -> Option<Finding> {
+    let named = match life.replacement.as_slice() {
         [] => "no replacement named".to_owned(),
         many => format!("replacement: {}", many.join(" or ")),
     };
+    let (replacement, instead) = match fix {
+        Fix::Write { id: to, skipped } if !skipped.is_empty() => (
+            Some(to.clone()),
+            format!(
+                "{named}; {}, so the fix writes `{to}`",
+                passed_over(skipped)
+            ),
+        ),
+        Fix::Write { id: to, .. } => (Some(to.clone()), named),
+        Fix::Refused(why) => (None, format!("{named}; no fix offered: {why}")),
+        Fix::Unnamed => (None, named),
+    };
     let source = life.sources.first().map_or("", |s| s.source.as_str());
+    let via = match life.sources.first() {
+        Some(s) if s.matched == Match::Alias => format!(" with its alias `{}`", s.model),
+        _ => String::new(),
+    };
     let date = life.retirement.map(|r| r.to_string()).unwrap_or_default();
     let (code, level, message) = match (life.stage, life.window) {
+        (Stage::Retired, _) if life.secondary_only() => (
+            Code::Retired,
+            Level::Warning,
+            format!(
+                "`{id}` is retired{via} ({date}) according to a third party, not yet the provider's own page; {instead} [source: {source}]"
+            ),
+        ),
         (Stage::Retired, _) => (
             Code::Retired,
             Level::Error,
-            format!("`{id}` is retired ({date}); {instead} [source: {source}]"),
+            format!("`{id}` is retired{via} ({date}); {instead} [source: {source}]"),
         ),
         (Stage::Scheduled, Some(window)) => (
             Code::Retiring,
@@ -319,6 +420,15 @@ fn lifecycle_finding(id: &str, life: &Lifecycle) -> Option<Finding> {
         replacement,
         suggestion: None,
     })
+}
+
+/// `` `o4-mini` is retired``, `` `a` is retired, then `b` is retiring``.
+fn passed_over(skipped: &[(String, &str)]) -> String {
+    let each: Vec<String> = skipped
+        .iter()
+        .map(|(id, why)| format!("`{id}` is {why}"))
+        .collect();
+    each.join(", then ")
 }
 
 fn served_differently(id: &str, served: &[String]) -> Option<Finding> {

@@ -245,9 +245,10 @@ pub fn github(scan: &Scan) -> String {
     out
 }
 
-/// A unified diff (no context lines) replacing each retired or retiring literal whose one named
-/// successor can be written in the form of the ID found (see `forms`). Apply with
-/// `git apply --unidiff-zero` or `patch -p1`.
+/// A unified diff replacing each retired or retiring literal whose successor can be written in
+/// the form of the ID found (see `forms` and the fix chain in `judge`), with three lines of
+/// context like `git diff`: `git apply` and `patch -p1` take it as it is. A line that changed
+/// since the scan is left alone.
 #[must_use]
 pub fn patch(scan: &Scan, read: &dyn Fn(&Path) -> Option<Vec<u8>>) -> String {
     let mut by_file: BTreeMap<&Path, Vec<(&Occurrence, &str)>> = BTreeMap::new();
@@ -270,45 +271,65 @@ pub fn patch(scan: &Scan, read: &dyn Fn(&Path) -> Option<Vec<u8>>) -> String {
     out
 }
 
+/// Lines of unchanged text around each change.
+const CONTEXT: usize = 3;
+
 fn file_patch(path: &Path, bytes: &[u8], edits: &[(&Occurrence, &str)]) -> String {
-    let mut hunks = String::new();
-    let mut lines: BTreeMap<usize, Vec<(&Occurrence, &str)>> = BTreeMap::new();
-    for edit in edits {
-        lines.entry(edit.0.line).or_default().push(*edit);
+    let mut parts: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    let ends_in_newline = bytes.ends_with(b"\n");
+    if ends_in_newline || bytes.is_empty() {
+        parts.pop();
     }
-    for (number, edits) in lines {
-        // The file may have changed since it was scanned: patch only what is still there.
-        let unchanged = edits
-            .iter()
-            .all(|(o, _)| bytes.get(o.span.0..o.span.1) == Some(o.id.as_bytes()));
-        if !unchanged {
-            continue;
+    let mut changed: BTreeMap<usize, String> = BTreeMap::new();
+    let mut by_line: BTreeMap<usize, Vec<(&Occurrence, &str)>> = BTreeMap::new();
+    for edit in edits {
+        by_line.entry(edit.0.line).or_default().push(*edit);
+    }
+    for (number, edits) in by_line {
+        if let Some(new) = changed_line(bytes, &edits) {
+            changed.insert(number - 1, new);
         }
-        let start = line_start(bytes, edits[0].0.span.0);
-        let end = bytes[start..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(bytes.len(), |i| start + i);
-        let mut new = bytes[start..end].to_vec();
-        for (o, replacement) in edits.iter().rev() {
-            let (from, to) = (o.span.0 - start, o.span.1 - start);
-            new.splice(from..to, replacement.bytes());
-        }
-        let (Ok(old), Ok(new)) = (
-            std::str::from_utf8(&bytes[start..end]),
-            String::from_utf8(new),
-        ) else {
-            continue;
-        };
-        let eof = if end == bytes.len() {
+    }
+    let last = parts.len().saturating_sub(1);
+    let line = |i: usize, sign: char, text: &str| {
+        let eof = if i == last && !ends_in_newline {
             "\n\\ No newline at end of file"
         } else {
             ""
         };
-        let _ = writeln!(
-            hunks,
-            "@@ -{number},1 +{number},1 @@\n-{old}{eof}\n+{new}{eof}"
-        );
+        format!("{sign}{text}{eof}\n")
+    };
+    let mut hunks = String::new();
+    let mut indices = changed.keys().copied().peekable();
+    while let Some(first) = indices.next() {
+        let start = first.saturating_sub(CONTEXT);
+        let mut end = (first + CONTEXT + 1).min(parts.len());
+        while let Some(&next) = indices.peek() {
+            if next.saturating_sub(CONTEXT) > end {
+                break;
+            }
+            end = (next + CONTEXT + 1).min(parts.len());
+            indices.next();
+        }
+        let Ok(old): Result<Vec<&str>, _> = parts[start..end]
+            .iter()
+            .map(|l| std::str::from_utf8(l))
+            .collect()
+        else {
+            continue;
+        };
+        let mut body = String::new();
+        for (i, text) in (start..end).zip(old) {
+            match changed.get(&i) {
+                Some(new) => {
+                    body.push_str(&line(i, '-', text));
+                    body.push_str(&line(i, '+', new));
+                }
+                None => body.push_str(&line(i, ' ', text)),
+            }
+        }
+        let span = end - start;
+        let _ = write!(hunks, "@@ -{0},{span} +{0},{span} @@\n{body}", start + 1);
     }
     if hunks.is_empty() {
         return hunks;
@@ -316,6 +337,29 @@ fn file_patch(path: &Path, bytes: &[u8], edits: &[(&Occurrence, &str)]) -> Strin
     let name = paths::bytes(path);
     let side = |prefix: &[u8]| paths::git_quoted(&[prefix, &name].concat());
     format!("--- {}\n+++ {}\n{hunks}", side(b"a/"), side(b"b/"))
+}
+
+/// The line holding `edits` (all on one line) with each ID replaced; `None` when the file no
+/// longer holds the ID found there (it changed since the scan) or the line is not UTF-8.
+fn changed_line(bytes: &[u8], edits: &[(&Occurrence, &str)]) -> Option<String> {
+    let unchanged = edits
+        .iter()
+        .all(|(o, _)| bytes.get(o.span.0..o.span.1) == Some(o.id.as_bytes()));
+    if !unchanged {
+        return None;
+    }
+    let start = line_start(bytes, edits[0].0.span.0);
+    let end = bytes[start..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(bytes.len(), |i| start + i);
+    let mut new = bytes[start..end].to_vec();
+    for (o, replacement) in edits.iter().rev() {
+        let (from, to) = (o.span.0 - start, o.span.1 - start);
+        new.splice(from..to, replacement.bytes());
+    }
+    std::str::from_utf8(&bytes[start..end]).ok()?;
+    String::from_utf8(new).ok()
 }
 
 /// The start of the line holding `offset`.
@@ -368,7 +412,7 @@ mod tests {
         let read = |_: &Path| Some(text.clone());
         assert_eq!(
             patch(&scan, &read),
-            "--- a/a.py\n+++ b/a.py\n@@ -2,1 +2,1 @@\n-M = 'gpt-4-0613'\n+M = 'gpt-5'\n"
+            "--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n x = 1\n-M = 'gpt-4-0613'\n+M = 'gpt-5'\n"
         );
         for changed in [&b"x"[..], b"x = 1\nM = 'gpt-4-0614'\n"] {
             let read = |_: &Path| Some(changed.to_vec());

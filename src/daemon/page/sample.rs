@@ -157,6 +157,7 @@ fn retirement(model: &str, now: DateTime<Utc>) -> Lifecycle {
         supersedes: Vec::new(),
         note: None,
         price: None,
+        primary: None,
     };
     let pin = PinRef {
         kind: ProviderKind::OpenAiCompatible,

@@ -41,6 +41,7 @@ fn fact(id: &str, date: &str, source: &str) -> Option<Fact> {
         supersedes: Vec::new(),
         note: None,
         price: None,
+        primary: None,
     })
 }
 

@@ -91,6 +91,7 @@ fn fact(record: &Record<'_>) -> Option<Fact> {
         supersedes: Vec::new(),
         note: None,
         price: None,
+        primary: None,
     })
 }
 

@@ -63,6 +63,7 @@ fn fact(provider: &str, model: &Value) -> Option<Fact> {
         supersedes: Vec::new(),
         note: text(model, "description").map(str::to_owned),
         price: None,
+        primary: None,
     })
 }
 

@@ -53,6 +53,7 @@ fn fact(key: &str, entry: &Value) -> Option<Fact> {
         supersedes: Vec::new(),
         note: None,
         price: price(entry),
+        primary: None,
         provider,
     })
 }

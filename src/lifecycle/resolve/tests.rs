@@ -408,6 +408,7 @@ fn windows_in_hours_and_serialised_evidence() {
             "days_left": 0,
             "replacement": [],
             "window": "12h",
+            "source_class": "primary",
             "sources": [{
                 "role": "decisive",
                 "origin": "provider",
@@ -418,7 +419,8 @@ fn windows_in_hours_and_serialised_evidence() {
                 "announced": null,
                 "captured": "2026-09-01",
                 "replacement": [],
-                "source": "Sunset: Tue, 01 Sep 2026 20:00:00 GMT"
+                "source": "Sunset: Tue, 01 Sep 2026 20:00:00 GMT",
+                "source_class": "primary"
             }]
         })
     );
