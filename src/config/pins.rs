@@ -9,6 +9,7 @@ use toml::value::Datetime;
 use super::check::{Check, Reported};
 use super::diagnostic::{backticked, suggest};
 use super::probes::Probes;
+use crate::provider::modality::Modality;
 use super::providers::Known;
 use super::raw::{RawPin, RawPrice, Str};
 use super::{Pin, Price};
@@ -91,6 +92,7 @@ fn one(check: &mut Check, raw: &RawPin, refs: &Refs, probes: &mut Probes) -> Opt
         refs.alerts,
     );
     let model = model?;
+    chat_only(check, raw, &model)?;
     Some(Pin {
         id: id?,
         provider: raw.provider.get_ref().clone(),
@@ -109,6 +111,28 @@ fn one(check: &mut Check, raw: &RawPin, refs: &Refs, probes: &mut Probes) -> Opt
         first_tokens: raw.first_tokens.unwrap_or(true),
         first_token_samples: first_token_samples?,
     })
+}
+
+/// A model that is not a chat model (embedding, audio, image, video, moderation) cannot answer
+/// chat probes or the first-token tier, so no pin can audit it: its lifecycle is what `scan`
+/// reports wherever the code names it.
+fn chat_only(check: &mut Check, raw: &RawPin, model: &str) -> Option<()> {
+    let modality = Modality::of(model);
+    if modality == Modality::Chat {
+        return Some(());
+    }
+    check
+        .error(
+            raw.model.span(),
+            format!(
+                "`{model}` is {}; modelpin's probes and first-token tier are chat calls",
+                modality.phrase()
+            ),
+        )
+        .help(
+            "remove this pin: `modelpin scan` reports the lifecycle of this ID (retired, retiring, its replacement) wherever the code names it, which is all modelpin can watch for it",
+        );
+    None
 }
 
 /// The kind of the named provider; `None` (quietly) when that provider's own table was invalid.

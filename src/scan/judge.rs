@@ -17,6 +17,7 @@ use crate::config::Pin;
 use crate::lifecycle::resolve::Match;
 use crate::lifecycle::{Fact, Lifecycle, Origin, PinRef, Retirement, Stage, resolve, undated};
 use crate::lock::Lock;
+use crate::provider::modality::Modality;
 use crate::provider::{ProviderKind, normalize_model_id};
 use crate::scan::classify::Kind;
 pub use crate::scan::code::{Code, Level};
@@ -540,6 +541,19 @@ pub fn pin_slug(id: &str) -> String {
 }
 
 fn unpinned(id: &str) -> Finding {
+    let modality = Modality::of(id);
+    if modality != Modality::Chat {
+        return Finding {
+            code: Code::Unpinned,
+            level: Level::Info,
+            message: format!(
+                "`{id}` is not covered by any pin; it is {}, and modelpin's probes are chat calls, so its lifecycle is all there is to watch (this scan and `modelpin deprecations` do)",
+                modality.phrase()
+            ),
+            replacement: None,
+            suggestion: None,
+        };
+    }
     let (_, provider) = guess_provider(id);
     Finding {
         code: Code::Unpinned,

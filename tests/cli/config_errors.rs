@@ -177,3 +177,29 @@ fn missing_config_says_how_to_start() {
         "error: cannot read `pins.toml`: No such file or directory (os error 2)\n = help: run `modelpin init` to write an example, or pass `--config PATH`\n"
     );
 }
+
+#[test]
+fn a_model_that_is_not_a_chat_model_cannot_be_pinned() {
+    for (model, kind) in [
+        ("text-embedding-3-small", "an embedding model"),
+        ("whisper-1", "an audio model"),
+        ("dall-e-3", "an image model"),
+        ("omni-moderation-latest", "a moderation model"),
+    ] {
+        let pins = pin("").replace("gpt-4o-2024-08-06", model);
+        let carets = "^".repeat(model.len() + 2);
+        rejects(
+            &pins,
+            &[],
+            &format!(
+                "error: `{model}` is {kind}; modelpin's probes and first-token tier are chat calls
+  --> pins.toml:10:9
+   |
+10 | model = \"{model}\"
+   |         {carets}
+   = help: remove this pin: `modelpin scan` reports the lifecycle of this ID (retired, retiring, its replacement) wherever the code names it, which is all modelpin can watch for it
+"
+            ),
+        );
+    }
+}
