@@ -56,6 +56,7 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
             exclude,
             hidden,
             no_ignore,
+            exclude_tests,
             max_filesize,
         } => {
             let options = cmd::scan::Options {
@@ -65,6 +66,7 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
                     exclude: exclude.clone(),
                     hidden: *hidden,
                     no_ignore: *no_ignore,
+                    exclude_tests: *exclude_tests,
                     max_filesize: *max_filesize,
                     own_files: Vec::new(),
                 },
@@ -103,11 +105,7 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
         Command::History { pin, since, format } => {
             cmd::history::run(&cli.config, pin.as_deref(), since, *format).await
         }
-        Command::Deprecations {
-            within,
-            data,
-            format,
-        } => cmd::deprecations::run(&cli.config, within.as_deref(), *data, *format, out).await,
+        Command::Deprecations(args) => cmd::deprecations::run(&cli.config, args, out).await,
         Command::Alerts {
             command: crate::cli::AlertsCommand::Test { channel },
         } => cmd::alerts::test(&cli.config, channel.as_deref(), out).await,

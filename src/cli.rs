@@ -95,18 +95,9 @@ pub enum Command {
         command: AlertsCommand,
     },
     /// Lifecycle of each pinned model: retirement date, days left, replacement and every source
-    /// (built-in table, feeds, `retires_on`).
-    Deprecations {
-        /// Only pins retired already or retiring within this window, e.g. `90d`.
-        #[arg(long, value_name = "DURATION")]
-        within: Option<String>,
-        /// Print the built-in lifecycle table instead.
-        #[arg(long)]
-        data: bool,
-        /// Output format on stdout.
-        #[arg(long, value_enum, default_value_t = ListFormat::Human)]
-        format: ListFormat,
-    },
+    /// (built-in table, feeds, `retires_on`). Exit 0 ok, 1 a listed pin is retired (or retires
+    /// inside a `warn_before` window, with --strict), 2 usage or config error; --data exits 0.
+    Deprecations(DeprecationsArgs),
     /// The store itself: copy one into another (sled directory or PostgreSQL, either way).
     Store {
         #[command(subcommand)]
@@ -156,6 +147,11 @@ pub enum Command {
         /// Ignore .gitignore and .ignore files and scan vendored directories (node_modules, ...).
         #[arg(long)]
         no_ignore: bool,
+        /// Skip test files, as `init --from-scan` does: those under a directory named tests, test,
+        /// __tests__, spec, specs, testdata or testing, and files named test_*, *_test.*,
+        /// *_spec.*, *.test.*, *.spec.* or conftest.py (below the paths given).
+        #[arg(long)]
+        exclude_tests: bool,
         /// Skip files larger than this, counted in the summary.
         #[arg(long, value_name = "SIZE", default_value = "10M", value_parser = parse_size)]
         max_filesize: u64,
@@ -354,6 +350,23 @@ pub enum AlertsCommand {
         #[arg(long, value_name = "NAME")]
         channel: Option<String>,
     },
+}
+
+/// `modelpin deprecations`'s options.
+#[derive(Debug, clap::Args)]
+pub struct DeprecationsArgs {
+    /// Only pins retired already or retiring within this window, e.g. `90d`.
+    #[arg(long, value_name = "DURATION")]
+    pub within: Option<String>,
+    /// Print the built-in lifecycle table instead (judges no pin: exit 0).
+    #[arg(long)]
+    pub data: bool,
+    /// A pin retiring inside a `warn_before` window fails too (exit 1).
+    #[arg(long, conflicts_with = "data")]
+    pub strict: bool,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = ListFormat::Human)]
+    pub format: ListFormat,
 }
 
 /// `modelpin check`'s options (flags are independent switches, hence the bools).

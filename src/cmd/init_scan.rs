@@ -20,6 +20,7 @@ use crate::cmd::scan::{Project, load_project, paths_or_here};
 use crate::exit::Exit;
 use crate::scan::classify::Kind;
 use crate::scan::judge::{Code, guess_provider, pin_slug};
+use crate::scan::paths::is_test_path;
 use crate::scan::render::printable;
 use crate::scan::{Occurrence, Options, display_path};
 
@@ -29,17 +30,6 @@ const PROVIDERS: [(&str, &str, &str); 4] = [
     ("anthropic", "anthropic", "ANTHROPIC_API_KEY"),
     ("gemini", "gemini", "GEMINI_API_KEY"),
     ("openrouter", "openrouter", "OPENROUTER_API_KEY"),
-];
-
-/// Directory names that hold tests.
-const TEST_DIRS: [&str; 7] = [
-    "tests",
-    "test",
-    "__tests__",
-    "spec",
-    "specs",
-    "testdata",
-    "testing",
 ];
 
 /// One ID the code uses: where first, and what the scan said about its lifecycle.
@@ -72,6 +62,7 @@ pub fn run(
         exclude: Vec::new(),
         hidden: false,
         no_ignore: false,
+        exclude_tests: false,
         max_filesize: 10 << 20,
         own_files: Vec::new(),
     };
@@ -81,7 +72,7 @@ pub fn run(
         .iter()
         .filter(|o| o.kind == Kind::Literal)
         .collect();
-    let ids = used(&literals, include_tests);
+    let ids = used(&literals, &dir, include_tests);
     let tests_only = distinct(&literals).saturating_sub(ids.len());
     let text = pins_toml(&ids);
     write(config_path, &text, out)?;
@@ -111,11 +102,18 @@ fn distinct(literals: &[&Occurrence]) -> usize {
 }
 
 /// The IDs to pin: each with its first use outside test files (or anywhere, `include_tests`).
+/// Whether a file is a test is decided by its path below `root`, the directory scanned, so a
+/// project that itself lies under a `test` directory is not all tests.
 #[must_use]
-pub fn used<'a>(literals: &[&'a Occurrence], include_tests: bool) -> BTreeMap<&'a str, Used> {
+pub fn used<'a>(
+    literals: &[&'a Occurrence],
+    root: &Path,
+    include_tests: bool,
+) -> BTreeMap<&'a str, Used> {
     let mut ids: BTreeMap<&str, Used> = BTreeMap::new();
     for o in literals {
-        if !include_tests && is_test_path(&o.path) {
+        let below = o.file.strip_prefix(root).unwrap_or(&o.file);
+        if !include_tests && is_test_path(&display_path(below)) {
             continue;
         }
         let entry = ids.entry(&o.id).or_insert_with(|| Used {
@@ -131,23 +129,6 @@ pub fn used<'a>(literals: &[&'a Occurrence], include_tests: bool) -> BTreeMap<&'
         }
     }
     ids
-}
-
-/// A test file: under a test directory, or named as test runners find tests.
-#[must_use]
-pub fn is_test_path(path: &str) -> bool {
-    let mut parts: Vec<&str> = path.split('/').collect();
-    let name = parts.pop().unwrap_or_default().to_ascii_lowercase();
-    let in_test_dir = parts
-        .iter()
-        .any(|dir| TEST_DIRS.contains(&dir.to_ascii_lowercase().as_str()));
-    let stem = name.split('.').next().unwrap_or_default();
-    in_test_dir
-        || name == "conftest.py"
-        || stem.starts_with("test_")
-        || stem.ends_with("_test")
-        || stem.ends_with("_spec")
-        || [".test.", ".spec."].iter().any(|m| name.contains(m))
 }
 
 fn config_dir(config_path: &Path) -> PathBuf {
@@ -224,28 +205,4 @@ fn unique(slug: &str, taken: &mut Vec<String>) -> String {
     }
     taken.push(candidate.clone());
     candidate
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_test_path;
-
-    #[test]
-    fn test_files_by_path() {
-        for (path, want) in [
-            ("tests/test_client.py", true),
-            ("src/app/tests/fixtures.py", true),
-            ("pkg/client_test.go", true),
-            ("web/button.spec.ts", true),
-            ("web/button.test.tsx", true),
-            ("conftest.py", true),
-            ("src/testing/fake.py", true),
-            ("src/client.py", false),
-            ("src/attestation.py", false),
-            ("src/contest/entry.py", false),
-            ("latest.py", false),
-        ] {
-            assert_eq!(is_test_path(path), want, "{path}");
-        }
-    }
 }

@@ -203,6 +203,17 @@ fn exit_codes(page: &str) -> &'static [(&'static str, &'static str)] {
             ("2", "usage or config error"),
             ("3", "a path could not be read"),
         ],
+        "modelpin-deprecations" => &[
+            (
+                "0",
+                "no listed pin is retired (nor, with --strict, retiring inside a warn_before window); --data always",
+            ),
+            (
+                "1",
+                "a listed pin is retired (or, with --strict, retires inside a warn_before window)",
+            ),
+            ("2", "usage or config error"),
+        ],
         "modelpin-alerts" | "modelpin-alerts-test" => &[
             ("0", "every channel delivered"),
             ("1", "a channel failed"),

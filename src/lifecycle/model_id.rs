@@ -120,10 +120,10 @@ pub(crate) fn match_fact<'f>(pin: &PinRef<'_>, fact: &'f Fact) -> Option<(Match,
             return Some((Match::Accepted, id));
         }
     }
-    if in_scope(pin, &fact.provider) {
-        if let Some((_, id)) = undated(pin.model).and_then(|alias| match_id(fact, alias)) {
-            return Some((Match::Alias, id));
-        }
+    if in_scope(pin, &fact.provider)
+        && let Some((_, id)) = undated(pin.model).and_then(|alias| match_id(fact, alias))
+    {
+        return Some((Match::Alias, id));
     }
     let (vendor, model) = upstream(pin)?;
     if canonical_provider(vendor) != fact.provider {

@@ -8,8 +8,8 @@
 //! The rule per syntax: in code, a string is a literal, a comment is a comment and anything else
 //! is code ([`Kind::Identifier`]), except documentation written as a string (a docstring, see
 //! [`docstring`]), which is a comment like a doc comment; in config files (YAML, TOML, .env, INI, JSON) every value is a
-//! literal and `#` comments are comments; in prose (Markdown, text, HTML) every mention is a
-//! comment. An ID glued to a longer identifier, file name or URL is an identifier wherever it is.
+//! literal and `#` comments are comments; in prose (Markdown, text, HTML, and package metadata
+//! whose body is a README: `PKG-INFO`, `METADATA`) every mention is a comment. An ID glued to a longer identifier, file name or URL is an identifier wherever it is.
 
 mod docstring;
 
@@ -89,15 +89,26 @@ impl Script {
     }
 }
 
+/// Files read as prose by their whole name (compared without case): Python package metadata,
+/// whose body is the package's README (`PKG-INFO` of an sdist or an `*.egg-info` directory, as
+/// RFC 822 headers and then the long description), and the documents written without an
+/// extension. A wheel's `*.dist-info/METADATA` is the same format; that name is taken only as
+/// written, in capitals, since a lower-case `metadata` file may well be configuration.
+const PROSE_NAMES: [&str; 5] = ["pkg-info", "readme", "changelog", "changes", "news"];
+
 /// The syntax of `path`, by extension or well-known name; unknown files are read as config.
 #[must_use]
 pub fn syntax_for(path: &Path) -> Syntax {
-    let name = path
+    let written = path
         .file_name()
-        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .map(|n| n.to_string_lossy())
         .unwrap_or_default();
+    let name = written.to_ascii_lowercase();
     if name == ".env" || name.starts_with(".env.") {
         return Syntax::Config;
+    }
+    if PROSE_NAMES.contains(&name.as_str()) || written == "METADATA" {
+        return Syntax::Prose;
     }
     let ext = name.rsplit_once('.').map_or("", |(_, ext)| ext);
     match ext {
@@ -448,6 +459,19 @@ mod tests {
             ("c.json", Syntax::Json),
             ("README.md", Syntax::Prose),
             ("Dockerfile", Syntax::Config),
+            // Package metadata whose body is the README is prose like the README.
+            ("openai-1.51.0/PKG-INFO", Syntax::Prose),
+            ("src/openai.egg-info/PKG-INFO", Syntax::Prose),
+            ("openai-1.51.0.dist-info/METADATA", Syntax::Prose),
+            ("pkg.dist-info/DESCRIPTION.rst", Syntax::Prose),
+            ("README", Syntax::Prose),
+            ("CHANGELOG", Syntax::Prose),
+            ("NEWS", Syntax::Prose),
+            ("docs/index.rst", Syntax::Prose),
+            ("notes.txt", Syntax::Prose),
+            ("deploy/metadata", Syntax::Config),
+            ("x.egg-info/requires.txt", Syntax::Prose),
+            ("pkg-info.yaml", Syntax::Config),
         ] {
             assert_eq!(syntax_for(Path::new(name)), want, "{name}");
         }

@@ -43,6 +43,8 @@ pub struct Options {
     pub hidden: bool,
     /// Ignore files and the vendored-directory rule are not applied.
     pub no_ignore: bool,
+    /// Test directories and files ([`paths::is_test_path`]) below the paths named are skipped.
+    pub exclude_tests: bool,
     /// Files larger than this many bytes are skipped and counted.
     pub max_filesize: u64,
     /// modelpin's own files (pins.toml, the lock), canonical: their IDs are the pins, not uses.

@@ -6,6 +6,9 @@
 //! naming no file. Here the name stays bytes until an output writes it: patches quote it the way
 //! git does, SARIF percent-encodes it into a URI, and an output that cannot hold the bytes (a
 //! GitHub annotation is UTF-8 text) says so instead of pointing at a file that does not exist.
+//!
+//! It also holds the one rule for what a test file is, which `scan --exclude-tests` and
+//! `init --from-scan` share ([`is_test_path`]).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -60,6 +63,45 @@ pub fn git_quoted(name: &[u8]) -> String {
     out
 }
 
+/// Directory names that hold tests (compared without case).
+pub const TEST_DIRS: [&str; 7] = [
+    "tests",
+    "test",
+    "__tests__",
+    "spec",
+    "specs",
+    "testdata",
+    "testing",
+];
+
+/// A directory that holds tests: its name is one of [`TEST_DIRS`].
+#[must_use]
+pub fn is_test_dir(name: &str) -> bool {
+    TEST_DIRS.iter().any(|dir| dir.eq_ignore_ascii_case(name))
+}
+
+/// A file named as test runners find tests: `test_*`, `*_test.*`, `*_spec.*`, `*.test.*`,
+/// `*.spec.*` or `conftest.py` (compared without case).
+#[must_use]
+pub fn is_test_file(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    let stem = name.split('.').next().unwrap_or_default();
+    name == "conftest.py"
+        || stem.starts_with("test_")
+        || stem.ends_with("_test")
+        || stem.ends_with("_spec")
+        || [".test.", ".spec."].iter().any(|m| name.contains(m))
+}
+
+/// A test file: `path` (`/`-separated, relative to the directory scanned) lies under a test
+/// directory ([`is_test_dir`]) or its name is a test's ([`is_test_file`]).
+#[must_use]
+pub fn is_test_path(path: &str) -> bool {
+    let mut parts: Vec<&str> = path.split('/').collect();
+    let name = parts.pop().unwrap_or_default();
+    parts.iter().any(|dir| is_test_dir(dir)) || is_test_file(name)
+}
+
 /// A relative path as a URI reference: unreserved characters and `/` kept, every other byte
 /// percent-encoded, so any name (newlines, non-UTF-8 bytes) decodes back to itself.
 #[must_use]
@@ -77,7 +119,7 @@ pub fn uri(name: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{git_quoted, uri};
+    use super::{git_quoted, is_test_path, uri};
 
     #[test]
     fn names_are_quoted_as_git_quotes_them() {
@@ -91,6 +133,44 @@ mod tests {
             (b"\x1b[2J", "\"\\033[2J\""),
         ] {
             assert_eq!(git_quoted(name), want, "{name:?}");
+        }
+    }
+
+    /// The one test-file rule `scan --exclude-tests` and `init --from-scan` share.
+    #[test]
+    fn test_files_by_path() {
+        for (path, want) in [
+            ("tests/test_client.py", true),
+            ("tests/helpers.py", true),
+            ("test/a.js", true),
+            ("src/app/tests/fixtures.py", true),
+            ("web/__tests__/button.tsx", true),
+            ("spec/models_spec.rb", true),
+            ("specs/a.ts", true),
+            ("pkg/testdata/models.json", true),
+            ("src/testing/fake.py", true),
+            ("Tests/Case.swift", true),
+            ("test_client.py", true),
+            ("src/test_client.py", true),
+            ("pkg/client_test.go", true),
+            ("lib/models_spec.rb", true),
+            ("web/button.spec.ts", true),
+            ("web/button.test.tsx", true),
+            ("conftest.py", true),
+            ("src/Conftest.py", true),
+            ("src/client.py", false),
+            ("src/x.py", false),
+            ("src/attestation.py", false),
+            ("src/contest/entry.py", false),
+            ("src/latest/a.py", false),
+            ("src/testutils.py", false),
+            ("src/test.py", false),
+            ("src/tests.py", false),
+            ("docs/testing.md", false),
+            ("latest.py", false),
+            ("", false),
+        ] {
+            assert_eq!(is_test_path(path), want, "{path}");
         }
     }
 

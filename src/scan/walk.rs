@@ -2,7 +2,7 @@
 //!
 //! The `ignore` crate (ripgrep's walker) applies `.gitignore` and `.ignore` files, also outside
 //! a git checkout; on top of it, hidden entries are skipped except `.env` files, vendored
-//! directories are skipped, and files over the size limit or binary (a NUL byte in the first
+//! directories are skipped (and, with `--exclude-tests`, test directories and files), and files over the size limit or binary (a NUL byte in the first
 //! 8 KiB) are counted rather than read or searched. Each walker thread keeps its own tally and
 //! merges it into the shared one in batches.
 
@@ -13,6 +13,7 @@ use ignore::overrides::OverrideBuilder;
 use ignore::{WalkBuilder, WalkState};
 
 use crate::scan::matcher::Matcher;
+use crate::scan::paths::{is_test_dir, is_test_file};
 use crate::scan::{
     Occurrence, Options, Scan, ScanError, Summary, Unreadable, display_path, occurrences,
 };
@@ -110,35 +111,61 @@ fn builder(options: &Options) -> Result<WalkBuilder, ScanError> {
     for path in options.paths.iter().skip(1) {
         builder.add(path);
     }
-    let (hidden, no_ignore) = (options.hidden, options.no_ignore);
+    let skips = Skips {
+        hidden: !options.hidden,
+        ignored: !options.no_ignore,
+        tests: options.exclude_tests,
+    };
     builder
-        .standard_filters(!no_ignore)
+        .standard_filters(skips.ignored)
         .hidden(false)
         .require_git(false)
         .overrides(overrides(options)?)
         .filter_entry(move |entry| {
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
             let name = entry.file_name().to_string_lossy();
-            keep(&name, is_dir, entry.depth(), hidden, no_ignore)
+            keep(&name, is_dir, entry.depth(), skips)
         });
     Ok(builder)
 }
 
-/// Hidden entries are skipped unless `hidden`, except `.env` files, where model IDs are often
-/// configured; `.git` always; vendored directories unless `no_ignore`. The roots named on the
-/// command line are always walked.
-fn keep(name: &str, is_dir: bool, depth: usize, hidden: bool, no_ignore: bool) -> bool {
+/// What the walk leaves out, besides ignore files' rules.
+#[derive(Debug, Clone, Copy)]
+struct Skips {
+    /// Hidden entries (not `--hidden`).
+    hidden: bool,
+    /// Vendored directories (not `--no-ignore`).
+    ignored: bool,
+    /// Test directories and files (`--exclude-tests`).
+    tests: bool,
+}
+
+/// Hidden entries are skipped unless `--hidden`, except `.env` files, where model IDs are often
+/// configured; `.git` always; vendored directories unless `--no-ignore`; test directories and
+/// files with `--exclude-tests` (judged by the names below the root, so a project that lies
+/// under a `test` directory is not all tests). The roots named on the command line are always
+/// walked.
+fn keep(name: &str, is_dir: bool, depth: usize, skips: Skips) -> bool {
     if depth == 0 {
         return true;
     }
     if name == ".git" {
         return false;
     }
-    if is_dir && !no_ignore && VENDORED.contains(&name) {
+    if is_dir && skips.ignored && VENDORED.contains(&name) {
+        return false;
+    }
+    if skips.tests
+        && (if is_dir {
+            is_test_dir(name)
+        } else {
+            is_test_file(name)
+        })
+    {
         return false;
     }
     let env_file = !is_dir && (name == ".env" || name.starts_with(".env."));
-    hidden || !name.starts_with('.') || env_file
+    !skips.hidden || !name.starts_with('.') || env_file
 }
 
 fn overrides(options: &Options) -> Result<ignore::overrides::Override, ScanError> {
@@ -237,25 +264,44 @@ fn is_binary(bytes: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::keep;
+    use super::{Skips, keep};
 
     #[test]
     fn which_entries_are_walked() {
-        // (name, is_dir, depth, --hidden, --no-ignore) -> walked
+        // (name, is_dir, depth, --hidden, --no-ignore, --exclude-tests) -> walked
         let table = [
-            ("src", true, 1, false, false, true),
-            (".hidden", true, 1, false, false, false),
-            (".hidden", true, 1, true, false, true),
-            (".env", false, 2, false, false, true),
-            (".env.local", false, 1, false, false, true),
-            (".env", true, 1, false, false, false),
-            (".git", true, 1, true, true, false),
-            ("node_modules", true, 3, false, false, false),
-            ("node_modules", true, 3, false, true, true),
-            (".", true, 0, false, false, true),
+            ("src", true, 1, false, false, false, true),
+            (".hidden", true, 1, false, false, false, false),
+            (".hidden", true, 1, true, false, false, true),
+            (".env", false, 2, false, false, false, true),
+            (".env.local", false, 1, false, false, false, true),
+            (".env", true, 1, false, false, false, false),
+            (".git", true, 1, true, true, false, false),
+            ("node_modules", true, 3, false, false, false, false),
+            ("node_modules", true, 3, false, true, false, true),
+            (".", true, 0, false, false, false, true),
+            ("tests", true, 1, false, false, false, true),
+            ("tests", true, 1, false, false, true, false),
+            ("__tests__", true, 2, false, false, true, false),
+            ("tests", true, 0, false, false, true, true),
+            ("tests", false, 1, false, false, true, true),
+            ("test_x.py", false, 2, false, false, true, false),
+            ("test_x.py", false, 0, false, false, true, true),
+            ("test_x.py", true, 1, false, false, true, true),
+            ("x.py", false, 2, false, false, true, true),
+            ("conftest.py", false, 1, false, false, true, false),
         ];
-        for (name, is_dir, depth, hidden, no_ignore, want) in table {
-            assert_eq!(keep(name, is_dir, depth, hidden, no_ignore), want, "{name}");
+        for (name, is_dir, depth, hidden, no_ignore, tests, want) in table {
+            let skips = Skips {
+                hidden: !hidden,
+                ignored: !no_ignore,
+                tests,
+            };
+            assert_eq!(
+                keep(name, is_dir, depth, skips),
+                want,
+                "{name} {is_dir} {depth}"
+            );
         }
     }
 }

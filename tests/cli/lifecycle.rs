@@ -355,3 +355,106 @@ fn deprecations_data_prints_the_built_in_table_with_sources() {
             .any(|m| m == "gemini-2.5-pro")
     }));
 }
+
+/// A project with one pin of `ID` retiring `offset` days from today (`retires_on`), nothing else
+/// known about it; `deprecations` calls no provider, so no simulator is needed.
+fn retiring_in(offset: i64) -> Test {
+    Test::new()
+        .pins(&format!(
+            "version = 1\n\n[providers.p]\nkind = \"openai\"\napi_key_env = \"{}\"\n\n[[pin]]\nid = \"pin\"\nprovider = \"p\"\nmodel = \"{ID}\"\nretires_on = {}\nprobes = [\"probes/*.toml\"]\n",
+            crate::harness::KEY_VAR,
+            day(offset)
+        ))
+        .probes()
+}
+
+/// The first line is a header row and each pin's row lines up under it.
+#[track_caller]
+fn assert_headed(stdout: &str) {
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("PIN  ") && lines[0].ends_with("STATUS"),
+        "a header row: {stdout}"
+    );
+    let model = lines[0].find("MODEL").unwrap();
+    let status = lines[0].find("STATUS").unwrap();
+    assert_eq!(lines[1].find(ID), Some(model), "{stdout}");
+    assert!(
+        lines[1][status..].starts_with("RETIRED") || lines[1][status..].starts_with("retires"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn deprecations_exits_1_on_a_retired_pin_as_check_would() {
+    let test = retiring_in(-3);
+    let run = test.run(&["deprecations"]);
+    run.code(1);
+    assert_headed(&run.stdout);
+    assert!(run.stdout.contains("RETIRED"), "{}", run.stdout);
+    let json = test.run(&["deprecations", "--format", "json"]);
+    json.code(1);
+    let rows: serde_json::Value = serde_json::from_str(&json.stdout).expect("JSON, no header");
+    assert_eq!(rows[0]["stage"], "retired", "{}", json.stdout);
+    // Narrowed by --within, the retired pin is still listed, and still fails.
+    test.run(&["deprecations", "--within", "7d"]).code(1);
+    // --data lists the table and judges no pin.
+    test.run(&["deprecations", "--data"]).code(0);
+}
+
+#[test]
+fn deprecations_strict_fails_on_a_pin_inside_a_warn_before_window() {
+    let test = retiring_in(10);
+    let run = test.run(&["deprecations"]);
+    run.code(0);
+    assert_headed(&run.stdout);
+    assert!(run.stdout.contains("10 days left"), "{}", run.stdout);
+    test.run(&["deprecations", "--strict"]).code(1);
+    test.run(&["deprecations", "--strict", "--format", "json"])
+        .code(1);
+    // Outside the window --within asks for, the pin is not listed, so nothing fails.
+    test.run(&["deprecations", "--strict", "--within", "5d"])
+        .code(0);
+}
+
+#[test]
+fn deprecations_passes_a_pin_far_from_retirement() {
+    let test = retiring_in(400);
+    let run = test.run(&["deprecations"]);
+    run.code(0);
+    assert_headed(&run.stdout);
+    test.run(&["deprecations", "--strict"]).code(0);
+    test.run(&["deprecations", "--strict", "--format", "json"])
+        .code(0);
+}
+
+#[test]
+fn deprecations_data_starts_with_a_header_row() {
+    let run = Test::new().run(&["deprecations", "--data"]);
+    run.code(0);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    let header = lines[0];
+    assert!(
+        header.starts_with("PROVIDER  ")
+            && ["ANNOUNCED", "RETIRES", "NOTE"]
+                .iter()
+                .all(|c| header.contains(c)),
+        "{header}"
+    );
+    let retires = header.find("RETIRES").unwrap();
+    let row = lines[1];
+    assert!(
+        row[retires..].starts_with(char::is_numeric),
+        "the rows line up under the header:\n{header}\n{row}"
+    );
+    assert!(
+        lines.iter().all(|l| !l.ends_with(' ')),
+        "no trailing spaces"
+    );
+    let help = Test::new().run(&["deprecations", "--help"]);
+    assert!(
+        help.stdout.contains("Exit 0 ok, 1 a listed pin is retired"),
+        "{}",
+        help.stdout
+    );
+}

@@ -65,7 +65,8 @@ fn scan_docstrings_and_doc_comments_are_prose_at_info() {
             level.to_owned(),
         )
     };
-    let (c, l, e, i) = ("comment", "literal", "error", "info");
+    // `gpt-3.5-turbo-0613` is retired per third parties only: a warning.
+    let (c, l, e, w, i) = ("comment", "literal", "error", "warning", "info");
     let want: BTreeSet<_> = [
         row("chat.ex", 3, "gpt-4-0613", c, i),
         row("chat.ex", 7, "gpt-3.5-turbo-0613", c, i),
@@ -80,7 +81,7 @@ fn scan_docstrings_and_doc_comments_are_prose_at_info() {
         row("completions.py", 19, "gpt-4-0613", l, e),
         row("completions.py", 26, "gpt-4-0613", c, i),
         row("completions.py", 27, "claude-3-haiku-20240307", c, i),
-        row("completions.py", 31, "gpt-3.5-turbo-0613", l, e),
+        row("completions.py", 31, "gpt-3.5-turbo-0613", l, w),
         row("completions.py", 32, "gpt-3.5-turbo-0613", c, i),
         row("completions.py", 33, "claude-3-haiku-20240307", l, e),
         row("lib.rs", 1, "claude-3-opus-20240229", c, i),
@@ -135,18 +136,30 @@ fn levels(test: &Test, format: &str, min: &str) -> BTreeSet<String> {
 fn scan_min_level_filters_every_format() {
     let test = Test::new().file("alias.py", "M = 'gpt-9o'\n");
     copy_docs(&test);
-    assert_eq!(levels(&test, "json", "info"), set(&["error", "info"]));
-    assert_eq!(levels(&test, "human", "info"), set(&["error", "info"]));
+    // The docs fixture's `gpt-3.5-turbo-0613` is retired per third parties only: a warning.
+    let all = set(&["error", "info", "warning"]);
+    assert_eq!(levels(&test, "json", "info"), all);
+    assert_eq!(levels(&test, "human", "info"), all);
     for format in ["json", "human"] {
         assert_eq!(
             levels(&test, format, "warning"),
-            set(&["error"]),
+            set(&["error", "warning"]),
             "{format}"
         );
+        assert_eq!(levels(&test, format, "error"), set(&["error"]), "{format}");
     }
-    assert_eq!(levels(&test, "sarif", "info"), set(&["error", "note"]));
-    assert_eq!(levels(&test, "sarif", "warning"), set(&["error"]));
-    assert_eq!(levels(&test, "github", "info"), set(&["error", "notice"]));
+    assert_eq!(
+        levels(&test, "sarif", "info"),
+        set(&["error", "note", "warning"])
+    );
+    assert_eq!(
+        levels(&test, "sarif", "warning"),
+        set(&["error", "warning"])
+    );
+    assert_eq!(
+        levels(&test, "github", "info"),
+        set(&["error", "notice", "warning"])
+    );
     assert_eq!(levels(&test, "github", "error"), set(&["error"]));
     let only_alias = test.run(&["scan", "alias.py", "--min-level", "warning"]);
     only_alias.code(0);
@@ -176,13 +189,13 @@ fn scan_min_level_from_pins_toml_applies_unless_the_flag_says_otherwise() {
     let from_file: BTreeSet<String> = occurrences(&run.stdout).into_iter().map(|o| o.4).collect();
     assert_eq!(
         from_file,
-        set(&["error"]),
+        set(&["error", "warning"]),
         "pins.toml's level: {}",
         run.stdout
     );
     assert_eq!(
         levels(&test, "json", "info"),
-        set(&["error", "info"]),
+        set(&["error", "info", "warning"]),
         "the flag wins"
     );
 
@@ -386,9 +399,11 @@ E = 'models/gemini-2.0-flash-001'
     assert_eq!(
         run.stdout,
         "--- a/app.py\n+++ b/app.py\n\
-         @@ -1,1 +1,1 @@\n-A = 'us.anthropic.claude-sonnet-4-20250514-v1:0'\n+A = 'us.anthropic.claude-sonnet-5'\n\
-         @@ -2,1 +2,1 @@\n-B = 'anthropic.claude-sonnet-4-20250514-v1:0'\n+B = 'anthropic.claude-sonnet-5'\n\
-         @@ -4,1 +4,1 @@\n-D = 'claude-3-opus-20240229'\n+D = 'claude-opus-4-8'\n"
+         @@ -1,5 +1,5 @@\n-A = 'us.anthropic.claude-sonnet-4-20250514-v1:0'\n+A = 'us.anthropic.claude-sonnet-5'\n\
+         -B = 'anthropic.claude-sonnet-4-20250514-v1:0'\n+B = 'anthropic.claude-sonnet-5'\n\
+         \x20C = 'anthropic.claude-v2:1'\n\
+         -D = 'claude-3-opus-20240229'\n+D = 'claude-opus-4-8'\n\
+         \x20E = 'models/gemini-2.0-flash-001'\n"
     );
 }
 
