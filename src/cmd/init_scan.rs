@@ -18,6 +18,7 @@ use crate::cmd::Output;
 use crate::cmd::init::EXAMPLE;
 use crate::cmd::scan::{Project, load_project, paths_or_here};
 use crate::exit::Exit;
+use crate::provider::modality::Modality;
 use crate::scan::classify::Kind;
 use crate::scan::judge::{Code, guess_provider, pin_slug};
 use crate::scan::paths::is_test_path;
@@ -156,7 +157,12 @@ pub fn pins_toml(ids: &BTreeMap<&str, Used>) -> String {
     let mut out = String::from(
         "# pins.toml written by `modelpin init --from-scan`: one pin per model ID used in the code.\n# Review the providers and pins, then run `modelpin lock`.\nversion = 1\n",
     );
-    let used: Vec<&str> = ids.keys().map(|id| guess_provider(id).1).collect();
+    let chat = |id: &&&str| Modality::of(id) == Modality::Chat;
+    let used: Vec<&str> = ids
+        .keys()
+        .filter(chat)
+        .map(|id| guess_provider(id).1)
+        .collect();
     for (name, kind, key) in PROVIDERS.iter().filter(|(name, ..)| used.contains(name)) {
         let _ = write!(
             out,
@@ -168,6 +174,15 @@ pub fn pins_toml(ids: &BTreeMap<&str, Used>) -> String {
         let provider = guess_provider(id).1;
         let model = toml_string(id);
         let place = use_.place.escape_debug();
+        let modality = Modality::of(id);
+        if modality != Modality::Chat {
+            let _ = write!(
+                out,
+                "\n# {model} (used at {place}): {}; modelpin's probes are chat calls, so no pin is\n# written for it: `modelpin scan` watches its lifecycle (retired, retiring, replacement).\n",
+                modality.phrase()
+            );
+            continue;
+        }
         if !PROVIDERS.iter().any(|(name, ..)| *name == provider) {
             let _ = write!(
                 out,

@@ -550,3 +550,140 @@ fn init_from_scan_notes_retired_ids_and_leaves_test_only_ids_out() {
     }
     test.run(&["init", "--include-tests"]).code(2);
 }
+
+/// The user report on the openai 1.51.0 sdist: `--fix` wrote successors the same table calls
+/// retired or retiring (`o1-mini` → `o4-mini`, `chatgpt-4o-latest` → `gpt-5.1-chat-latest`,
+/// `gpt-4-32k` → `gpt-4o`), so after `git apply` the next scan flagged what the patch wrote, and
+/// the patch had no context lines, so plain `git apply` refused it. Now the fix follows the chain
+/// to an ID nothing flags (or offers none), plain `git apply` takes it, and a scan at warning
+/// level after applying it finds nothing on a line the patch wrote.
+#[test]
+fn scan_fix_follows_retired_successors_and_the_next_scan_finds_nothing_it_wrote() {
+    let code = "\
+import openai
+
+A = 'o1-mini'
+B = 'chatgpt-4o-latest'
+C = 'gpt-4-32k'
+D = 'o1-preview'
+E = 'gpt-3.5-turbo-0613'
+";
+    let test = Test::new().file("app.py", code);
+    let run = test.run(&["scan", "--fix"]);
+    run.code(1);
+    for flagged in ["'o4-mini'", "'gpt-5.1-chat-latest'", "'gpt-4o'"] {
+        assert!(
+            !run.stdout.contains(flagged),
+            "the patch writes {flagged}:\n{}",
+            run.stdout
+        );
+    }
+    let mut git = Command::new("git")
+        .args(["apply", "-"])
+        .current_dir(test.dir.path())
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("git is installed");
+    git.stdin
+        .take()
+        .unwrap()
+        .write_all(run.stdout.as_bytes())
+        .unwrap();
+    assert!(
+        git.wait().unwrap().success(),
+        "git apply takes the patch as it is"
+    );
+    let patched = test.read("app.py");
+    let written: BTreeSet<u64> = code
+        .lines()
+        .zip(patched.lines())
+        .zip(1..)
+        .filter(|((old, new), _)| old != new)
+        .map(|(_, n)| n)
+        .collect();
+    assert!(written.len() >= 3, "{patched}");
+    let after = test.run(&["scan", "--min-level", "warning", "--format", "json"]);
+    let flagged: Vec<_> = occurrences(&after.stdout)
+        .into_iter()
+        .filter(|o| written.contains(&o.1))
+        .collect();
+    assert!(flagged.is_empty(), "{flagged:?}\n{patched}");
+}
+
+/// `o1-mini-2024-09-12` was only `unpinned` though its alias `o1-mini` is retired: a dated
+/// snapshot of a retired alias is judged with it, unless a source says otherwise.
+#[test]
+fn scan_judges_a_dated_snapshot_with_its_retired_alias() {
+    let test = Test::new().file(
+        "app.py",
+        "M = 'o1-mini-2024-09-12'\nN = 'gpt-4o-2024-08-06'\n",
+    );
+    let run = test.run(&["scan", "--format", "json"]);
+    run.code(1);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let findings = |id: &str| -> Vec<(String, String)> {
+        report["occurrences"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|o| o["id"] == id)
+            .flat_map(|o| o["findings"].as_array().unwrap().clone())
+            .map(|f| {
+                let message = f["message"].as_str().unwrap().to_owned();
+                (f["code"].as_str().unwrap().to_owned(), message)
+            })
+            .collect()
+    };
+    let snapshot = findings("o1-mini-2024-09-12");
+    assert!(
+        snapshot
+            .iter()
+            .any(|(code, m)| code == "retired" && m.contains("with its alias `o1-mini`")),
+        "{snapshot:?}"
+    );
+    let live = findings("gpt-4o-2024-08-06");
+    assert!(
+        !live.iter().any(|(code, _)| code == "retired"),
+        "an alias still served says nothing of its snapshot: {live:?}"
+    );
+}
+
+/// `text-embedding-3-small`, `whisper-1`, `tts-1` and `dall-e-3` got a paste-ready chat pin with
+/// chat probes; `init --from-scan` called them "a `openai-compatible` model".
+#[test]
+fn scan_and_init_from_scan_never_offer_chat_pins_for_non_chat_models() {
+    let code =
+        "E = 'text-embedding-3-small'\nW = 'whisper-1'\nT = 'tts-1'\nC = 'gpt-4o-2024-08-06'\n";
+    let test = Test::new().file("app.py", code);
+    let run = test.run(&["scan", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    for o in report["occurrences"].as_array().unwrap() {
+        let id = o["id"].as_str().unwrap();
+        for f in o["findings"].as_array().unwrap() {
+            if f["code"] != "unpinned" {
+                continue;
+            }
+            let chat = id.starts_with("gpt-4o");
+            assert_eq!(f.get("suggestion").is_some(), chat, "{id}: {f}");
+            if !chat {
+                assert!(
+                    f["message"]
+                        .as_str()
+                        .unwrap()
+                        .contains("probes are chat calls"),
+                    "{f}"
+                );
+            }
+        }
+    }
+    let init = test.run(&["init", "--from-scan"]);
+    init.code(0);
+    let pins = test.read("pins.toml");
+    assert!(pins.contains("model = \"gpt-4o-2024-08-06\""), "{pins}");
+    for id in ["text-embedding-3-small", "whisper-1", "tts-1"] {
+        assert!(!pins.contains(&format!("model = \"{id}\"")), "{pins}");
+        assert!(pins.contains(&format!("# \"{id}\" (used at")), "{pins}");
+    }
+    assert!(!pins.contains("openai-compatible` model"), "{pins}");
+    test.run(&["deprecations"]).code(0);
+}
