@@ -9,11 +9,11 @@ use toml::value::Datetime;
 use super::check::{Check, Reported};
 use super::diagnostic::{backticked, suggest};
 use super::probes::Probes;
-use crate::provider::modality::Modality;
 use super::providers::Known;
 use super::raw::{RawPin, RawPrice, Str};
 use super::{Pin, Price};
 use crate::provider::ProviderKind;
+use crate::provider::modality::Modality;
 
 pub(crate) const DEFAULT_SAMPLES: u32 = 10;
 pub(crate) const DEFAULT_COST_TOLERANCE: f64 = 0.02;

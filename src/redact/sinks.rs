@@ -136,6 +136,9 @@ fn outputs(redactor: &Redactor, in_body: &str, in_header: &str) -> Vec<(&'static
             "lock",
             String::from_utf8(crate::lock::encode(&lock)).unwrap(),
         ),
+        // The file holds the answers compressed, where no text search sees them: the same lock
+        // with every sample inline, as the in-memory value serialises.
+        ("lock samples", serde_json::to_string(&lock).unwrap()),
         ("store record", serde_json::to_string(&record).unwrap()),
         ("metrics", metrics.render()),
         (
@@ -180,7 +183,14 @@ fn without_a_redactor_the_secret_does_reach_the_sinks() {
     // The property above would pass vacuously if the pipeline dropped the echoed text.
     let secret = "sk-0123456789abcdefXYZ";
     let leaked = outputs(&Redactor::default(), &encoded(secret, &[1, 0]), secret);
-    for sink in ["json", "lock", "store record", "metrics", "webhook payload"] {
+    for sink in [
+        "json",
+        "lock",
+        "lock samples",
+        "store record",
+        "metrics",
+        "webhook payload",
+    ] {
         let (_, text) = leaked.iter().find(|(s, _)| *s == sink).unwrap();
         assert!(holds(text, secret), "{sink} never carried the echo");
     }

@@ -6,6 +6,7 @@ use modelpin::provider::ProviderKind;
 use modelpin::sim::scenario::{AnswerRule, Reported, SimModel};
 
 use crate::harness::{Sim, Test};
+use crate::support::lockfile::unpack;
 use crate::support::pins::Pins;
 use crate::world::{model, reroute, single};
 
@@ -85,9 +86,14 @@ fn lock_finds_border_inputs_and_check_states_their_calls() {
         "a candidate whose first token never varies is no border input: {prompts:?}"
     );
     assert_eq!(tier["top_logprobs"], 10);
-    for input in inputs.values() {
-        assert_eq!(input["tokens"].as_array().unwrap().len(), 60);
-        assert_eq!(input["top"].as_array().unwrap().len(), 60);
+    for (id, input) in inputs {
+        let samples = unpack(&locked["samples"]["pin"]["first_tokens"][id]);
+        assert_eq!(samples["tokens"].as_array().unwrap().len(), 60);
+        assert_eq!(samples["top"].as_array().unwrap().len(), 60);
+        assert_eq!(
+            input["calls"], 60,
+            "the contract counts the calls its blob holds"
+        );
     }
     let check = test.run(&["check", "--format", "json"]);
     check.code(0);

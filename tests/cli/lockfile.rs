@@ -1,9 +1,16 @@
 //! `modelpin.lock` as a file a user (or Git) may have damaged: bounds on what is read, merge
-//! conflicts, baselines kept when one pin is re-locked, and the writers' guard.
+//! conflicts, baselines kept when one pin is re-locked, and the writers' guard; and as a file a
+//! reviewer reads: the version 3 layout (the contract, then one compressed line per probe), a
+//! one-probe change as a few changed lines, version 2 locks read and rewritten, damaged or
+//! miscounted sample blobs refused by name.
 
 use modelpin::provider::ProviderKind;
+use modelpin::sim::scenario::{AnswerRule, SimModel};
+use serde_json::{Value, json};
 
 use crate::harness::{ARITH, SETTINGS, Sim, Test, one_pin_with};
+use crate::support::lockfile::{pack, pack_bytes, unpack};
+use crate::support::pins::Pins;
 use crate::world::{model, single};
 
 const ID: &str = "acme-pro-001";
@@ -26,11 +33,11 @@ fn two_locked_pins() -> (Sim, Test) {
     (sim, test)
 }
 
-fn lock_json(test: &Test) -> serde_json::Value {
+fn lock_json(test: &Test) -> Value {
     serde_json::from_str(&test.read("modelpin.lock")).unwrap()
 }
 
-fn write_lock(test: &Test, lock: &serde_json::Value) {
+fn write_lock(test: &Test, lock: &Value) {
     std::fs::write(
         test.path("modelpin.lock"),
         serde_json::to_string_pretty(lock).unwrap(),
@@ -42,9 +49,13 @@ fn write_lock(test: &Test, lock: &serde_json::Value) {
 fn a_lock_holding_200k_outputs_is_refused_with_exit_2_not_an_abort() {
     let (_sim, test) = two_locked_pins();
     let mut lock = lock_json(&test);
-    let probe = &mut lock["pins"]["pin"]["probes"]["arith"];
-    probe["outputs"] = serde_json::json!(vec!["391"; 200_000]);
-    probe["completion_tokens"] = serde_json::json!(vec![1; 200_000]);
+    let blob = &mut lock["samples"]["pin"]["probes"]["arith"];
+    let mut samples = unpack(blob);
+    samples["outputs"] = json!(vec!["391"; 200_000]);
+    samples["completion_tokens"] = json!(vec![1; 200_000]);
+    *blob = pack(&samples);
+    // The contract counts them too, so the file is consistent and only the bound refuses it.
+    lock["pins"]["pin"]["probes"]["arith"]["samples"] = 200_000.into();
     write_lock(&test, &lock);
     let run = test.run(&["check"]);
     run.code(2);
@@ -66,7 +77,10 @@ fn a_lock_holding_200k_outputs_is_refused_with_exit_2_not_an_abort() {
 fn a_lock_answer_longer_than_the_answer_bound_is_refused() {
     let (_sim, test) = two_locked_pins();
     let mut lock = lock_json(&test);
-    lock["pins"]["pin2"]["probes"]["arith"]["outputs"][0] = "x".repeat(20_000).into();
+    let blob = &mut lock["samples"]["pin2"]["probes"]["arith"];
+    let mut samples = unpack(blob);
+    samples["outputs"][0] = "x".repeat(20_000).into();
+    *blob = pack(&samples);
     write_lock(&test, &lock);
     let run = test.run(&["check"]);
     run.code(2);
@@ -128,7 +142,9 @@ fn conflicted(test: &Test, pin: &str) -> (String, usize) {
 #[test]
 fn merge_conflict_markers_are_named_with_their_line_and_relocking_one_pin_keeps_the_other() {
     let (_sim, test) = two_locked_pins();
-    let pin2_before = lock_json(&test)["pins"]["pin2"].clone();
+    let before = lock_json(&test);
+    let (pin2_before, pin2_samples_before) = (&before["pins"]["pin2"], &before["samples"]["pin2"]);
+    assert!(pin2_samples_before["probes"]["arith"].is_string());
     let (conflict, line) = conflicted(&test, "pin");
     std::fs::write(test.path("modelpin.lock"), conflict).unwrap();
     let check = test.run(&["check"]);
@@ -144,8 +160,12 @@ fn merge_conflict_markers_are_named_with_their_line_and_relocking_one_pin_keeps_
     relock.code(0);
     let lock = lock_json(&test);
     assert_eq!(
-        lock["pins"]["pin2"], pin2_before,
+        &lock["pins"]["pin2"], pin2_before,
         "pin2's baseline was kept"
+    );
+    assert_eq!(
+        &lock["samples"]["pin2"], pin2_samples_before,
+        "pin2's samples were kept"
     );
     assert!(lock["pins"]["pin"].is_object());
     assert!(
@@ -223,4 +243,408 @@ fn names(test: &Test) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// The six probes `modelpin init` writes.
+const EXAMPLE_PROBES: [(&str, &str); 6] = [
+    ("probes/arith.toml", include_str!("../../probes/arith.toml")),
+    (
+        "probes/capital.toml",
+        include_str!("../../probes/capital.toml"),
+    ),
+    ("probes/json.toml", include_str!("../../probes/json.toml")),
+    ("probes/haiku.toml", include_str!("../../probes/haiku.toml")),
+    (
+        "probes/prime-91.toml",
+        include_str!("../../probes/prime-91.toml"),
+    ),
+    (
+        "probes/prime-97.toml",
+        include_str!("../../probes/prime-97.toml"),
+    ),
+];
+
+fn rule(prompt: &str, answers: &[&str]) -> AnswerRule {
+    AnswerRule {
+        prompt_contains: prompt.into(),
+        answers: answers.iter().map(|a| ((*a).to_owned(), 1.0)).collect(),
+    }
+}
+
+/// The simulated model, with short varied answers (one token each) to more of the first-token
+/// tier's built-in candidates than a lock keeps: the tier holds as many inputs as it may.
+fn bordered() -> SimModel {
+    let mut m = model(ID, 4.0, (1.0, 2.0));
+    m.answers.extend([
+        rule("Name a color.", &["Red", "Blue", "Teal", "Gold"]),
+        rule("Name an animal.", &["Cat", "Dog", "Owl", "Fox"]),
+        rule("Name a fruit.", &["Fig", "Kiwi", "Lime", "Pear"]),
+        rule("Pick a number", &["3", "7", "5", "2"]),
+        rule("Say one word.", &["Hi", "Yes", "Ok", "Go"]),
+        rule("Name a country.", &["Peru", "Chad", "Iran", "Cuba"]),
+        rule("Name a city.", &["Rome", "Oslo", "Lima", "Kyiv"]),
+        rule("Pick a letter", &["A", "B", "C", "E"]),
+        rule("Name a month.", &["May", "June", "July", "Mar"]),
+    ]);
+    m
+}
+
+/// One pin `pin` on `sim` with the first-token tier on and 10 samples a probe, no probe yet.
+fn tiered(sim: &Sim) -> Test {
+    Pins::one(ProviderKind::OpenAi, &sim.url(ProviderKind::OpenAi), ID)
+        .short()
+        .each_pin("first_tokens", true)
+        .each_pin("samples", 10)
+        .test()
+}
+
+#[test]
+fn a_lock_is_version_3_a_short_contract_then_one_line_of_samples_per_probe() {
+    let sim = Sim::start(single(ID, bordered()));
+    let test = EXAMPLE_PROBES
+        .iter()
+        .fold(tiered(&sim), |project, (name, probe)| {
+            project.file(name, probe)
+        })
+        .locked();
+    let written = test.read("modelpin.lock");
+    let lock: Value = serde_json::from_str(&written).unwrap();
+    assert_eq!(lock["lock_version"], 3, "{written}");
+    let pin = &lock["pins"]["pin"];
+    let probes = pin["probes"].as_object().unwrap();
+    assert_eq!(probes.len(), 6, "{written}");
+    let inputs = pin["first_tokens"]["inputs"].as_object().unwrap();
+    assert_eq!(
+        inputs.len(),
+        8,
+        "as many tier inputs as a lock keeps: {written}"
+    );
+
+    let contract = &written[..written
+        .find("\n  \"samples\": {")
+        .expect("the samples follow the contract")];
+    let lines = contract.lines().count();
+    assert!(lines < 200, "the contract is {lines} lines:\n{contract}");
+    for word in [
+        "\"outputs\"",
+        "\"completion_tokens\"",
+        "\"tokens\"",
+        "\"top\"",
+    ] {
+        assert!(!written.contains(word), "{word} is inline:\n{written}");
+    }
+
+    let blobs = &lock["samples"]["pin"];
+    let on_one_line = |name: &str, blob: &Value| {
+        let line = format!("\"{name}\": \"{}\"", blob.as_str().unwrap());
+        assert!(
+            written
+                .lines()
+                .any(|l| l.trim().trim_end_matches(',') == line),
+            "the samples of {name} are one line:\n{written}"
+        );
+    };
+    let probe_blobs = blobs["probes"].as_object().unwrap();
+    assert_eq!(
+        probe_blobs.keys().collect::<Vec<_>>(),
+        probes.keys().collect::<Vec<_>>()
+    );
+    for (name, blob) in probe_blobs {
+        on_one_line(name, blob);
+        let samples = unpack(blob);
+        assert_eq!(samples["outputs"].as_array().unwrap().len(), 10, "{name}");
+        assert_eq!(samples["completion_tokens"].as_array().unwrap().len(), 10);
+        assert_eq!(probes[name]["samples"], 10, "{name}");
+    }
+    let input_blobs = blobs["first_tokens"].as_object().unwrap();
+    assert_eq!(
+        input_blobs.keys().collect::<Vec<_>>(),
+        inputs.keys().collect::<Vec<_>>()
+    );
+    for (id, blob) in input_blobs {
+        on_one_line(id, blob);
+        let samples = unpack(blob);
+        let calls = inputs[id]["calls"].as_u64().unwrap();
+        assert_eq!(samples["tokens"].as_array().unwrap().len() as u64, calls);
+        assert_eq!(samples["top"].as_array().unwrap().len() as u64, calls);
+    }
+}
+
+const SKY: &str = r#"id = "sky"
+prompt = "What color is a clear sky at noon? Reply with one word."
+max_tokens = 8
+temperature = 1.0
+compare = "choice"
+"#;
+
+/// The indexes of the lines of `old` and of `new` outside their longest common subsequence:
+/// the lines a line diff shows removed and added.
+fn line_diff(old: &[&str], new: &[&str]) -> (Vec<usize>, Vec<usize>) {
+    let mut common = vec![vec![0_usize; new.len() + 1]; old.len() + 1];
+    for i in (0..old.len()).rev() {
+        for j in (0..new.len()).rev() {
+            common[i][j] = if old[i] == new[j] {
+                common[i + 1][j + 1] + 1
+            } else {
+                common[i + 1][j].max(common[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j) = (0, 0);
+    let (mut removed, mut added) = (Vec::new(), Vec::new());
+    while i < old.len() && j < new.len() {
+        if old[i] == new[j] {
+            i += 1;
+            j += 1;
+        } else if common[i + 1][j] >= common[i][j + 1] {
+            removed.push(i);
+            i += 1;
+        } else {
+            added.push(j);
+            j += 1;
+        }
+    }
+    removed.extend(i..old.len());
+    added.extend(j..new.len());
+    (removed, added)
+}
+
+/// The keys leading to line `at` of pretty-printed JSON, outermost first; the line's own key
+/// last when it has one (array items and closing brackets have none).
+fn path_of(lines: &[&str], at: usize) -> Vec<String> {
+    let indent = |line: &str| line.len() - line.trim_start().len();
+    let key = |line: &str| {
+        let rest = line.trim_start().strip_prefix('"')?;
+        rest.find("\": ").map(|end| rest[..end].to_owned())
+    };
+    let mut path: Vec<String> = key(lines[at]).into_iter().collect();
+    let mut depth = indent(lines[at]);
+    for line in lines[..at].iter().rev() {
+        if depth == 0 {
+            break;
+        }
+        if indent(line) < depth {
+            depth = indent(line);
+            path.extend(key(line));
+        }
+    }
+    path.reverse();
+    path
+}
+
+#[test]
+fn changing_one_probe_changes_only_its_own_lines_of_the_lock() {
+    // Both probes' answers are certain ("391", "Blue"): a re-lock records the same samples for
+    // the same prompt, so any other changed line would be the layout's doing.
+    let mut m = model(ID, 4.0, (1.0, 2.0));
+    m.answers.push(rule("clear sky", &["Blue"]));
+    let sim = Sim::start(single(ID, m));
+    let test = Pins::one(ProviderKind::OpenAi, &sim.url(ProviderKind::OpenAi), ID)
+        .short()
+        .each_pin("samples", 5)
+        .project()
+        .file("probes/sky.toml", SKY)
+        .locked();
+    let before = test.read("modelpin.lock");
+    test.run(&["lock"]).code(0);
+    assert_eq!(
+        test.read("modelpin.lock"),
+        before,
+        "the same answers lock to the same bytes"
+    );
+
+    let reworded = ARITH.replace(
+        "What is 17 * 23? Reply with the number only.",
+        "Compute 17 * 23 and reply with the number only, please.",
+    );
+    let test = test.file("probes/arith.toml", &reworded);
+    test.run(&["lock"]).code(0);
+    let after = test.read("modelpin.lock");
+    let (old, new): (Vec<&str>, Vec<&str>) = (before.lines().collect(), after.lines().collect());
+    let (removed, added) = line_diff(&old, &new);
+    let changed: Vec<(Vec<String>, &str)> = removed
+        .iter()
+        .map(|&i| (path_of(&old, i), old[i]))
+        .chain(added.iter().map(|&i| (path_of(&new, i), new[i])))
+        .collect();
+    let shown: Vec<String> = changed.iter().map(|(_, l)| (*l).to_owned()).collect();
+    let shown = shown.join("\n");
+    assert!(
+        !changed.is_empty() && changed.len() <= 10,
+        "{} changed lines:\n{shown}",
+        changed.len()
+    );
+    let arith = |path: &[String]| {
+        ["pins", "samples"].iter().any(|top| {
+            path.starts_with(&[(*top).into(), "pin".into(), "probes".into(), "arith".into()])
+        })
+    };
+    // The config's digest covers the probe files, so it moves with the prompt; nothing else may.
+    for (path, line) in &changed {
+        assert!(
+            arith(path) || path == &["config_digest"],
+            "{line} ({path:?}) is no line of the changed probe:\n{shown}"
+        );
+    }
+    assert!(
+        removed
+            .iter()
+            .any(|&i| path_of(&old, i).ends_with(&["arith".into(), "digest".into()])),
+        "the probe's digest changed:\n{shown}"
+    );
+    let (old, new): (Value, Value) = (
+        serde_json::from_str(&before).unwrap(),
+        serde_json::from_str(&after).unwrap(),
+    );
+    assert_eq!(
+        old["pins"]["pin"]["probes"]["sky"],
+        new["pins"]["pin"]["probes"]["sky"]
+    );
+    assert_eq!(
+        old["samples"]["pin"]["probes"]["sky"],
+        new["samples"]["pin"]["probes"]["sky"]
+    );
+    assert_ne!(
+        old["pins"]["pin"]["probes"]["arith"]["digest"],
+        new["pins"]["pin"]["probes"]["arith"]["digest"]
+    );
+}
+
+/// `lock` in the layout of version 2: each probe's and tier input's samples inline in its entry,
+/// without the counts, and no `samples` object.
+fn as_version_2(lock: &Value) -> Value {
+    let mut old = lock.clone();
+    let samples = old.as_object_mut().unwrap().remove("samples").unwrap();
+    old["lock_version"] = 2.into();
+    for (id, pin) in old["pins"].as_object_mut().unwrap() {
+        for (name, probe) in pin["probes"].as_object_mut().unwrap() {
+            let probe = probe.as_object_mut().unwrap();
+            probe.remove("samples").expect("a count");
+            let held = unpack(&samples[id]["probes"][name]);
+            probe.extend(held.as_object().unwrap().clone());
+        }
+        let inputs = pin["first_tokens"]["inputs"].as_object_mut().unwrap();
+        for (input_id, input) in inputs {
+            let input = input.as_object_mut().unwrap();
+            input.remove("calls").expect("a count");
+            let held = unpack(&samples[id]["first_tokens"][input_id]);
+            input.extend(held.as_object().unwrap().clone());
+        }
+    }
+    old
+}
+
+#[test]
+fn a_version_2_lock_is_read_and_the_next_lock_writes_version_3() {
+    let sim = Sim::start(single(ID, bordered()));
+    let test = tiered(&sim).probes().locked();
+    let v2 = as_version_2(&lock_json(&test));
+    let probe = &v2["pins"]["pin"]["probes"]["arith"];
+    assert_eq!(probe["outputs"].as_array().unwrap().len(), 10, "{v2}");
+    let inputs = v2["pins"]["pin"]["first_tokens"]["inputs"]
+        .as_object()
+        .unwrap();
+    assert!(!inputs.is_empty(), "{v2}");
+    assert!(
+        inputs
+            .values()
+            .all(|i| i["tokens"].as_array().unwrap().len() == 60)
+    );
+    write_lock(&test, &v2);
+    let written = test.read("modelpin.lock");
+
+    let check = test.run(&["check", "--format", "json"]);
+    check.code(0);
+    let report = check.json();
+    let tests: Vec<&str> = report
+        .pin("pin")
+        .behaviour
+        .iter()
+        .map(|t| t.test.as_str())
+        .collect();
+    assert!(
+        tests.contains(&"first_tokens"),
+        "the tier's baseline was read: {tests:?}"
+    );
+    assert_eq!(test.read("modelpin.lock"), written, "check writes no lock");
+
+    test.run(&["lock"]).code(0);
+    let lock = lock_json(&test);
+    assert_eq!(lock["lock_version"], 3);
+    assert_eq!(lock["pins"]["pin"]["probes"]["arith"]["samples"], 10);
+    assert!(
+        lock["pins"]["pin"]["probes"]["arith"]
+            .get("outputs")
+            .is_none()
+    );
+    let samples = unpack(&lock["samples"]["pin"]["probes"]["arith"]);
+    assert_eq!(samples["outputs"], json!(vec!["391"; 10]));
+}
+
+#[test]
+fn a_damaged_sample_blob_is_refused_naming_its_pin_and_probe() {
+    let (_sim, test) = two_locked_pins();
+    let good = lock_json(&test);
+    for (blob, why) in [
+        (json!("not base64!"), "not base64"),
+        // "hello world": base64, but no DEFLATE stream.
+        (json!("aGVsbG8gd29ybGQ="), "not DEFLATE data"),
+        (pack_bytes(b"[1, 2, 3]"), "not the samples modelpin writes"),
+    ] {
+        let mut lock = good.clone();
+        lock["samples"]["pin2"]["probes"]["arith"] = blob;
+        write_lock(&test, &lock);
+        let run = test.run(&["check"]);
+        run.code(2);
+        assert!(
+            run.stderr
+                .contains("modelpin.lock is not a valid modelpin.lock")
+                && run
+                    .stderr
+                    .contains(&format!("pin `pin2`: samples of probe `arith`: {why}"))
+                && run
+                    .stderr
+                    .contains("`modelpin lock` records a fresh baseline"),
+            "{}",
+            run.stderr
+        );
+    }
+    test.run(&["lock"]).code(0);
+    assert_eq!(lock_json(&test)["lock_version"], 3);
+    assert!(
+        names(&test)
+            .iter()
+            .any(|n| n.starts_with("modelpin.lock.unreadable-")),
+        "the damaged lock is kept aside: {:?}",
+        names(&test)
+    );
+}
+
+#[test]
+fn a_blob_holding_fewer_samples_than_its_entry_counts_is_refused_naming_the_probe() {
+    let sim = Sim::start(single(ID, model(ID, 4.0, (1.0, 2.0))));
+    let test = Pins::one(ProviderKind::OpenAi, &sim.url(ProviderKind::OpenAi), ID)
+        .short()
+        .each_pin("samples", 10)
+        .locked();
+    let mut lock = lock_json(&test);
+    assert_eq!(lock["pins"]["pin"]["probes"]["arith"]["samples"], 10);
+    let blob = &mut lock["samples"]["pin"]["probes"]["arith"];
+    let mut samples = unpack(blob);
+    for list in ["outputs", "completion_tokens"] {
+        samples[list].as_array_mut().unwrap().pop();
+    }
+    *blob = pack(&samples);
+    write_lock(&test, &lock);
+    let run = test.run(&["check"]);
+    run.code(2);
+    assert!(
+        run.stderr.contains(
+            "pin `pin`: samples of probe `arith` hold 9 answers and 9 token counts, not the 10 its entry says"
+        ) && run
+            .stderr
+            .contains("`modelpin lock` records a fresh baseline"),
+        "{}",
+        run.stderr
+    );
 }

@@ -66,7 +66,8 @@ fn scan_docstrings_and_doc_comments_are_prose_at_info() {
         )
     };
     // `gpt-3.5-turbo-0613` is retired per third parties only: a warning.
-    let (c, l, e, w, i) = ("comment", "literal", "error", "warning", "info");
+    let (c, l, e, i) = ("comment", "literal", "error", "info");
+    let warn = "warning";
     let want: BTreeSet<_> = [
         row("chat.ex", 3, "gpt-4-0613", c, i),
         row("chat.ex", 7, "gpt-3.5-turbo-0613", c, i),
@@ -81,7 +82,7 @@ fn scan_docstrings_and_doc_comments_are_prose_at_info() {
         row("completions.py", 19, "gpt-4-0613", l, e),
         row("completions.py", 26, "gpt-4-0613", c, i),
         row("completions.py", 27, "claude-3-haiku-20240307", c, i),
-        row("completions.py", 31, "gpt-3.5-turbo-0613", l, w),
+        row("completions.py", 31, "gpt-3.5-turbo-0613", l, warn),
         row("completions.py", 32, "gpt-3.5-turbo-0613", c, i),
         row("completions.py", 33, "claude-3-haiku-20240307", l, e),
         row("lib.rs", 1, "claude-3-opus-20240229", c, i),

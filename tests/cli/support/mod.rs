@@ -1,5 +1,6 @@
 //! What more than one test module needs: pins.toml as a typed value, a running daemon read
-//! through its API, loopback HTTP, the outside servers the tests talk to, and polling on state.
+//! through its API, loopback HTTP, the outside servers the tests talk to, polling on state, and
+//! the lock's compressed samples as JSON.
 //!
 //! Test modules import from here and never from one another, so a test file can be read, moved
 //! or deleted on its own.
@@ -8,6 +9,7 @@ pub mod daemon;
 pub mod drift;
 pub mod http;
 pub mod litellm;
+pub mod lockfile;
 pub mod metrics;
 pub mod pins;
 pub mod ports;
