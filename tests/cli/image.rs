@@ -75,21 +75,19 @@ fn the_dockerfile_s_final_stage_is_distroless_nonroot_with_the_store_on_a_volume
             ],
         }
     );
-    // The Kubernetes examples run that image, as that user.
-    for example in ["single.yaml", "fleet.yaml"] {
-        let text = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("examples/kubernetes")
-                .join(example),
-        )
-        .unwrap();
-        assert!(
-            text.contains(&format!(
-                "image: ghcr.io/modelpin/modelpin:v{}",
+    // The Kubernetes examples run a project image built on that image, as that user.
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kubernetes");
+    let project = std::fs::read_to_string(examples.join("project.Dockerfile")).unwrap();
+    assert!(
+        project.lines().any(|l| l
+            == format!(
+                "FROM ghcr.io/modelpin/modelpin:v{}",
                 env!("CARGO_PKG_VERSION")
             )),
-            "{example}"
-        );
+        "{project}"
+    );
+    for example in ["single.yaml", "fleet.yaml"] {
+        let text = std::fs::read_to_string(examples.join(example)).unwrap();
         assert!(text.contains("runAsUser: 65532") && text.contains("readOnlyRootFilesystem: true"));
     }
 }
