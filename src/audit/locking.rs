@@ -39,7 +39,7 @@ pub async fn lock(
     request: &Request<'_>,
     ctx: &Context<'_>,
 ) -> Locking {
-    let mut plan = Plan::for_request(config, request, ctx);
+    let mut plan = Plan::for_request(config, request, ctx, None);
     let discovery: BTreeMap<String, TierCalls> = request
         .pins
         .iter()
@@ -58,7 +58,7 @@ pub async fn lock(
             Some((pin.id.clone(), first_tokens::select(calls, obs)))
         })
         .collect();
-    let mut second = Plan::for_request(config, request, ctx);
+    let mut second = Plan::for_request(config, request, ctx, None);
     second.samples = Some(0);
     second.spend = plan.spend.clone();
     second.tiers = found

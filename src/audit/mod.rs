@@ -219,19 +219,21 @@ impl Spend {
 }
 
 impl<'a> Plan<'a> {
-    /// A plan with the config's retry policy, and `max_cost` (a CLI flag) over the config's cap.
+    /// A plan with the config's retry policy, and `max_cost` (a CLI flag) over the config's cap;
+    /// each pin's calls counted at `run::price_of` against `lock` (the one the audit is judged
+    /// against; `None` while locking, when only the pins' own prices count).
     #[must_use]
     pub fn new(
         config: &'a Config,
         pins: Vec<&'a Pin>,
         samples: Option<u32>,
         max_cost: Option<f64>,
-        cancel: CancellationToken,
-        progress: Arc<tally::Tally>,
+        (cancel, progress): (CancellationToken, Arc<tally::Tally>),
+        lock: Option<&crate::lock::LoadedLock>,
     ) -> Plan<'a> {
         let prices = pins
             .iter()
-            .filter_map(|pin| Some((pin.id.clone(), pin.price?)))
+            .filter_map(|pin| Some((pin.id.clone(), run::price_of(pin, lock)?)))
             .collect();
         Plan {
             config,
@@ -263,14 +265,15 @@ impl<'a> Plan<'a> {
         config: &'a Config,
         request: &run::Request<'a>,
         ctx: &run::Context<'_>,
+        lock: Option<&crate::lock::LoadedLock>,
     ) -> Plan<'a> {
         Plan::new(
             config,
             request.pins.clone(),
             request.samples,
             request.max_cost,
-            ctx.cancel.clone(),
-            ctx.progress.clone(),
+            (ctx.cancel.clone(), ctx.progress.clone()),
+            lock,
         )
     }
 }

@@ -52,7 +52,7 @@ pub fn select_pins<'a>(config: &'a Config, ids: &[String]) -> Result<Vec<&'a Pin
 }
 
 /// Calls, tokens and cost an audit plans, said before it starts.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Estimate {
     /// Pins that are called.
     pub pins: usize,
@@ -87,14 +87,7 @@ impl Estimate {
     ) -> Estimate {
         let mut estimate = Estimate {
             pins: pins.len(),
-            unbaselined: 0,
-            calls: 0,
-            tokens: 0,
-            usd: 0.0,
-            unpriced: Vec::new(),
-            tier_calls: 0,
-            tier_tokens: 0,
-            tier_usd: 0.0,
+            ..Estimate::default()
         };
         for pin in pins {
             let price = crate::audit::run::price_of(pin, lock);
@@ -271,15 +264,8 @@ mod tests {
     #[test]
     fn pins_without_a_baseline_count_as_pins_that_make_no_call() {
         let none = Estimate {
-            pins: 0,
             unbaselined: 1,
-            calls: 0,
-            tokens: 0,
-            usd: 0.0,
-            unpriced: Vec::new(),
-            tier_calls: 0,
-            tier_tokens: 0,
-            tier_usd: 0.0,
+            ..Estimate::default()
         };
         assert_eq!(
             none.to_string(),

@@ -74,15 +74,10 @@ pub async fn audit(
     ctx: &Context<'_>,
 ) -> Audited {
     let started_at = verdict::now();
-    let mut plan = Plan::for_request(config, request, ctx);
+    // The spend cap counts each call at the price the report will: the pin's, else its lock's.
+    let mut plan = Plan::for_request(config, request, ctx, lock);
     // A pin without a baseline would spend calls on answers nothing can be compared with.
     plan.pins.retain(|pin| has_baseline(lock, pin));
-    // The spend cap counts each call at the price the report will: the pin's, else its lock's.
-    plan.prices = plan
-        .pins
-        .iter()
-        .filter_map(|pin| Some((pin.id.clone(), price_of(pin, lock)?)))
-        .collect();
     // `check --no-probes` asks for identity only: one call per probe, no tier.
     if request.samples.is_none() {
         plan.tiers = crate::audit::first_tokens::for_check(lock, &plan.pins);
