@@ -66,12 +66,12 @@ arch=$(uname -m)
 case "$arch" in
   x86_64 | amd64) arch=x86_64 ;;
   aarch64 | arm64) arch=aarch64 ;;
-  *) die "no release binary for the $arch processor: build from source with cargo install --locked modelpin" ;;
+  *) die "no release binary for the $arch processor: build from source with cargo install --locked --git https://github.com/modelpin/modelpin modelpin" ;;
 esac
 case "$os" in
   Linux) target="$arch-unknown-linux-musl" ;;
   Darwin) target="$arch-apple-darwin" ;;
-  *) die "no release binary for $os: build from source with cargo install --locked modelpin" ;;
+  *) die "no release binary for $os: build from source with cargo install --locked --git https://github.com/modelpin/modelpin modelpin" ;;
 esac
 archive="modelpin-$target.tar.gz"
 

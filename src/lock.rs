@@ -399,11 +399,16 @@ pub fn write(path: &Path, lock: &Lock) -> Result<String, LockError> {
         path: path.to_owned(),
         source,
     };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".modelpin.lock.")
-        .suffix(".tmp")
-        .tempfile_in(directory_of(path))
-        .map_err(fail)?;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".modelpin.lock.").suffix(".tmp");
+    // A lock is committed and read by others (a CI job, a container's user): readable like any
+    // file the user writes (0644 less the umask), not tempfile's owner-only 0600.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        builder.permissions(std::fs::Permissions::from_mode(0o644));
+    }
+    let mut tmp = builder.tempfile_in(directory_of(path)).map_err(fail)?;
     tmp.write_all(&bytes).map_err(fail)?;
     tmp.as_file().sync_all().map_err(fail)?;
     tmp.persist(path).map_err(|e| fail(e.error))?;
@@ -536,6 +541,30 @@ mod tests {
             text.find("\"a\"").unwrap() < text.find("\"b\"").unwrap(),
             "pins sorted"
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_lock_is_readable_by_others_like_any_file_the_user_writes() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("modelpin.lock");
+        write(&path, &sample()).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode & 0o600, 0o600, "{mode:o}");
+        assert_eq!(mode & 0o044, 0o044 & !umask(), "{mode:o}");
+    }
+
+    /// The process's umask, as Linux reports it (`Umask:` in /proc/self/status); 022 elsewhere.
+    #[cfg(unix)]
+    fn umask() -> u32 {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|status| {
+                let line = status.lines().find(|l| l.starts_with("Umask:"))?;
+                u32::from_str_radix(line.trim_start_matches("Umask:").trim(), 8).ok()
+            })
+            .unwrap_or(0o022)
     }
 
     #[cfg(unix)]

@@ -13,9 +13,9 @@
 #
 # and the manifests' `image:` names that tag (README.md).
 FROM ghcr.io/modelpin/modelpin:v0.1.0
-# Owned by the image's user (65532, as the manifests run it): `modelpin lock` writes modelpin.lock
-# readable by its owner only (0600), and a build from a working copy keeps that mode. The pods'
-# root file system is read-only, so the owner cannot change them there. The released image's user,
+# Owned by the image's user (65532, as the manifests run it), so a file a working copy keeps
+# private (a umask of 077, a lock written by modelpin before 0.1.0 as 0600) is still readable. The
+# pods' root file system is read-only, so the owner cannot change them there. The released image's user,
 # entrypoint and working directory stay as they are. A project with no probe files leaves out the
 # second COPY.
 COPY --chown=65532:65532 pins.toml modelpin.lock /etc/modelpin/

@@ -503,7 +503,7 @@ fn the_dockerfile_passes_hadolint_and_the_scripts_pass_shellcheck() {
     }
 }
 
-/// `cargo binstall modelpin` asks for the file and path the release workflow publishes, for every
+/// `cargo binstall --git … modelpin` asks for the file and path the release workflow publishes, for every
 /// target it builds.
 #[test]
 fn binstall_metadata_names_the_archives_the_release_publishes() {
