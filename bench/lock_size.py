@@ -3,7 +3,7 @@
 
 A lock is the sum of its pins' entries (the contract under `pins`, the blobs under `samples`),
 so N pins are the measured pin's entry under N names, written the way modelpin writes the file
-(pretty JSON, two-space indent, sorted keys). Reports bytes and the lines a reviewer reads (the
+(pretty JSON, two-space indent, fields in their order, map keys sorted). Reports bytes and the lines a reviewer reads (the
 contract: everything before `"samples"`).
 
     python3 bench/lock_size.py path/to/modelpin.lock

@@ -1,7 +1,8 @@
 //! `modelpin.lock`: the recorded baseline every check is judged against.
 //!
-//! Written by `modelpin lock`, read by `check`. The file is pretty JSON with sorted keys and no
-//! timestamps, so the same observations give the same bytes. Since version 3 it holds the
+//! Written by `modelpin lock`, read by `check`. The file is pretty JSON (fields in a fixed order,
+//! map keys sorted) with no timestamps, so the same observations give the same bytes. Since
+//! version 3 it holds the
 //! contract first (served IDs, fingerprints, price, probe digests and prompt token counts, the
 //! tiers) and the raw samples apart, compressed one line per probe (see `disk`): a re-lock
 //! reviews as a short diff, and a one-probe change as a few lines.
@@ -187,7 +188,6 @@ pub fn read(path: &Path) -> Result<Option<LoadedLock>, LockError> {
         });
     }
     let lock = decode(&bytes).map_err(invalid)?;
-    check_version(&lock).map_err(invalid)?;
     for (id, pin) in &lock.pins {
         within_bounds(pin).map_err(|why| invalid(format!("pin `{id}`: {why}")))?;
     }
@@ -231,6 +231,8 @@ fn decode(bytes: &[u8]) -> Result<Lock, String> {
         lock_version: u32,
     }
     let head: Head = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    // Before anything is decompressed: a version this modelpin does not write is named as such.
+    check_version(head.lock_version)?;
     if head.lock_version < 3 {
         return serde_json::from_slice(bytes).map_err(|e| e.to_string());
     }
@@ -238,13 +240,12 @@ fn decode(bytes: &[u8]) -> Result<Lock, String> {
     disk::join(file)
 }
 
-fn check_version(lock: &Lock) -> Result<(), String> {
-    if READS.contains(&lock.lock_version) {
+fn check_version(version: u32) -> Result<(), String> {
+    if READS.contains(&version) {
         return Ok(());
     }
     Err(format!(
-        "lock_version {} is not supported (this modelpin writes {LOCK_VERSION})",
-        lock.lock_version
+        "lock_version {version} is not supported (this modelpin writes {LOCK_VERSION})"
     ))
 }
 
@@ -380,8 +381,7 @@ pub fn set_aside(path: &Path) -> std::io::Result<PathBuf> {
 #[must_use]
 pub fn encode(lock: &Lock) -> Vec<u8> {
     // Struct fields serialise in declaration order and maps are BTreeMaps: stable bytes.
-    let mut file = disk::split(lock);
-    file.lock_version = LOCK_VERSION;
+    let file = disk::split(lock);
     let text = serde_json::to_string_pretty(&file).expect("lock types always serialise");
     let mut bytes = crate::text::json_inert(text).into_bytes();
     bytes.push(b'\n');

@@ -25,7 +25,8 @@ use serde::{Deserialize, Serialize};
 use super::{Discovery, Lock, LockedFirstTokens, LockedInput, LockedPin, LockedPrice, LockedProbe};
 
 /// Most bytes the samples of one lock may decompress to, all blobs together: four times the
-/// largest lock file read, far above what the sample bounds allow a real lock to hold.
+/// largest lock file read (and so four times what a version-2 file could hold inline), which
+/// bounds the memory a small damaged or hostile file can claim.
 pub const MAX_SAMPLE_BYTES: u64 = 4 * super::MAX_LOCK_BYTES;
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -124,7 +125,8 @@ pub(super) fn split(lock: &Lock) -> File {
         samples.insert(id.clone(), blobs);
     }
     File {
-        lock_version: lock.lock_version,
+        // Whatever version it was read from, it is written as this one.
+        lock_version: super::LOCK_VERSION,
         modelpin_version: lock.modelpin_version.clone(),
         config_digest: lock.config_digest.clone(),
         pins,
