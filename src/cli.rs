@@ -95,8 +95,9 @@ pub enum Command {
         command: AlertsCommand,
     },
     /// Lifecycle of each pinned model: retirement date, days left, replacement and every source
-    /// (built-in table, feeds, `retires_on`). Exit 0 ok, 1 a listed pin is retired (or retires
-    /// inside a `warn_before` window, with --strict), 2 usage or config error; --data exits 0.
+    /// (built-in table, feeds, `retires_on`). Exit 0 ok, 1 a listed pin is retired by the
+    /// provider's own word (with --strict also by a third party's, or retiring inside a
+    /// `warn_before` window), 2 usage or config error; --data exits 0.
     Deprecations(DeprecationsArgs),
     /// The store itself: copy one into another (sled directory or PostgreSQL, either way).
     Store {
@@ -361,7 +362,8 @@ pub struct DeprecationsArgs {
     /// Print the built-in lifecycle table instead (judges no pin: exit 0).
     #[arg(long)]
     pub data: bool,
-    /// A pin retiring inside a `warn_before` window fails too (exit 1).
+    /// A pin retiring inside a `warn_before` window, or retired by third-party sources only,
+    /// fails too (exit 1).
     #[arg(long, conflicts_with = "data")]
     pub strict: bool,
     /// Output format on stdout.

@@ -1,8 +1,9 @@
 //! `modelpin deprecations`: each pin's lifecycle — retirement date, days left, replacement and
 //! every source — from the built-in table, the feeds and `retires_on`. No provider is called.
 //!
-//! It exits as `check` would on the lifecycle alone: 1 when a listed pin is retired (or, with
-//! `--strict`, retires inside a `warn_before` window), 0 otherwise, in every format. `--data`
+//! It exits as `check` would on the lifecycle alone: 1 when a listed pin is retired by the
+//! provider's own word (or, with `--strict`, by third parties only, or retires inside a
+//! `warn_before` window), 0 otherwise, in every format. `--data`
 //! lists the table and judges no pin, so it exits 0. The human forms start with a header row.
 
 use crate::text::{display_id, terminal};
@@ -255,6 +256,21 @@ mod tests {
         resolve(&pin, builtin(), now, &windows)
     }
 
+    /// A pin of a model a feed row (no provider's page) says retired in 2025.
+    fn third_party_retirement() -> Lifecycle {
+        let now = Utc.with_ymd_and_hms(2026, 1, 10, 12, 0, 0).unwrap();
+        let row = "[[fact]]\nprovider = \"openai\"\nmodels = [\"acme-chat-2099\"]\nretires = 2025-06-01\nsource = \"a forum post\"\n";
+        let facts = crate::lifecycle::feeds::parse_feed(row.as_bytes(), None).unwrap();
+        let pin = PinRef {
+            kind: ProviderKind::OpenAi,
+            provider: "openai",
+            model: "acme-chat-2099",
+            accept: &[],
+            retires_on: None,
+        };
+        resolve(&pin, &facts, now, &[])
+    }
+
     #[test]
     fn exit_codes_follow_check() {
         // (days to retirement, --strict) -> exit code
@@ -272,6 +288,11 @@ mod tests {
             assert_eq!(got, want, "{days:?} strict={strict}");
         }
         assert_eq!(exit_code([], true), Exit::Ok);
+        // Retired by a third party's row only: a warning, failing only with --strict.
+        let secondary = third_party_retirement();
+        assert!(secondary.is_retired() && secondary.secondary_only());
+        assert_eq!(exit_code([&secondary], false), Exit::Ok);
+        assert_eq!(exit_code([&secondary], true), Exit::Failed);
         assert_eq!(
             exit_code([&life(Some(400)), &life(Some(-1))], false),
             Exit::Failed

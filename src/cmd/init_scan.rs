@@ -157,7 +157,7 @@ pub fn pins_toml(ids: &BTreeMap<&str, Used>) -> String {
     let mut out = String::from(
         "# pins.toml written by `modelpin init --from-scan`: one pin per model ID used in the code.\n# Review the providers and pins, then run `modelpin lock`.\nversion = 1\n",
     );
-    let chat = |id: &&&str| Modality::of(id) == Modality::Chat;
+    let chat = |id: &&&str| Modality::non_chat(id).is_none();
     let used: Vec<&str> = ids
         .keys()
         .filter(chat)
@@ -174,12 +174,10 @@ pub fn pins_toml(ids: &BTreeMap<&str, Used>) -> String {
         let provider = guess_provider(id).1;
         let model = toml_string(id);
         let place = use_.place.escape_debug();
-        let modality = Modality::of(id);
-        if modality != Modality::Chat {
+        if let Some(kind) = Modality::non_chat(id) {
             let _ = write!(
                 out,
-                "\n# {model} (used at {place}): {}; modelpin's probes are chat calls, so no pin is\n# written for it: `modelpin scan` watches its lifecycle (retired, retiring, replacement).\n",
-                modality.phrase()
+                "\n# {model} (used at {place}): {kind}; modelpin's probes are chat calls, so no pin is\n# written for it: `modelpin scan` watches its lifecycle (retired, retiring, replacement).\n",
             );
             continue;
         }

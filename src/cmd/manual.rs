@@ -206,11 +206,11 @@ fn exit_codes(page: &str) -> &'static [(&'static str, &'static str)] {
         "modelpin-deprecations" => &[
             (
                 "0",
-                "no listed pin is retired (nor, with --strict, retiring inside a warn_before window); --data always",
+                "no listed pin is retired by the provider's own word (nor, with --strict, by a third party's, or retiring inside a warn_before window); --data always",
             ),
             (
                 "1",
-                "a listed pin is retired (or, with --strict, retires inside a warn_before window)",
+                "a listed pin is retired by the provider's own word (or, with --strict, by a third party's, or retires inside a warn_before window)",
             ),
             ("2", "usage or config error"),
         ],

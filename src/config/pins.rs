@@ -117,17 +117,13 @@ fn one(check: &mut Check, raw: &RawPin, refs: &Refs, probes: &mut Probes) -> Opt
 /// chat probes or the first-token tier, so no pin can audit it: its lifecycle is what `scan`
 /// reports wherever the code names it.
 fn chat_only(check: &mut Check, raw: &RawPin, model: &str) -> Option<()> {
-    let modality = Modality::of(model);
-    if modality == Modality::Chat {
+    let Some(kind) = Modality::non_chat(model) else {
         return Some(());
-    }
+    };
     check
         .error(
             raw.model.span(),
-            format!(
-                "`{model}` is {}; modelpin's probes and first-token tier are chat calls",
-                modality.phrase()
-            ),
+            format!("`{model}` is {kind}; modelpin's probes and first-token tier are chat calls"),
         )
         .help(
             "remove this pin: `modelpin scan` reports the lifecycle of this ID (retired, retiring, its replacement) wherever the code names it, which is all modelpin can watch for it",

@@ -126,7 +126,7 @@ mod tests {
             replacement: replacement.iter().map(|r| (*r).to_owned()).collect(),
             window: None,
             sources: Vec::new(),
-            class: crate::lifecycle::SourceClass::Primary,
+            class: Some(crate::lifecycle::SourceClass::Primary),
         }
     }
 

@@ -159,16 +159,17 @@ pub struct Lifecycle {
     pub sources: Vec<Evidence>,
     /// `primary` when the provider's own word (or `retires_on`) gives the effective retirement:
     /// the decisive source, or one that agrees on the same date. A retirement that only third
-    /// parties state is reported as a warning at most.
-    #[serde(rename = "source_class")]
-    pub class: SourceClass,
+    /// parties state is reported as a warning at most. `None` when no source lists a
+    /// retirement.
+    #[serde(rename = "source_class", skip_serializing_if = "Option::is_none")]
+    pub class: Option<SourceClass>,
 }
 
 impl Lifecycle {
     /// Whether only third parties say so: the effective stage is reported as a warning at most.
     #[must_use]
     pub fn secondary_only(&self) -> bool {
-        self.class == SourceClass::Secondary
+        self.class == Some(SourceClass::Secondary)
     }
 }
 
@@ -222,23 +223,23 @@ pub fn resolve<'f>(
     }
 }
 
-/// `primary` when a primary source sets or confirms the effective retirement.
-fn class_of(sources: &[Evidence], effective: Option<Retirement>) -> SourceClass {
+/// `primary` when a primary source sets or confirms the effective retirement; `None` without one.
+fn class_of(sources: &[Evidence], effective: Option<Retirement>) -> Option<SourceClass> {
+    let effective = effective?;
     let confirms = |e: &&Evidence| match e.role {
         Role::Decisive => true,
-        Role::Agrees => Some(e.retirement) == effective,
+        Role::Agrees => e.retirement == effective,
         Role::Differs | Role::Superseded => false,
     };
-    if effective.is_none()
-        || sources
-            .iter()
-            .filter(confirms)
-            .any(|e| e.class == SourceClass::Primary)
-    {
+    let primary = sources
+        .iter()
+        .filter(confirms)
+        .any(|e| e.class == SourceClass::Primary);
+    Some(if primary {
         SourceClass::Primary
     } else {
         SourceClass::Secondary
-    }
+    })
 }
 
 /// The best dated fact, unless a fact about the pin's own ID says it is already gone and the

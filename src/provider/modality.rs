@@ -1,7 +1,7 @@
 //! What kind of model an ID names, from its family: modelpin's probes and first-token tier are
-//! chat calls, so only a chat model can be audited by them. Embedding, audio, image, video and
-//! moderation models are watched for their lifecycle (the table, `scan`, `deprecations`) and
-//! nothing else.
+//! chat calls, so only a chat model can be audited by them. An embedding, audio, image, video or
+//! moderation model cannot be pinned; `scan` judges its lifecycle wherever the code names it, and
+//! `deprecations --data` lists its table rows.
 //!
 //! Families follow the providers' own model lists (OpenAI's models page names `text-embedding-*`,
 //! `whisper-1`, `tts-1*`, `gpt-4o*-transcribe`, `gpt-4o-mini-tts`, `dall-e-*`, `gpt-image-*`,
@@ -10,12 +10,8 @@
 //! `mistral-moderation-*`; Cohere's `embed-*`). Anything else is taken as chat: an unknown ID is
 //! never refused a probe.
 
-use serde::Serialize;
-
-crate::closed::closed_set! {
 /// What a model takes and returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Modality {
     Chat,
     Embedding,
@@ -23,7 +19,6 @@ pub enum Modality {
     Image,
     Video,
     Moderation,
-}
 }
 
 impl Modality {
@@ -38,7 +33,7 @@ impl Modality {
         let starts = |prefixes: &[&str]| {
             prefixes
                 .iter()
-                .any(|p| name.starts_with(p) || name.contains(&format!(".{p}")))
+                .any(|p| name.split('.').any(|part| part.starts_with(p)))
         };
         if has("moderation") {
             Modality::Moderation
@@ -62,16 +57,17 @@ impl Modality {
         }
     }
 
-    /// `an embedding model`, for messages.
+    /// What the ID names when no chat probe can audit it (`an embedding model`, for messages);
+    /// `None` for a chat model.
     #[must_use]
-    pub fn phrase(self) -> &'static str {
-        match self {
-            Modality::Chat => "a chat model",
-            Modality::Embedding => "an embedding model",
-            Modality::Audio => "an audio model",
-            Modality::Image => "an image model",
-            Modality::Video => "a video model",
-            Modality::Moderation => "a moderation model",
+    pub fn non_chat(id: &str) -> Option<&'static str> {
+        match Modality::of(id) {
+            Modality::Chat => None,
+            Modality::Embedding => Some("an embedding model"),
+            Modality::Audio => Some("an audio model"),
+            Modality::Image => Some("an image model"),
+            Modality::Video => Some("a video model"),
+            Modality::Moderation => Some("a moderation model"),
         }
     }
 }

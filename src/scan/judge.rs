@@ -87,7 +87,7 @@ impl<'a> Knowledge<'a> {
     #[must_use]
     pub fn judge(&self, id: &str) -> Vec<Finding> {
         let pin = self.pin_named(id);
-        let life = self.lifecycle_of(id);
+        let life = self.lifecycle_of(id, pin);
         let fix = self.successor(id, &life);
         let mut out: Vec<Finding> = lifecycle_finding(id, &life, &fix).into_iter().collect();
         let served = self.served(id);
@@ -146,10 +146,10 @@ impl<'a> Knowledge<'a> {
     }
 
     /// What a fix may write for `id`: its named successor in the form of the ID found, followed
-    /// while that successor is itself retired, retiring inside a `warn_before` window or served
-    /// as something else, to the first one `scan` would not flag. A fork (several successors),
-    /// a loop or a chain that ends on a flagged ID offers no fix: a patch never writes an ID
-    /// the next scan reports.
+    /// while `scan` reports that successor at warning or above (retired, retiring inside a
+    /// `warn_before` window, served as another model) to the first one it does not. A fork
+    /// (several successors), a loop or a chain that ends on such an ID offers no fix: a patch
+    /// never writes an ID the next scan warns about.
     fn successor(&self, id: &str, life: &Lifecycle) -> Fix {
         let mut next = match written_successor(id, &life.replacement) {
             Ok(next) => next,
@@ -161,12 +161,9 @@ impl<'a> Knowledge<'a> {
             if seen(&next) {
                 return Fix::Refused(format!("the successors named lead back to `{next}`"));
             }
-            let life = self.lifecycle_of(&next);
-            let why = match life.stage {
-                Stage::Retired => "retired",
-                Stage::Scheduled if life.window.is_some() => "retiring",
-                _ if !self.served_as_other(&next).is_empty() => "served as another model",
-                _ => return Fix::Write { id: next, skipped },
+            let life = self.lifecycle_of(&next, self.pin_named(&next));
+            let Some(why) = self.warns(&next, &life) else {
+                return Fix::Write { id: next, skipped };
             };
             skipped.push((next.clone(), why));
             next = match written_successor(&next, &life.replacement) {
@@ -183,11 +180,25 @@ impl<'a> Knowledge<'a> {
         ))
     }
 
-    /// The lifecycle of `id` as a literal: its pin's provider when a pin names it, else the
-    /// provider its family implies.
-    fn lifecycle_of(&self, id: &str) -> Lifecycle {
-        let pin = self.pin_named(id);
-        let mut ids: Vec<&str> = std::iter::once(id).chain(undated(id)).collect();
+    /// Why `scan` reports `id` at warning or above, by the findings `judge` gives it; `None`
+    /// when it does not.
+    fn warns(&self, id: &str, life: &Lifecycle) -> Option<&'static str> {
+        lifecycle_finding(id, life, &Fix::Unnamed)
+            .into_iter()
+            .chain(served_differently(id, &self.served(id)))
+            .filter(|f| f.level >= Level::Warning)
+            .map(|f| match f.code {
+                Code::Retired => "retired",
+                Code::Retiring => "retiring",
+                _ => "served as another model",
+            })
+            .next()
+    }
+
+    /// The lifecycle of `id` as a literal: its pin's (`pin_named`) provider when a pin names
+    /// it, else the provider its family implies.
+    fn lifecycle_of(&self, id: &str, pin: Option<&Pin>) -> Lifecycle {
+        let mut ids = vec![id];
         if let Some(pin) = pin {
             ids.push(&pin.model);
             ids.extend(pin.accept.iter().map(String::as_str));
@@ -199,19 +210,18 @@ impl<'a> Knowledge<'a> {
         }
     }
 
-    /// What the lock records `id` served as, other than its own snapshots.
-    fn served_as_other(&self, id: &str) -> Vec<String> {
-        self.served(id)
-            .into_iter()
-            .filter(|s| !is_snapshot_of(s, id))
-            .collect()
-    }
-
-    /// The facts that can be about any of `ids`: the same core ID, or a family. A cheap
-    /// pre-filter: `resolve` still decides, but a tree holds thousands of distinct IDs.
+    /// The facts that can be about any of `ids`: the same core ID, its undated alias, or a
+    /// family. A cheap pre-filter: `resolve` still decides, but a tree holds thousands of
+    /// distinct IDs.
     fn facts_about(&self, ids: &[&str]) -> Vec<&Fact> {
+        let undated = ids.iter().filter_map(|id| undated(id));
         let mut found: Vec<usize> = std::iter::once(String::new())
-            .chain(ids.iter().map(|id| fact_key(id).to_ascii_lowercase()))
+            .chain(
+                ids.iter()
+                    .copied()
+                    .chain(undated)
+                    .map(|id| fact_key(id).to_ascii_lowercase()),
+            )
             .filter_map(|key| self.index.get(&key))
             .flatten()
             .copied()
@@ -541,14 +551,12 @@ pub fn pin_slug(id: &str) -> String {
 }
 
 fn unpinned(id: &str) -> Finding {
-    let modality = Modality::of(id);
-    if modality != Modality::Chat {
+    if let Some(kind) = Modality::non_chat(id) {
         return Finding {
             code: Code::Unpinned,
             level: Level::Info,
             message: format!(
-                "`{id}` is not covered by any pin; it is {}, and modelpin's probes are chat calls, so its lifecycle is all there is to watch (this scan and `modelpin deprecations` do)",
-                modality.phrase()
+                "`{id}` is not covered by any pin; it is {kind}, and modelpin's probes are chat calls, so its lifecycle is all there is to watch (this scan does; `modelpin deprecations --data` lists the table)"
             ),
             replacement: None,
             suggestion: None,
