@@ -114,6 +114,30 @@ impl Breakers {
         )
     }
 
+    /// Takes over where `old` stands for every provider both know: a reload (which builds a
+    /// new transport) keeps an open breaker open and its counts growing, instead of closing
+    /// it. A trial call out on `old` is left to it; here the breaker is open until now, so the
+    /// next call is this set's own trial.
+    pub fn continue_from(&self, old: &Breakers) {
+        for (provider, state) in &self.states {
+            let Some(before) = old.states.get(provider) else {
+                continue;
+            };
+            let before = before.lock().expect("breaker lock");
+            let mut s = state.lock().expect("breaker lock");
+            s.phase = match before.phase {
+                Phase::HalfOpen { .. } => Phase::Open {
+                    until: Instant::now(),
+                },
+                phase => phase,
+            };
+            s.failures = before.failures;
+            s.trips = before.trips;
+            s.not_made = before.not_made;
+            s.last_failure.clone_from(&before.last_failure);
+        }
+    }
+
     /// Waits until a call to `provider` may start: at once while the breaker is closed; after a
     /// trial call's outcome while one is out. `Err` when the breaker is open: the call is not
     /// made, for the reason returned. A provider without a breaker is always admitted.
@@ -218,7 +242,6 @@ impl Breakers {
     fn halt(provider: &str, s: &State) -> Halt {
         Halt::BreakerOpen {
             provider: provider.to_owned(),
-            failures: s.failures,
             last: s.last_failure.clone(),
         }
     }
@@ -245,15 +268,40 @@ mod tests {
         assert!(b.open("p").is_none(), "two in a row after a success");
         assert!(b.admit("p").await.is_ok());
         b.record("p", Outcome::Failed, "server error (503)");
-        let Some(Halt::BreakerOpen { failures, last, .. }) = b.open("p") else {
+        let Some(Halt::BreakerOpen { last, .. }) = b.open("p") else {
             panic!("open after three in a row");
         };
-        assert_eq!((failures, last.as_str()), (3, "server error (503)"));
+        assert_eq!(last, "server error (503)");
         assert!(b.admit("p").await.is_err());
         let snap = &b.snapshot()[0];
         assert_eq!((snap.open, snap.trips, snap.not_made), (true, 1, 1));
         // Unknown providers have no breaker.
         assert!(b.admit("other").await.is_ok());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_new_set_continues_an_open_breaker_and_its_counts() {
+        let old = breakers();
+        for _ in 0..3 {
+            old.record("p", Outcome::Failed, "server error (502)");
+        }
+        assert!(old.admit("p").await.is_err());
+        let new = Breakers::new(["p", "q"], 3, Duration::from_secs(60));
+        new.continue_from(&old);
+        let Err(Halt::BreakerOpen { last, .. }) = new.admit("p").await else {
+            panic!("still open after a reload");
+        };
+        assert_eq!(last, "server error (502)");
+        let snap = new.snapshot();
+        assert_eq!(
+            (snap[0].open, snap[0].trips, snap[0].not_made),
+            (true, 1, 2)
+        );
+        assert_eq!(
+            (snap[1].open, snap[1].trips),
+            (false, 0),
+            "a new provider starts closed"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -154,14 +154,20 @@ fn classify_refusal(signal: &Signal<'_>, status: u16, op: &Operation, now: Syste
         408 => retry(signal, now, "request timeout (408)"),
         409 if *op == Operation::Read => retry(signal, now, "conflict (409)"),
         429 => retry(signal, now, "rate limited (429)"),
-        500 | 502 | 503 | 504 | 529 => retry(signal, now, &format!("server error ({status})")),
-        s if (400..500).contains(&s) || s == 501 => stop(
+        s if server_failing(s) => retry(signal, now, &format!("server error ({s})")),
+        s if (400..600).contains(&s) => stop(
             StopClass::Terminal,
             &format!("HTTP {s} will not change on retry"),
         ),
-        s if s >= 500 => retry(signal, now, &format!("server error ({s})")),
         s => stop(StopClass::Terminal, &format!("unexpected HTTP {s}")),
     }
+}
+
+/// A status that says the server is failing, which waiting may fix: every 5xx but 501 (Not
+/// Implemented is a property of the request). The circuit breaker counts the same ones.
+#[must_use]
+pub fn server_failing(status: u16) -> bool {
+    status >= 500 && status != 501
 }
 
 fn classify_transport(kind: FailureKind, op: &Operation) -> Decision {

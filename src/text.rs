@@ -198,6 +198,21 @@ fn short_hash(text: &str) -> String {
     hex
 }
 
+/// A URL path segment: every byte but RFC 3986's unreserved characters percent-encoded, so no
+/// text (a model ID, a pin id) can add a path, a query or a fragment.
+#[must_use]
+pub fn path_segment(raw: &str) -> String {
+    let mut encoded = String::with_capacity(raw.len());
+    for byte in raw.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            encoded.push(char::from(byte));
+        } else {
+            let _ = write!(encoded, "%{byte:02X}");
+        }
+    }
+    encoded
+}
+
 #[cfg(test)]
 mod tests {
     use super::{DISPLAY_ID_CHARS, bounded, display_id, json_inert, line_start, terminal};

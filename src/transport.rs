@@ -149,7 +149,8 @@ impl Transport {
             .with_breakers(breakers))
     }
 
-    /// Provider calls through this transport go through `breakers`.
+    /// The audit's probe calls through this transport consult `breakers` (models-endpoint
+    /// lookups, which are advisory, do not).
     #[must_use]
     pub fn with_breakers(mut self, breakers: crate::breaker::Breakers) -> Transport {
         self.breakers = Some(Arc::new(breakers));

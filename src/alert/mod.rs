@@ -174,16 +174,11 @@ impl Notification {
 /// as a path segment.
 #[must_use]
 pub fn pin_url(base: &str, pin: &str) -> String {
-    use std::fmt::Write as _;
-    let mut url = format!("{}/pins/", base.trim_end_matches('/'));
-    for byte in pin.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
-            url.push(char::from(byte));
-        } else {
-            let _ = write!(url, "%{byte:02X}");
-        }
-    }
-    url
+    format!(
+        "{}/pins/{}",
+        base.trim_end_matches('/'),
+        crate::text::path_segment(pin)
+    )
 }
 
 /// What to do: each firing alert's own action (the line the CLI and the status page show),

@@ -583,7 +583,10 @@ impl PinRun<'_> {
                     retry::StopClass::Refused | retry::StopClass::UnknownOutcome => {
                         breaker::Outcome::Failed
                     }
-                    _ if attempt.status.is_some_and(|s| s == 429 || s >= 500) => {
+                    _ if attempt
+                        .status
+                        .is_some_and(|s| s == 429 || retry::server_failing(s)) =>
+                    {
                         breaker::Outcome::Failed
                     }
                     _ => breaker::Outcome::Alive,

@@ -229,10 +229,14 @@ where
                 return None;
             }
         };
+        let running = self.daemon.snapshot();
+        if let (Some(new), Some(old)) = (transport.breakers(), running.transport.breakers()) {
+            new.continue_from(old);
+        }
         Some(Snapshot {
             config: Arc::new(config),
             transport,
-            facts: self.daemon.snapshot().facts.clone(),
+            facts: running.facts.clone(),
         })
     }
 

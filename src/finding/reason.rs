@@ -41,13 +41,10 @@ pub enum Halt {
     NoBaseline,
     /// Dropped while waiting for an answer, for `halt`; `message` says what it was waiting on.
     InFlight { halt: Box<Halt>, message: String },
-    /// The provider's circuit breaker is open: its last `failures` attempts in a row failed
-    /// (the last as `last`).
-    BreakerOpen {
-        provider: String,
-        failures: u32,
-        last: String,
-    },
+    /// The provider's circuit breaker is open: its last attempts failed in a row, the last as
+    /// `last`. (No count: a reason is told apart by what it says, and the count keeps growing
+    /// while calls wait their turn, which would split one reason into many.)
+    BreakerOpen { provider: String, last: String },
 }
 
 impl fmt::Display for Halt {

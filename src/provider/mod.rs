@@ -23,7 +23,6 @@ mod props;
 mod refusal;
 
 use std::fmt;
-use std::fmt::Write as _;
 
 use crate::redact::Redactor;
 use crate::text;
@@ -608,20 +607,7 @@ pub fn normalize_model_id(id: &str) -> String {
     id.strip_prefix("models/").unwrap_or(id).to_owned()
 }
 
-/// Percent-encodes everything but RFC 3986 unreserved characters, so a model or deployment name
-/// can never add path segments or a query to the URL.
-fn path_segment(raw: &str) -> String {
-    let mut encoded = String::with_capacity(raw.len());
-    for byte in raw.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
-            encoded.push(char::from(byte));
-        } else {
-            // Writing to a String cannot fail.
-            let _ = write!(encoded, "%{byte:02X}");
-        }
-    }
-    encoded
-}
+pub(crate) use crate::text::path_segment;
 
 #[cfg(test)]
 mod tests {

@@ -340,9 +340,10 @@ impl Metrics {
         }
     }
 
-    /// The providers' circuit breakers as they stand. The breakers count from their start (a
-    /// reload starts new ones); the counters add what is new since the last look, so they
-    /// never go down.
+    /// The providers' circuit breakers as they stand. The breakers' counts only grow (a reload
+    /// carries them over, `Breakers::continue_from`); the counters add what is new since the
+    /// last look. A smaller count is an audit of the set a reload replaced finishing late:
+    /// nothing new.
     pub fn breakers(&self, breakers: &crate::breaker::Breakers) {
         let mut seen = self.breakers_seen.lock().expect("breakers seen lock");
         for b in breakers.snapshot() {
@@ -351,12 +352,15 @@ impl Metrics {
             };
             self.breaker_open.set(label(), f64::from(u8::from(b.open)));
             let (trips, not_made) = seen.get(&b.provider).copied().unwrap_or_default();
-            let new = |now: u64, before: u64| if now >= before { now - before } else { now };
+            let new = |now: u64, before: u64| now.saturating_sub(before);
             self.breaker_trips_total
                 .inc_by(label(), new(b.trips, trips) as f64);
             self.breaker_calls_not_made_total
                 .inc_by(label(), new(b.not_made, not_made) as f64);
-            seen.insert(b.provider.clone(), (b.trips, b.not_made));
+            seen.insert(
+                b.provider.clone(),
+                (trips.max(b.trips), not_made.max(b.not_made)),
+            );
         }
     }
 

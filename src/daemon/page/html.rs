@@ -180,19 +180,7 @@ fn shortened(text: &str, fit: Fit) -> Option<String> {
     Some(out)
 }
 
-/// A path segment: every byte but unreserved characters percent-encoded.
-#[must_use]
-pub fn segment(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            let _ = write!(out, "%{b:02X}");
-        }
-    }
-    out
-}
+pub use crate::text::path_segment as segment;
 
 #[must_use]
 pub fn time_text(at: DateTime<Utc>) -> String {
