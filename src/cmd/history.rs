@@ -23,13 +23,9 @@ pub async fn run(
 ) -> Result<Exit, AppError> {
     // History calls no provider: the keys' variables need not be set.
     let config = crate::config::load_without_keys(config_path)?;
-    let back = crate::config::parse_duration(since)
+    // Longer ago than any time there is means all of history, as /api/history reads it.
+    let since = crate::config::since_ago(since, Utc::now())
         .map_err(|e| AppError::Usage(format!("--since {since}: {e}")))?;
-    // Longer ago than any time there is means all of history, not a crash.
-    let since = chrono::Duration::from_std(back)
-        .ok()
-        .and_then(|back| Utc::now().checked_sub_signed(back))
-        .unwrap_or(DateTime::UNIX_EPOCH);
     if let Some(pin) = pin {
         // The same refusal as `check --pin`: a typo must not read as "no audits".
         select_pins(&config, &[pin.to_owned()])?;

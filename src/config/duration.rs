@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+
 /// What a valid duration looks like, for error messages.
 pub(crate) const DURATION_HELP: &str =
     "use whole numbers with units ms, s, m, h or d, largest first, like `90s`, `10m` or `1h30m`";
@@ -28,53 +30,48 @@ const UNITS: [(&str, u64); 5] = [
 /// anything", as opposed to no duration at all.
 #[must_use]
 pub fn overflows(input: &str) -> bool {
-    parse(input).is_none() && parse_wide(input)
+    millis(input).is_some_and(|ms| ms > u128::from(u64::MAX))
 }
 
-/// `parse` on 128 bits, saturating: true when the written duration is well formed but too long
-/// for `parse`.
-fn parse_wide(input: &str) -> bool {
-    let mut rest = input;
-    let mut total: u128 = 0;
-    let mut smallest_so_far = usize::MAX;
-    if rest.is_empty() {
-        return false;
+/// The instant `input` (a duration) before `now`; a duration reaching before the earliest time
+/// there is (or past 64 bits of milliseconds) means the epoch: all of history, not an error.
+/// `Err` when `input` is no duration.
+pub fn since(input: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
+    if overflows(input) {
+        return Ok(DateTime::UNIX_EPOCH);
     }
-    while !rest.is_empty() {
-        let Some(digits) = rest.find(|c: char| !c.is_ascii_digit()) else {
-            return false;
-        };
-        if digits == 0 {
-            return false;
-        }
-        let number = rest[..digits].parse::<u128>().unwrap_or(u128::MAX);
-        rest = &rest[digits..];
-        let letters = rest
-            .find(|c: char| !c.is_ascii_alphabetic())
-            .unwrap_or(rest.len());
-        let Some(unit) = UNITS.iter().position(|(u, _)| *u == &rest[..letters]) else {
-            return false;
-        };
-        if smallest_so_far != usize::MAX && unit <= smallest_so_far {
-            return false;
-        }
-        smallest_so_far = unit;
-        total = total.saturating_add(number.saturating_mul(u128::from(UNITS[unit].1)));
-        rest = &rest[letters..];
-    }
-    total > u128::from(u64::MAX)
+    let back = parse_duration(input)?;
+    Ok(ago(back, now).unwrap_or(DateTime::UNIX_EPOCH))
+}
+
+/// `back` before `now`; `None` before the earliest time there is.
+#[must_use]
+pub fn ago(back: Duration, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    chrono::TimeDelta::from_std(back)
+        .ok()
+        .and_then(|back| now.checked_sub_signed(back))
 }
 
 fn parse(input: &str) -> Option<Duration> {
+    let ms = u64::try_from(millis(input)?).ok()?;
+    Some(Duration::from_millis(ms))
+}
+
+/// The milliseconds a well-formed duration stands for, on 128 bits and saturating (a number
+/// too long for them reads as the largest); `None` when `input` is not written as a duration.
+fn millis(input: &str) -> Option<u128> {
     let mut rest = input;
-    let mut total: u64 = 0;
+    let mut total: u128 = 0;
     let mut smallest_so_far = usize::MAX;
     if rest.is_empty() {
         return None;
     }
     while !rest.is_empty() {
         let digits = rest.find(|c: char| !c.is_ascii_digit())?;
-        let number: u64 = rest[..digits].parse().ok()?;
+        if digits == 0 {
+            return None;
+        }
+        let number = rest[..digits].parse::<u128>().unwrap_or(u128::MAX);
         rest = &rest[digits..];
         let letters = rest
             .find(|c: char| !c.is_ascii_alphabetic())
@@ -84,10 +81,10 @@ fn parse(input: &str) -> Option<Duration> {
             return None;
         }
         smallest_so_far = unit;
-        total = total.checked_add(number.checked_mul(UNITS[unit].1)?)?;
+        total = total.saturating_add(number.saturating_mul(u128::from(UNITS[unit].1)));
         rest = &rest[letters..];
     }
-    Some(Duration::from_millis(total))
+    Some(total)
 }
 
 #[cfg(test)]

@@ -48,7 +48,7 @@ use crate::provider::{Endpoint, ProviderKind};
 pub use schedule::Schedule;
 
 pub use diagnostic::{ConfigError, Diagnostic};
-pub use duration::{overflows as duration_overflows, parse_duration};
+pub use duration::{ago, parse_duration, since as since_ago};
 
 use check::Check;
 use decode::decode;

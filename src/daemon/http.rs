@@ -303,10 +303,7 @@ fn parse_since(value: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String>
     if let Ok(at) = DateTime::parse_from_rfc3339(value) {
         return Ok(at.with_timezone(&Utc));
     }
-    if crate::config::duration_overflows(value) {
-        return Ok(DateTime::UNIX_EPOCH);
-    }
-    let back = crate::config::parse_duration(value).map_err(|_| {
+    crate::config::since_ago(value, now).map_err(|_| {
         refused(
             "since",
             value,
@@ -314,11 +311,7 @@ fn parse_since(value: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String>
              first (`90s`, `10m`, `2h`, `7d`, `1h30m`), or an RFC 3339 time such as \
              `2025-06-01T12:00:00Z` (a `+` in an offset written `%2B`)",
         )
-    })?;
-    Ok(chrono::TimeDelta::from_std(back)
-        .ok()
-        .and_then(|back| now.checked_sub_signed(back))
-        .unwrap_or(DateTime::UNIX_EPOCH))
+    })
 }
 
 /// `limit`: records per page, at least one; more than `MAX_PAGE` is read as `MAX_PAGE`.

@@ -90,10 +90,7 @@ async fn load(daemon: &Daemon) {
 async fn prune(daemon: &Daemon) {
     let retention = daemon.config().settings.retention;
     // A retention longer than the calendar reaches back keeps everything.
-    let Some(cutoff) = chrono::Duration::from_std(retention)
-        .ok()
-        .and_then(|r| Utc::now().checked_sub_signed(r))
-    else {
+    let Some(cutoff) = crate::config::ago(retention, Utc::now()) else {
         return;
     };
     if !daemon.fleet.leads() {
