@@ -57,7 +57,7 @@ pub async fn load_facts(config: &Config, transport: &Transport) -> Facts {
         .deprecation_feeds
         .iter()
         .map(|feed| async move {
-            if feed.starts_with("https://") || feed.starts_with("http://") {
+            if is_remote(feed) {
                 remote_feed(config, transport, feed).await
             } else {
                 local_feed(feed, config.project()).map(|facts| (facts, None))
@@ -83,27 +83,40 @@ pub async fn load_facts(config: &Config, transport: &Transport) -> Facts {
 pub fn facts_at_hand(config: &Config) -> Facts {
     let mut out = Facts::builtin_only();
     for feed in &config.settings.deprecation_feeds {
-        if feed.starts_with("https://") || feed.starts_with("http://") {
-            match read_cache(&cache_path(&config.settings.lockfile, feed)) {
-                Some((facts, fetched_at)) => {
-                    out.facts.extend(facts);
-                    out.warnings.push(format!(
-                        "feed {feed}: not downloaded yet; using the copy fetched at {}",
-                        fetched_at.to_rfc3339()
-                    ));
-                }
-                None => out.warnings.push(format!(
+        let loaded = if is_remote(feed) {
+            from_cache(config, feed, "not downloaded yet").ok_or_else(|| {
+                format!(
                     "feed {feed}: not downloaded yet and no earlier copy: its dates are missing until the download finishes"
-                )),
-            }
+                )
+            })
         } else {
-            match local_feed(feed, config.project()) {
-                Ok(facts) => out.facts.extend(facts),
-                Err(warning) => out.warnings.push(warning),
+            local_feed(feed, config.project()).map(|facts| (facts, None))
+        };
+        match loaded {
+            Ok((facts, warning)) => {
+                out.facts.extend(facts);
+                out.warnings.extend(warning);
             }
+            Err(warning) => out.warnings.push(warning),
         }
     }
     out
+}
+
+/// A feed named by URL (fetched, and cached next to the lock) rather than by path.
+pub(crate) fn is_remote(feed: &str) -> bool {
+    feed.starts_with("https://") || feed.starts_with("http://")
+}
+
+/// The last fetched copy of the feed at `url`, for when it could not be fetched (`why`), with a
+/// warning saying so; `None` when there is none.
+fn from_cache(config: &Config, url: &str, why: &str) -> Option<(Vec<Fact>, Option<String>)> {
+    let (facts, fetched_at) = read_cache(&cache_path(&config.settings.lockfile, url))?;
+    let warning = format!(
+        "feed {url}: {why}; using the copy fetched at {}",
+        fetched_at.to_rfc3339()
+    );
+    Some((facts, Some(warning)))
 }
 
 /// Largest local deprecation feed read: LiteLLM's whole price table is a few megabytes.
@@ -155,16 +168,8 @@ async fn remote_feed(
             });
             Ok((facts, warning))
         }
-        Err(why) => match read_cache(&cache) {
-            Some((facts, fetched_at)) => Ok((
-                facts,
-                Some(format!(
-                    "feed {url}: {why}; using the copy fetched at {}",
-                    fetched_at.to_rfc3339()
-                )),
-            )),
-            None => Err(format!("feed {url}: {why}; no earlier copy to use")),
-        },
+        Err(why) => from_cache(config, url, &why)
+            .ok_or_else(|| format!("feed {url}: {why}; no earlier copy to use")),
     }
 }
 

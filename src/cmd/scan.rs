@@ -55,7 +55,7 @@ pub fn load_project(config_path: &Path, explicit: bool, out: Output) -> Result<P
     let lock = crate::lock::read(&config.settings.lockfile)?.map(|loaded| loaded.lock);
     let mut facts = builtin().to_vec();
     for feed in &config.settings.deprecation_feeds {
-        if feed.starts_with("https://") || feed.starts_with("http://") {
+        if crate::audit::lifecycle::is_remote(feed) {
             out.progress(&format!("note: scan uses no network; feed {feed} skipped"));
             continue;
         }
