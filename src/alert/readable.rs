@@ -14,7 +14,7 @@ const MAX_LINES: usize = 40;
 const MAX_VALUE_CHARS: usize = 200;
 
 /// Evidence fields shown before the others, as a person reads them first: what moved, in words.
-const FIRST: [&str; 1] = ["what_moved"];
+const FIRST: [&str; 1] = [crate::finding::moved::WHAT_MOVED];
 
 /// `evidence` as indented `name: value` lines (no trailing newline), each starting with `indent`.
 #[must_use]

@@ -744,13 +744,7 @@ fn drift_message(verdict: &DriftVerdict) -> String {
     let Some(first) = rejected.next() else {
         return "the answers changed".to_owned();
     };
-    let what = moved::line(first).unwrap_or_else(|| {
-        format!(
-            "{} on {}",
-            test_name(first.result.test),
-            moved::probes_named(first)
-        )
-    });
+    let what = moved::line(first).unwrap_or_else(|| moved::fallback(first));
     let more = match rejected.count() {
         0 => String::new(),
         n => format!(
@@ -772,7 +766,7 @@ fn drift_json(verdict: &DriftVerdict) -> serde_json::Value {
     let mut value = serde_json::to_value(verdict).unwrap_or(serde_json::Value::Null);
     if let Some(object) = value.as_object_mut() {
         object.insert(
-            "what_moved".to_owned(),
+            moved::WHAT_MOVED.to_owned(),
             serde_json::Value::from(moved::lines(verdict)),
         );
     }

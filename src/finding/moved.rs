@@ -11,6 +11,9 @@ use crate::stats::drift::{DriftTest, DriftVerdict};
 use crate::stats::{AnswerShare, Effect, TestKind};
 use crate::text::{bounded, terminal};
 
+/// The evidence key of `behavior_drift` holding `lines`: what moved, a line each.
+pub const WHAT_MOVED: &str = "what_moved";
+
 /// Longest answer or token quoted, in characters (after escaping).
 pub const QUOTED_CHARS: usize = 32;
 /// Longest prompt of a first-token input shown, in characters (after escaping).
@@ -158,7 +161,7 @@ pub fn magnitude(effect: &Effect) -> f64 {
 
 /// What a rejected test with nothing to show says: the test and the probes it read (a tier
 /// test reads inputs, which are counted, never listed by their ids).
-fn fallback(test: &DriftTest) -> String {
+pub(crate) fn fallback(test: &DriftTest) -> String {
     let what = match test.result.test {
         TestKind::PassRate => "pass rate dropped",
         TestKind::Answers => "answers changed",
@@ -174,11 +177,7 @@ fn fallback(test: &DriftTest) -> String {
 /// The probes a test read, as a message names them: `arith`, or `3 border inputs` for the tier.
 #[must_use]
 pub fn probes_named(test: &DriftTest) -> String {
-    let tier = matches!(
-        test.result.test,
-        TestKind::FirstTokens | TestKind::Logprobs | TestKind::Sampling
-    );
-    if tier {
+    if TestKind::TIER.contains(&test.result.test) {
         crate::words::count(test.probes.len() as u64, "border input")
     } else {
         test.probes.join(", ")

@@ -6,6 +6,7 @@
 //! no outside text can begin a line. Cells are padded by hand, since `format!`'s width argument
 //! panics past 65,535.
 
+use crate::finding::moved::WHAT_MOVED;
 use std::fmt::Write as _;
 
 use serde_json::Value;
@@ -242,9 +243,6 @@ fn push_finding(out: &mut String, finding: &Finding, detail: Detail) {
         );
     }
 }
-
-/// The evidence key of `behavior_drift` that says what moved, a line each.
-const WHAT_MOVED: &str = "what_moved";
 
 /// A `behavior_drift` finding's `what_moved` lines; none for other findings and for audits
 /// stored before it was written.

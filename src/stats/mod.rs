@@ -68,6 +68,13 @@ pub enum TestKind {
 }
 
 impl TestKind {
+    /// The first-token tier's tests (on border inputs, not on the pin's probes).
+    pub const TIER: [TestKind; 3] = [
+        TestKind::FirstTokens,
+        TestKind::Logprobs,
+        TestKind::Sampling,
+    ];
+
     /// The name the report and metrics give the test (its JSON form).
     #[must_use]
     pub fn as_str(self) -> &'static str {

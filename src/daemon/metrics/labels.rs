@@ -42,9 +42,13 @@ impl Tier {
     /// The tier of a behaviour test, by its name (`TestKind::as_str`).
     #[must_use]
     pub fn of_test(test: &str) -> Tier {
-        match test {
-            "first_tokens" | "logprobs" | "sampling" => Tier::FirstTokens,
-            _ => Tier::Probes,
+        let tier = crate::stats::TestKind::TIER
+            .iter()
+            .any(|kind| kind.as_str() == test);
+        if tier {
+            Tier::FirstTokens
+        } else {
+            Tier::Probes
         }
     }
 }
