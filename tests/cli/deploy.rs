@@ -12,6 +12,7 @@ use std::process::{Command, Output};
 use modelpin::provider::ProviderKind;
 
 use crate::harness::{KEY, Sim, Test};
+use crate::support::oci;
 use crate::support::tools::{output as run, program, succeeded as ok};
 use crate::world::{model, single};
 
@@ -484,144 +485,46 @@ fn the_project_image_puts_pins_toml_probes_and_the_lock_where_the_manifests_read
         assert_eq!(digests(&read.stdout), want, "{file}: {}", read.stderr);
 
         // The same in the image itself, when the image test's tools are here.
-        if let Some((binary, umoci, runc)) = image_tools() {
-            let said = in_image(&image, &context, (&binary, &umoci, &runc), &config);
+        if let Some(tools) = oci::tools("running the project image") {
+            let said = in_image(&image, &context, &tools, &config);
             assert_eq!(digests(&said), want, "{file} in the image");
         }
     }
 }
 
-/// The static build, umoci and runc the image test uses (`tests/cli/image.rs`), and root; `None`
-/// (with a notice) outside CI when one is missing.
-fn image_tools() -> Option<(PathBuf, PathBuf, PathBuf)> {
-    let binary = std::env::var_os("MODELPIN_STATIC_BINARY").map(PathBuf::from);
-    let found = |name: &str| {
-        ["/usr/bin", "/usr/sbin", "/usr/local/bin"]
-            .iter()
-            .map(|d| Path::new(d).join(name))
-            .find(|p| p.is_file())
-    };
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| o.stdout == b"0\n");
-    match (binary, found("umoci"), found("runc")) {
-        (Some(binary), Some(umoci), Some(runc)) if binary.is_file() && root => {
-            Some((binary, umoci, runc))
-        }
-        _ => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "the project image test needs MODELPIN_STATIC_BINARY, umoci, runc and root in CI (.ci/run provides them)"
-            );
-            eprintln!(
-                "notice: no static build, umoci, runc or root here; the project image is laid out but not run as an image"
-            );
-            None
-        }
-    }
-}
-
-/// Builds the project image as an OCI image (the released image's final stage as
-/// `tests/cli/image.rs` lays it out, then `project.Dockerfile`'s copies of `context`, with their
-/// owners) and runs `modelpin traffic --config CONFIG` in it under runc, as
-/// `docker run --read-only --tmpfs /tmp` would: the image's user (65532), a read-only root, no
-/// network. Returns its standard output.
-fn in_image(
-    image: &ProjectImage,
-    context: &Test,
-    (binary, umoci, runc): (&Path, &Path, &Path),
-    config: &Path,
-) -> String {
+/// Builds the project image as an OCI image (the released image's final stage, then
+/// `project.Dockerfile`'s copies of `context`, with their owners) and runs
+/// `modelpin traffic --config CONFIG` in it under runc, as `docker run --read-only --tmpfs /tmp`
+/// would: the image's user, a read-only root, no network. Returns its standard output.
+fn in_image(image: &ProjectImage, context: &Test, tools: &oci::Tools, config: &Path) -> String {
     let test = Test::new();
     let rootfs = test.path("rootfs");
-    for dir in ["usr/local/bin", "var/lib/modelpin", "tmp", "etc"] {
-        std::fs::create_dir_all(rootfs.join(dir)).unwrap();
-    }
-    std::fs::copy(binary, rootfs.join("usr/local/bin/modelpin")).unwrap();
-    std::fs::write(
-        rootfs.join("etc/passwd"),
-        "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n",
-    )
-    .unwrap();
-    ok(&run(Command::new("chmod")
-        .arg("1777")
-        .arg(rootfs.join("tmp"))));
-    ok(&run(Command::new("chown")
-        .arg("65532:65532")
-        .arg(rootfs.join("var/lib/modelpin"))));
+    oci::release_rootfs(&rootfs, &tools.binary);
     lay_out(image, &context.path(""), &rootfs, true);
     // The span export traffic reads, outside the project.
     std::fs::write(rootfs.join("spans.json"), NO_SPANS).unwrap();
-    let layer = test.path("layer.tar");
-    ok(&run(Command::new("tar")
-        .args(["--numeric-owner", "-C"])
-        .arg(&rootfs)
-        .arg("-cf")
-        .arg(&layer)
-        .arg(".")));
-
-    let layout = test.path("layout");
-    let tagged = format!("{}:project", layout.display());
-    ok(&run(Command::new(umoci)
-        .arg("init")
-        .arg("--layout")
-        .arg(&layout)));
-    ok(&run(Command::new(umoci).args(["new", "--image", &tagged])));
-    ok(&run(Command::new(umoci)
-        .args(["raw", "add-layer", "--image", &tagged])
-        .arg(&layer)));
-    ok(&run(Command::new(umoci).args([
-        "config",
-        "--image",
-        &tagged,
-        "--config.user",
-        "65532:65532",
-        "--config.workingdir",
-        "/var/lib/modelpin",
-        "--config.entrypoint",
-        "/usr/local/bin/modelpin",
-    ])));
-    let bundle = test.path("bundle");
-    ok(&run(Command::new(umoci)
-        .args(["unpack", "--image", &tagged])
-        .arg(&bundle)));
-
-    let path = bundle.join("config.json");
-    let mut spec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    // The project image keeps the released image's user, working directory and entrypoint.
+    let runtime = oci::final_stage(oci::DOCKERFILE);
+    let bundle = oci::bundle(&test, tools, &rootfs, &runtime);
+    let spec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(bundle.join("config.json")).unwrap())
+            .unwrap();
     assert_eq!(spec["process"]["user"]["uid"], 65532);
-    let entrypoint = spec["process"]["args"][0].clone();
-    spec["process"]["args"] = serde_json::json!([
-        entrypoint,
-        "traffic",
-        "--config",
-        config,
-        "/spans.json",
-        "--format",
-        "json"
-    ]);
-    spec["process"]["terminal"] = false.into();
-    spec["root"]["readonly"] = true.into();
-    // As in image.rs: this machine's mixed cgroups leave runc unable to apply device limits.
-    spec["linux"].as_object_mut().unwrap().remove("resources");
-    let mounts = spec["mounts"].as_array_mut().unwrap();
-    mounts.retain(|m| m["destination"] != "/tmp");
-    mounts.push(serde_json::json!({
-        "destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
-        "options": ["nosuid", "nodev", "mode=1777"]
-    }));
-    std::fs::write(&path, serde_json::to_vec_pretty(&spec).unwrap()).unwrap();
     let id = format!(
         "modelpin-project-{}-{}",
         std::process::id(),
         RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     );
-    let output = run(Command::new(runc)
-        .args(["run", "--bundle"])
-        .arg(&bundle)
-        .arg(&id));
-    let _ = run(Command::new(runc).args(["delete", "--force", &id]));
+    let config = config.to_str().unwrap();
+    let args = [
+        "traffic",
+        "--config",
+        config,
+        "/spans.json",
+        "--format",
+        "json",
+    ];
+    let output = oci::run_in(&tools.runc, &bundle, &id, &args);
     assert!(
         output.status.code() == Some(3) || output.status.success(),
         "{}",

@@ -245,25 +245,6 @@ fn names(test: &Test) -> Vec<String> {
     names
 }
 
-/// The six probes `modelpin init` writes.
-const EXAMPLE_PROBES: [(&str, &str); 6] = [
-    ("probes/arith.toml", include_str!("../../probes/arith.toml")),
-    (
-        "probes/capital.toml",
-        include_str!("../../probes/capital.toml"),
-    ),
-    ("probes/json.toml", include_str!("../../probes/json.toml")),
-    ("probes/haiku.toml", include_str!("../../probes/haiku.toml")),
-    (
-        "probes/prime-91.toml",
-        include_str!("../../probes/prime-91.toml"),
-    ),
-    (
-        "probes/prime-97.toml",
-        include_str!("../../probes/prime-97.toml"),
-    ),
-];
-
 fn rule(prompt: &str, answers: &[&str]) -> AnswerRule {
     AnswerRule {
         prompt_contains: prompt.into(),
@@ -301,8 +282,10 @@ fn tiered(sim: &Sim) -> Test {
 #[test]
 fn a_lock_is_version_3_a_short_contract_then_one_line_of_samples_per_probe() {
     let sim = Sim::start(single(ID, bordered()));
-    let test = EXAMPLE_PROBES
+    // The six probes `modelpin init` writes.
+    let test = modelpin::cmd::init::EXAMPLE
         .iter()
+        .filter(|(name, _)| name.starts_with("probes/"))
         .fold(tiered(&sim), |project, (name, probe)| {
             project.file(name, probe)
         })

@@ -579,20 +579,11 @@ E = 'gpt-3.5-turbo-0613'
             run.stdout
         );
     }
-    let mut git = Command::new("git")
-        .args(["apply", "-"])
-        .current_dir(test.dir.path())
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("git is installed");
-    git.stdin
-        .take()
-        .unwrap()
-        .write_all(run.stdout.as_bytes())
-        .unwrap();
+    let applied = git_apply(test.dir.path(), &[], &run.stdout).expect("git is installed");
     assert!(
-        git.wait().unwrap().success(),
-        "git apply takes the patch as it is"
+        applied.status.success(),
+        "git apply takes the patch as it is: {}",
+        String::from_utf8_lossy(&applied.stderr)
     );
     let patched = test.read("app.py");
     let written: BTreeSet<u64> = code

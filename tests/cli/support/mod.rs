@@ -11,6 +11,7 @@ pub mod http;
 pub mod litellm;
 pub mod lockfile;
 pub mod metrics;
+pub mod oci;
 pub mod pins;
 pub mod ports;
 pub mod postgres;
