@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::harness::Test;
-use crate::support::tools::{output as run, succeeded as ok};
+use crate::support::tools::{locate, output as run, succeeded as ok};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -402,37 +402,15 @@ fn action_yml_hands_its_inputs_to_the_script_through_the_environment() {
     }
 }
 
-/// The tool named by `env` or found under `dir` or on PATH; `None` (with a notice) outside CI.
-fn tool(name: &str, dir: &str) -> Option<PathBuf> {
-    let candidates = [PathBuf::from(dir).join(name)].into_iter().chain(
-        std::env::var_os("PATH").into_iter().flat_map(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join(name))
-                .collect::<Vec<_>>()
-        }),
-    );
-    for path in candidates {
-        if path.is_file() {
-            return Some(path);
-        }
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{name} is required in CI (.ci/run installs it)"
-    );
-    eprintln!("notice: {name} is not installed; skipping this lint");
-    None
-}
-
 const LINTERS: &str = "/opt/modelpin-lint/bin";
 
 #[test]
 fn the_workflows_the_example_and_the_action_pass_actionlint() {
-    let Some(actionlint) = tool("actionlint", LINTERS) else {
+    let Some(actionlint) = locate("actionlint", LINTERS) else {
         return;
     };
     assert!(
-        tool("shellcheck", LINTERS).is_some() || std::env::var_os("CI").is_none(),
+        locate("shellcheck", LINTERS).is_some() || std::env::var_os("CI").is_none(),
         "actionlint checks run: scripts with shellcheck"
     );
     // The example, as it would run with this checkout as the action (`uses: ./`), so actionlint
@@ -485,11 +463,11 @@ fn path_with(dir: &str) -> String {
 
 #[test]
 fn the_dockerfile_passes_hadolint_and_the_scripts_pass_shellcheck() {
-    if let Some(hadolint) = tool("hadolint", LINTERS) {
+    if let Some(hadolint) = locate("hadolint", LINTERS) {
         let linted = run(Command::new(hadolint).arg(repo().join("Dockerfile")));
         ok(&linted);
     }
-    if let Some(shellcheck) = tool("shellcheck", LINTERS) {
+    if let Some(shellcheck) = locate("shellcheck", LINTERS) {
         let linted = run(Command::new(shellcheck).args(
             [
                 "install.sh",

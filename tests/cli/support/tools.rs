@@ -74,3 +74,21 @@ pub fn promtool_accepts(scrape: &str) {
         "promtool: {text}\n{scrape}"
     );
 }
+
+/// The program `name` under `dir` (where `.ci/run` installs it) or on `PATH`; `None` (after a
+/// printed notice) when absent outside CI.
+pub fn locate(name: &str, dir: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::iter::once(std::path::PathBuf::from(dir))
+        .chain(std::env::split_paths(&path))
+        .map(|d| d.join(name))
+        .find(|p| p.is_file());
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{name} is required in CI (.ci/run installs it)"
+        );
+        eprintln!("notice: {name} is not installed; skipping this check");
+    }
+    found
+}
