@@ -27,7 +27,21 @@ pub struct Facts {
     pub warnings: Vec<String>,
 }
 
+/// One feed's facts with any warning about them, or why it gave none.
+type Loaded = Result<(Vec<Fact>, Option<String>), String>;
+
 impl Facts {
+    /// One feed's outcome, added in order.
+    fn add(&mut self, loaded: Loaded) {
+        match loaded {
+            Ok((facts, warning)) => {
+                self.facts.extend(facts);
+                self.warnings.extend(warning);
+            }
+            Err(warning) => self.warnings.push(warning),
+        }
+    }
+
     /// The built-in table alone (feeds not loaded).
     #[must_use]
     pub fn builtin_only() -> Facts {
@@ -65,13 +79,7 @@ pub async fn load_facts(config: &Config, transport: &Transport) -> Facts {
         });
     // In feed order, so the facts (and any tie between them) do not depend on timing.
     for loaded in futures::future::join_all(loads).await {
-        match loaded {
-            Ok((facts, warning)) => {
-                out.facts.extend(facts);
-                out.warnings.extend(warning);
-            }
-            Err(warning) => out.warnings.push(warning),
-        }
+        out.add(loaded);
     }
     out
 }
@@ -92,13 +100,7 @@ pub fn facts_at_hand(config: &Config) -> Facts {
         } else {
             local_feed(feed, config.project()).map(|facts| (facts, None))
         };
-        match loaded {
-            Ok((facts, warning)) => {
-                out.facts.extend(facts);
-                out.warnings.extend(warning);
-            }
-            Err(warning) => out.warnings.push(warning),
-        }
+        out.add(loaded);
     }
     out
 }
@@ -136,11 +138,7 @@ pub(crate) fn local_feed(path: &str, project: &Path) -> Result<Vec<Fact>, String
 }
 
 /// Fetches a remote feed; on any failure falls back to the cached copy, saying so.
-async fn remote_feed(
-    config: &Config,
-    transport: &Transport,
-    url: &str,
-) -> Result<(Vec<Fact>, Option<String>), String> {
+async fn remote_feed(config: &Config, transport: &Transport, url: &str) -> Loaded {
     let cache = cache_path(&config.settings.lockfile, url);
     let until = Instant::now() + config.settings.timeout;
     let fresh = match transport.get("", url, &[], Some(until)).await {
