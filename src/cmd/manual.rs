@@ -232,6 +232,13 @@ fn exit_codes(page: &str) -> &'static [(&'static str, &'static str)] {
                 "usage or config error, or the store or listener could not be opened",
             ),
         ],
+        "modelpin-store" | "modelpin-store-copy" => &[
+            ("0", "DST holds the copy, verified"),
+            (
+                "2",
+                "usage or config error, or the copy failed or did not verify (DST is left as it was)",
+            ),
+        ],
         "modelpin-demo" => &[
             ("0", "every expected finding appeared"),
             ("1", "the demo did not catch what it shows"),
@@ -292,10 +299,6 @@ fn extra_sections(roff: &mut Roff, page: &str) {
         (
             "modelpin.lock",
             "the baseline modelpin lock records; commit it (settings.lockfile)",
-        ),
-        (
-            "modelpin.lock.guard",
-            "the OS lock concurrent modelpin lock runs take turns on",
         ),
         (
             ".modelpin/",
