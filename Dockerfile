@@ -11,7 +11,7 @@
 #       modelpin daemon --config /etc/modelpin/pins.toml
 #
 # with `store = "/var/lib/modelpin/store"` and `metrics = "0.0.0.0:9464"`, `metrics_public = true`
-# in pins.toml (see README "Install" and examples/kubernetes). The release workflow builds this for
+# in pins.toml (see docs/install.md and examples/kubernetes). The release workflow builds this for
 # linux/amd64 and linux/arm64, each on a runner of its own architecture, and pushes
 # ghcr.io/modelpin/modelpin:v<version>.
 

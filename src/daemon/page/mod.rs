@@ -106,7 +106,7 @@ impl Mark {
 /// the pin.
 pub const TRAFFIC_COUNTS_MINUTES: i64 = 30;
 
-/// The rule, as the page and the README state it.
+/// The rule, as the page and docs/daemon.md state it.
 pub const TRAFFIC_RULE: &str = "A traffic verdict counts toward its pin's status until a probe audit that started after it finds no drift (ok or warning), or until 30 minutes pass without a newer one (no spans for the pin). After that it is shown, set aside, and no longer sets the status.";
 
 /// A traffic verdict the pin no longer stands on, with why; the page still names it.
