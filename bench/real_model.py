@@ -250,13 +250,21 @@ def main():
     parser.add_argument("--jitter", type=int, default=100,
                         help="audits of the unchanged model on two numeric paths")
     parser.add_argument("--swaps", type=int, default=8, help="audits of each swap")
+    parser.add_argument("--only", default=",".join(VARIANTS),
+                        help="the swaps to audit, comma-separated (default: all)")
     parser.add_argument("--threads", type=int, default=1,
                         help="threads per server instance (five instances share the cores)")
     parser.add_argument("--curve", default="4,8,16,32",
                         help="calls per border input for the power curve ('' for none)")
     parser.add_argument("--curve-audits", type=int, default=2, help="audits per curve point")
     parser.add_argument("--out", default="real_model_audits.jsonl")
+    parser.add_argument("--keep-lock", metavar="PATH",
+                        help="copy the base lock here (for bench/lock_size.py)")
     args = parser.parse_args()
+    swaps = [v for v in args.only.split(",") if v]
+    unknown = [v for v in swaps if v not in VARIANTS]
+    if unknown:
+        raise SystemExit(f"--only: unknown swap {unknown[0]!r} (one of {', '.join(VARIANTS)})")
     if not args.python or not args.models:
         raise SystemExit("set MODELPIN_LLAMA_PYTHON and MODELPIN_MODELS (source .ci/real-model.sh)")
 
@@ -267,11 +275,13 @@ def main():
     jitter_project = make_project(base, "modelpin-bench-jitter-")
     try:
         locks = {"base": lock(args.modelpin, base, project, "base")}
+        if args.keep_lock:
+            shutil.copyfile(os.path.join(project, "modelpin.lock"), args.keep_lock)
         if args.jitter:
             locks["jitter"] = lock(args.modelpin, base, jitter_project, "jitter")
         results = collections.defaultdict(list)
         plan = ([("base", args.null)] + [("jitter", args.jitter)]
-                + [(v, args.swaps) for v in VARIANTS])
+                + [(v, args.swaps) for v in swaps])
         # Interleaved, so a slow stretch of the machine lands on every row alike.
         order = []
         for i in range(max(n for _, n in plan)):

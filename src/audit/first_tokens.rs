@@ -56,8 +56,11 @@ pub const CANDIDATES: &[&str] = &[
 pub const DISCOVERY_SAMPLES: u32 = 4;
 /// Inputs kept per pin.
 pub const KEEP: usize = 8;
-/// First tokens recorded per kept input at the lock.
-pub const BASELINE_SAMPLES: u32 = 60;
+/// First tokens recorded per kept input at the lock. The sampling test is two-sample, so the
+/// lock's calls add to its variance (1/160 + 1/32 per input against 1/60 + 1/32 with 60): on a
+/// real llama.cpp server 60 caught a forced temperature of 0.7 in 7 default audits of 8, 160 in
+/// 31 of 32 (BENCHMARKS.md "Detection on a real model"), for 800 more one-token calls once.
+pub const BASELINE_SAMPLES: u32 = 160;
 /// One-token calls per kept input in each audit unless the pin sets `first_token_samples`:
 /// `KEEP × CHECK_SAMPLES` output tokens at most.
 pub const CHECK_SAMPLES: u32 = 32;
@@ -1001,14 +1004,18 @@ mod tests {
                 .collect()
         };
         // Every third call draws `q`, never listed though the list leaves it 0.1 (with `d` cut
-        // as the k-th entry): 20 outside where 6 are expected.
+        // as the k-th entry): a third outside where a tenth is expected.
         let blind = record(&found, &observation(&baseline("q")), 0.001).unwrap();
         let why = &blind.off[TestKind::Sampling.as_str()];
+        let outside = BASELINE_SAMPLES / 3;
         assert!(
-            why.contains("outside the listed tokens in 20 of the lock's 60 calls"),
+            why.contains(&format!(
+                "outside the listed tokens in {outside} of the lock's {BASELINE_SAMPLES} calls"
+            )),
             "{why}"
         );
-        assert!(why.contains("room for 6.0"), "{why}");
+        let room = f64::from(BASELINE_SAMPLES) * 0.1;
+        assert!(why.contains(&format!("room for {room:.1}")), "{why}");
         // Drawing `c` instead stays inside: the test stays on.
         let seeing = record(&found, &observation(&baseline("c")), 0.001).unwrap();
         assert!(

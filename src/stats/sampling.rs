@@ -304,12 +304,12 @@ mod tests {
             .collect()
     }
 
-    /// Eight inputs, 60 calls each at the lock and 32 now (the defaults).
+    /// Eight inputs, 160 calls each at the lock and 32 now (the defaults).
     fn audit(seed: u64, before: (f64, usize), now: (f64, usize)) -> TestResult {
         let mut rng = Rng::new(seed);
         let sides: Vec<(Vec<Reported>, Vec<Reported>)> = (0..8)
             .map(|_| {
-                let b = draws(&mut rng, before.0, before.1, 60);
+                let b = draws(&mut rng, before.0, before.1, 160);
                 (b, draws(&mut rng, now.0, now.1, 32))
             })
             .collect();
