@@ -420,3 +420,56 @@ fn the_readme_command_table_names_every_command_with_its_flags() {
         .collect();
     assert_eq!(seen, listed, "README's command table names every command");
 }
+
+/// docs/commands.md names every flag of every command in that command's row, and every global
+/// option in the paragraph after the table: the reference the README sends readers to is whole.
+#[test]
+fn docs_commands_names_every_flag_of_every_command() {
+    let commands = document("docs/commands.md");
+    let (table, after) = commands
+        .split_once("\n\nGlobal options: ")
+        .expect("docs/commands.md has a table, then the global options");
+    let cli = Cli::command();
+    let mut leaves: Vec<(String, clap::Command)> = Vec::new();
+    for sub in cli.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let nested: Vec<&clap::Command> = sub.get_subcommands().collect();
+        if nested.is_empty() {
+            leaves.push((sub.get_name().to_owned(), sub.clone()));
+        }
+        for inner in nested {
+            leaves.push((
+                format!("{} {}", sub.get_name(), inner.get_name()),
+                inner.clone(),
+            ));
+        }
+    }
+    for (name, command) in &leaves {
+        let rows: String = table
+            .lines()
+            .filter(|l| l.starts_with(&format!("| `modelpin {name}")))
+            .collect();
+        assert!(
+            !rows.is_empty(),
+            "docs/commands.md has a row for `modelpin {name}`"
+        );
+        for arg in command
+            .get_arguments()
+            .filter(|a| !a.is_global_set() && !a.is_hide_set())
+        {
+            if let Some(long) = arg.get_long() {
+                assert!(
+                    rows.contains(&format!("--{long}")),
+                    "docs/commands.md: `modelpin {name}` lacks --{long}"
+                );
+            }
+        }
+    }
+    let globals = after.split("\n\n").next().unwrap();
+    for arg in cli.get_arguments().filter(|a| a.is_global_set()) {
+        let long = arg.get_long().expect("global options are long");
+        assert!(
+            globals.contains(&format!("--{long}")),
+            "docs/commands.md: the global options lack --{long}"
+        );
+    }
+}

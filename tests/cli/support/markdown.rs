@@ -105,7 +105,8 @@ pub fn anchors(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Relative link targets outside code (`[text](target)`), with their line numbers.
+/// Relative link targets outside code (`[text](target)`, `<img src="target">`), with their
+/// line numbers.
 pub fn links(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     for line in lines(text).iter().filter(|l| l.code.is_none()) {
@@ -116,6 +117,16 @@ pub fn links(text: &str) -> Vec<(usize, String)> {
             let target = rest[..end].trim();
             if !(target.contains("://") || target.starts_with("mailto:") || target.is_empty()) {
                 out.push((line.number, target.to_owned()));
+            }
+            rest = &rest[end..];
+        }
+        // An HTML image's source is a link too.
+        let mut rest = line.text;
+        while let Some(at) = rest.find("src=\"") {
+            rest = &rest[at + 5..];
+            let end = rest.find('"').unwrap_or(rest.len());
+            if !rest[..end].contains("://") {
+                out.push((line.number, rest[..end].to_owned()));
             }
             rest = &rest[end..];
         }
