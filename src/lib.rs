@@ -28,6 +28,7 @@ pub(crate) mod redact;
 pub(crate) mod report;
 pub(crate) mod retry;
 pub(crate) mod scan;
+pub mod severity;
 pub mod sim;
 pub mod stats;
 pub mod store;

@@ -308,11 +308,11 @@ pub(crate) fn within_bounds(pin: &LockedPin) -> Result<(), String> {
 /// than modelpin keeps, probabilities that are none.
 fn first_tokens_within_bounds(tier: &LockedFirstTokens) -> Result<(), String> {
     let most = crate::config::MAX_SAMPLES as usize;
-    if tier.inputs.len() > crate::audit::first_tokens::MAX_INPUTS {
+    if tier.inputs.len() > crate::config::FIRST_TOKEN_INPUTS {
         return Err(format!(
             "{} first-token inputs, more than the {} modelpin keeps",
             tier.inputs.len(),
-            crate::audit::first_tokens::MAX_INPUTS
+            crate::config::FIRST_TOKEN_INPUTS
         ));
     }
     for (id, input) in &tier.inputs {

@@ -23,8 +23,6 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
 
-use crate::config::{AlertKind, Config};
-use crate::provider::RawResponse;
 use decode::{Source, each_decoding, percent_decode};
 
 /// What a secret is replaced with. Plain ASCII with no JSON, XML or shell meaning, so a masked
@@ -77,25 +75,6 @@ impl Redactor {
         }
     }
 
-    /// The provider keys of `config` and the alert secrets its channels name, read through `env`.
-    #[must_use]
-    pub fn from_config(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Redactor {
-        let keys = config
-            .providers
-            .iter()
-            .filter_map(|p| p.endpoint.api_key.as_ref())
-            .map(|k| k.expose().to_owned());
-        let alert_vars = config.alerts.iter().flat_map(|c| secret_vars(&c.kind));
-        let token_var = config
-            .settings
-            .api_token_env
-            .iter()
-            .chain(&config.traffic.token_env)
-            .cloned();
-        let values = alert_vars.chain(token_var).filter_map(|var| env(&var));
-        Redactor::new(keys.chain(values))
-    }
-
     /// `text` with every secret replaced by `MASK`; borrowed when there was nothing to mask.
     #[must_use]
     pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
@@ -129,21 +108,6 @@ impl Redactor {
             return bytes;
         }
         replace(&bytes, &spans)
-    }
-
-    /// A response with every secret masked in its header values and body: what the transport
-    /// hands on, so no caller ever holds the unmasked bytes.
-    #[must_use]
-    pub fn scrub_response(&self, response: RawResponse) -> RawResponse {
-        RawResponse {
-            status: response.status,
-            headers: response
-                .headers
-                .into_iter()
-                .map(|(k, v)| (k, self.scrub_owned(v)))
-                .collect(),
-            body: self.scrub_bytes(response.body),
-        }
     }
 
     /// Whether any secret is configured at all (nothing to search for otherwise).
@@ -200,20 +164,6 @@ fn automaton(mut needles: Vec<String>, fold_case: bool) -> Option<AhoCorasick> {
 fn is_hex_like(secret: &str) -> bool {
     secret.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
         && secret.bytes().filter(u8::is_ascii_hexdigit).count() >= MIN_SECRET_LEN
-}
-
-/// The names of the variables that hold a channel's secrets.
-fn secret_vars(kind: &AlertKind) -> Vec<String> {
-    match kind {
-        AlertKind::Email {
-            username_env,
-            password_env,
-            ..
-        } => username_env.iter().chain(password_env).cloned().collect(),
-        AlertKind::Webhook { secret_env, .. } => secret_env.iter().cloned().collect(),
-        AlertKind::Slack { url_env, .. } => vec![url_env.clone()],
-        AlertKind::Alertmanager { .. } => Vec::new(),
-    }
 }
 
 /// The secret as written, as the HTTP client prints it after normalising, its secret parts

@@ -5,8 +5,9 @@
 //! `::error::` becomes a GitHub workflow command, a 1 MB ID swells the store and the metrics.
 //! Two rules keep that text inert. Where it enters (the provider parse path) it is bounded, with
 //! a short hash so two long IDs stay distinct. Where it is written, each output format escapes it
-//! its own way: `terminal` here for human text, JSON by serde, XML and GitHub's workflow commands
-//! in their renderers (which use `escape_char` for what their formats cannot carry).
+//! its own way: `terminal` here for human text, JSON by serde, GitHub's workflow commands by
+//! `github` here (for `check`'s and `scan`'s annotations alike), XML in its renderer (which uses
+//! `escape_char` for what XML cannot carry).
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -211,6 +212,38 @@ pub fn path_segment(raw: &str) -> String {
         }
     }
     encoded
+}
+
+/// GitHub Actions workflow commands: messages escaped as the runner's toolkit does (`%`, CR and
+/// LF; also `:` and `,` in properties), every other control character as a visible escape.
+pub mod github {
+    use super::{escape_char, needs_escape};
+
+    /// Annotations GitHub shows per kind per step.
+    pub const LIMIT: usize = 10;
+
+    /// Escapes an annotation's message: the runner's `%`, CR and LF encoding, and other control
+    /// characters as visible escapes, so nothing from outside reaches the log raw.
+    #[must_use]
+    pub fn escape_data(text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        for c in text.chars() {
+            match c {
+                '%' => out.push_str("%25"),
+                '\r' => out.push_str("%0D"),
+                '\n' => out.push_str("%0A"),
+                c if needs_escape(c) => out.push_str(&escape_char(c)),
+                c => out.push(c),
+            }
+        }
+        out
+    }
+
+    /// Escapes an annotation property value (`title`, `file`).
+    #[must_use]
+    pub fn escape_property(text: &str) -> String {
+        escape_data(text).replace(':', "%3A").replace(',', "%2C")
+    }
 }
 
 #[cfg(test)]

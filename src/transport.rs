@@ -142,7 +142,7 @@ impl Transport {
             .iter()
             .map(|p| (p.name.clone(), p.concurrency))
             .collect();
-        let redactor = Redactor::from_config(config, &|name| std::env::var(name).ok());
+        let redactor = config.redactor(&|name| std::env::var(name).ok());
         let breakers = crate::breaker::Breakers::for_config(config);
         Ok(Transport::new(limits, &providers)?
             .with_redactor(redactor)
@@ -244,7 +244,7 @@ impl Transport {
 
     /// The one place provider text enters: headers and body with every secret masked.
     fn scrub(&self, response: RawResponse) -> RawResponse {
-        self.redactor.scrub_response(response)
+        scrub_response(&self.redactor, response)
     }
 
     fn post(&self, request: &HttpRequest) -> Result<reqwest::RequestBuilder, TransportFailure> {
@@ -369,6 +369,21 @@ pub fn human_duration(d: Duration) -> String {
         format!("{}s", ms / 1000)
     } else {
         format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
+/// A response with every secret masked in its header values and body: what the transport hands
+/// on, so no caller ever holds the unmasked bytes.
+#[must_use]
+pub(crate) fn scrub_response(redactor: &Redactor, response: RawResponse) -> RawResponse {
+    RawResponse {
+        status: response.status,
+        headers: response
+            .headers
+            .into_iter()
+            .map(|(k, v)| (k, redactor.scrub_owned(v)))
+            .collect(),
+        body: redactor.scrub_bytes(response.body),
     }
 }
 

@@ -211,7 +211,11 @@ fn lock_and_audit(
     let mut provider = Provider::new(convention, 4);
     let baseline = provider.answer(&mut rng, 1.0, BASELINE_SAMPLES);
     let tier = record(&provider.found(), &baseline, 0.001).expect("recorded");
-    let now = provider.answer(&mut rng, temperature, CHECK_SAMPLES);
+    let now = provider.answer(
+        &mut rng,
+        temperature,
+        crate::config::DEFAULT_FIRST_TOKEN_SAMPLES,
+    );
     let short = Testimonies::of(now.replies().map(|(_, r)| r), tier.top_logprobs).short();
     (
         tests(&tier, &now, PermutationBudget::CLASSIC, seed),

@@ -8,8 +8,8 @@
 //! probabilities. `lock` finds such inputs for each pin (discovery: every candidate asked
 //! `DISCOVERY_SAMPLES` times), keeps the `KEEP` most uncertain, records `BASELINE_SAMPLES`
 //! first tokens of each in calls made after the choice, and checks each test on its own halves;
-//! every audit asks each kept input the pin's `first_token_samples` times (`CHECK_SAMPLES` unless
-//! set) for one token. Every test compares with the lock, never with an ideal provider, and
+//! every audit asks each kept input the pin's `first_token_samples` times (32 unless set) for
+//! one token. Every test compares with the lock, never with an ideal provider, and
 //! reads the reported logprobs only as `testimony` allows (see `stats::logprob::Reported`).
 //! The tests themselves are in `stats::{first_token, logprob, sampling}`.
 
@@ -54,20 +54,15 @@ pub const CANDIDATES: &[&str] = &[
 /// Calls per candidate in discovery. They only choose the inputs: the baseline is recorded
 /// after the choice, so no input's baseline is one picked for how it happened to fall.
 pub const DISCOVERY_SAMPLES: u32 = 4;
-/// Inputs kept per pin.
-pub const KEEP: usize = 8;
+/// Inputs kept per pin (the configuration's bound, which reading a lock checks too).
+pub const KEEP: usize = crate::config::FIRST_TOKEN_INPUTS;
 /// First tokens recorded per kept input at the lock. The sampling test is two-sample, so the
 /// lock's calls add to its variance (1/160 + 1/32 per input against 1/60 + 1/32 with 60): on a
 /// real llama.cpp server 60 caught a forced temperature of 0.7 in 7 default audits of 8, 160 in
 /// 31 of 32 (BENCHMARKS.md "Detection on a real model"), for 800 more one-token calls once.
 pub const BASELINE_SAMPLES: u32 = 160;
-/// One-token calls per kept input in each audit unless the pin sets `first_token_samples`:
-/// `KEEP × CHECK_SAMPLES` output tokens at most.
-pub const CHECK_SAMPLES: u32 = 32;
 /// Top tokens asked for per call where logprobs exist (OpenAI allows up to 20).
 pub const TOP_LOGPROBS: u8 = 10;
-/// Most inputs a lock may hold.
-pub const MAX_INPUTS: usize = KEEP;
 /// Most candidates one discovery tries: the built-in ones and at most this many of the pin's
 /// probes beyond them.
 pub const MAX_CANDIDATES: usize = 40;
@@ -1078,7 +1073,7 @@ mod tests {
         let now: Vec<(&str, Reply)> = ["a", "b", "c", "d"]
             .iter()
             .cycle()
-            .take(CHECK_SAMPLES as usize)
+            .take(crate::config::DEFAULT_FIRST_TOKEN_SAMPLES as usize)
             .map(|t| (id.as_str(), reply(t, &top)))
             .collect();
         let budget = PermutationBudget::resolving(1e-4);

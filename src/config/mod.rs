@@ -16,6 +16,7 @@ mod decode;
 mod diagnostic;
 mod duration;
 mod ident;
+pub mod location;
 mod pins;
 mod probe;
 mod probes;
@@ -24,7 +25,9 @@ mod raw;
 pub mod schedule;
 mod secrets;
 mod settings;
-pub(crate) use pins::MAX_SAMPLES;
+#[cfg(test)]
+pub(crate) use pins::DEFAULT_FIRST_TOKEN_SAMPLES;
+pub(crate) use pins::{FIRST_TOKEN_INPUTS, MAX_SAMPLES};
 pub(crate) use probe::probe_digest;
 pub use settings::DEFAULT_MAX_COST_USD;
 pub(crate) use settings::{DEFAULT_LEASE, DEFAULT_WARN_BEFORE_DAYS};
@@ -45,6 +48,8 @@ use chrono::NaiveDate;
 use toml_edit::{Item, Value};
 
 use crate::provider::{Endpoint, ProviderKind};
+pub use crate::severity::Severity;
+pub use crate::stats::expect::{Compare, Expect, Normalize};
 pub use schedule::Schedule;
 
 pub use diagnostic::{ConfigError, Diagnostic};
@@ -328,7 +333,7 @@ fn without_member_settings(src: &Source) -> String {
 
 /// `[scan]`, each key checked where it is written.
 fn scan(check: &mut Check, raw: Option<raw::RawScan>) -> Scan {
-    use crate::scan::code::Level;
+    use crate::severity::Severity as Level;
     let levels = [Level::Info, Level::Warning, Level::Error];
     let names: Vec<&str> = levels.iter().map(|l| l.as_str()).collect();
     let min_level = raw.and_then(|r| r.min_level).and_then(|value| {
@@ -392,7 +397,7 @@ pub struct Config {
 #[derive(Debug, Clone, Default)]
 pub struct Scan {
     /// Findings below this level are left out (`--min-level` overrides it); `None`: every level.
-    pub min_level: Option<crate::scan::code::Level>,
+    pub min_level: Option<Severity>,
 }
 
 /// `[traffic]`: the daemon's OTLP traces receiver and how spans match pins.
@@ -432,6 +437,26 @@ impl Config {
             .filter_map(|id| self.probes.iter().find(|p| &p.id == id))
             .collect()
     }
+
+    /// A redactor for every secret this config names: the provider keys, the alert channels'
+    /// secrets and the daemon's bearer tokens, read through `env`.
+    #[must_use]
+    pub fn redactor(&self, env: &dyn Fn(&str) -> Option<String>) -> crate::redact::Redactor {
+        let keys = self
+            .providers
+            .iter()
+            .filter_map(|p| p.endpoint.api_key.as_ref())
+            .map(|k| k.expose().to_owned());
+        let alert_vars = self.alerts.iter().flat_map(|c| c.kind.secret_vars());
+        let token_var = self
+            .settings
+            .api_token_env
+            .iter()
+            .chain(&self.traffic.token_env)
+            .cloned();
+        let values = alert_vars.chain(token_var).filter_map(|var| env(&var));
+        crate::redact::Redactor::new(keys.chain(values))
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -439,7 +464,7 @@ pub struct Settings {
     /// Resolved relative to the directory of pins.toml.
     pub lockfile: PathBuf,
     /// A directory (resolved relative to the directory of pins.toml) or a PostgreSQL URL.
-    pub store: crate::store::Location,
+    pub store: location::Location,
     /// How long the fleet's lease lasts without a renewal (PostgreSQL stores only): a standby
     /// takes over within two of these after the leader dies.
     pub lease: Duration,
@@ -518,30 +543,8 @@ pub struct Pin {
     /// unless `first_tokens = false`.
     pub first_tokens: bool,
     /// One-token calls per border input in each audit (`first_token_samples`, default
-    /// `CHECK_SAMPLES`): the tier's cost and power; the lock is not affected.
+    /// `DEFAULT_FIRST_TOKEN_SAMPLES`): the tier's cost and power; the lock is not affected.
     pub first_token_samples: u32,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Compare {
-    Choice,
-    Text,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Expect {
-    Equals(String),
-    Contains(String),
-    /// The pattern as written; compiled by the auditor.
-    Regex(String),
-    OneOf(Vec<String>),
-    Json,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Normalize {
-    Trim,
-    Lower,
 }
 
 #[derive(Debug, Clone)]
@@ -564,13 +567,6 @@ pub struct Probe {
     /// `sha256:<hex>` over what is sent (system, prompt, `max_tokens`, temperature): a change makes
     /// the baseline incomparable.
     pub digest: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Severity {
-    Info,
-    Warning,
-    Error,
 }
 
 #[derive(Debug, Clone)]
@@ -610,6 +606,23 @@ pub enum AlertKind {
     Alertmanager {
         url: String,
     },
+}
+
+impl AlertKind {
+    /// The names of the variables that hold this channel's secrets.
+    #[must_use]
+    pub fn secret_vars(&self) -> Vec<String> {
+        match self {
+            AlertKind::Email {
+                username_env,
+                password_env,
+                ..
+            } => username_env.iter().chain(password_env).cloned().collect(),
+            AlertKind::Webhook { secret_env, .. } => secret_env.iter().cloned().collect(),
+            AlertKind::Slack { url_env, .. } => vec![url_env.clone()],
+            AlertKind::Alertmanager { .. } => Vec::new(),
+        }
+    }
 }
 
 /// Configs for unit tests elsewhere in the crate, loaded through the real loader.

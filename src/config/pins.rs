@@ -68,7 +68,7 @@ fn one(check: &mut Check, raw: &RawPin, refs: &Refs, probes: &mut Probes) -> Opt
         Some(s) => check
             .at_least_one(s, "first_token_samples")
             .and_then(|n| within_max_samples(check, s, n, &FIRST_TOKEN_SAMPLES)),
-        None => Some(crate::audit::first_tokens::CHECK_SAMPLES),
+        None => Some(DEFAULT_FIRST_TOKEN_SAMPLES),
     };
     let price = match &raw.price {
         Some(p) => price(check, p).map(Some),
@@ -193,6 +193,11 @@ fn only_for(
         format!("`{key}` only applies to kind `{wanted}`, not `{kind}`"),
     );
 }
+
+/// Border inputs the first-token tier keeps per pin (`audit::first_tokens` finds them).
+pub(crate) const FIRST_TOKEN_INPUTS: usize = 8;
+/// One-token calls per border input per audit when the pin sets no `first_token_samples`.
+pub(crate) const DEFAULT_FIRST_TOKEN_SAMPLES: u32 = 32;
 
 /// Samples per probe per audit, at most: the same bound as `lock --samples`. Far above any
 /// useful baseline (30 per probe is a good start), far below a plan that would exhaust the machine.

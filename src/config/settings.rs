@@ -170,20 +170,19 @@ fn breaker_cooldown(check: &mut Check, value: &Spanned<String>) -> Option<Durati
 }
 
 /// A PostgreSQL store's session timeouts follow the fleet's lease.
-fn with_lease(location: crate::store::Location, lease: Duration) -> crate::store::Location {
+fn with_lease(location: super::location::Location, lease: Duration) -> super::location::Location {
     match location {
-        crate::store::Location::Postgres(target) => {
-            crate::store::Location::Postgres(target.with_lease(lease))
+        super::location::Location::Postgres(target) => {
+            super::location::Location::Postgres(target.with_lease(lease))
         }
-        sled @ crate::store::Location::Sled(_) => sled,
+        sled @ super::location::Location::Sled(_) => sled,
     }
 }
 
 /// `store`: a `postgres://` URL (checked here, the password never in the file), else a directory
 /// joined onto pins.toml's directory.
-fn store(check: &mut Check, raw: &RawSettings, base: &Path) -> crate::store::Location {
-    use crate::store::Location;
-    use crate::store::postgres::{Target, is_postgres};
+fn store(check: &mut Check, raw: &RawSettings, base: &Path) -> super::location::Location {
+    use super::location::{Location, Target, is_postgres};
     let password_env = raw
         .store_password_env
         .as_ref()

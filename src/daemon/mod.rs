@@ -68,10 +68,7 @@ pub async fn run(
 ) -> Result<Exit, DaemonError> {
     let selection = Selection::new(pins)?;
     let config = selection.load(config_path)?;
-    crate::logging::init(
-        log,
-        crate::redact::Redactor::from_config(&config, &|name| std::env::var(name).ok()),
-    );
+    crate::logging::init(log, config.redactor(&|name| std::env::var(name).ok()));
     // The store before the port: a second daemon on the same store is told who holds it.
     let store = open_or_reset(&config.settings.store, reset_store).await?;
     store.index_older_entries().await?;

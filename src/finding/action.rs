@@ -15,7 +15,7 @@ impl Evidence {
         match self {
             Evidence::ServedModelMismatch(e) => match e.unexpected.keys().next() {
                 // A pin already on a dated snapshot has no steadier ID to move to.
-                Some(id) if crate::scan::judge::is_dated(&e.requested) => format!(
+                Some(id) if crate::lifecycle::is_dated(&e.requested) => format!(
                     "if `{id}` is a change you accept, add it to the pin's `accept` (or run {relock}); otherwise raise it with the provider: `{}` is already a dated snapshot",
                     e.requested
                 ),

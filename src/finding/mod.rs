@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::closed::closed_set;
 use serde_json::Value;
 
-pub use crate::config::Severity;
+pub use crate::severity::Severity;
 pub use evidence::Evidence;
 
 closed_set! {
@@ -154,38 +154,6 @@ impl Code {
 impl fmt::Display for Code {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-impl Severity {
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        }
-    }
-}
-
-impl Serialize for Severity {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for Severity {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Severity, D::Error> {
-        let text = String::deserialize(d)?;
-        match text.as_str() {
-            "info" => Ok(Severity::Info),
-            "warning" => Ok(Severity::Warning),
-            "error" => Ok(Severity::Error),
-            other => Err(serde::de::Error::unknown_variant(
-                other,
-                &["info", "warning", "error"],
-            )),
-        }
     }
 }
 

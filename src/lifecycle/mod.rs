@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 use chrono::{DateTime, NaiveDate, Timelike, Utc};
 use serde::Serialize;
 
-pub(crate) use model_id::undated;
+pub(crate) use model_id::{core_of, is_dated, undated};
 pub use resolve::{Lifecycle, PinRef, Stage, resolve, retirement_message};
 pub use signals::Signal;
 

@@ -195,6 +195,56 @@ fn normalise(id: &str, provider: &str) -> String {
         .map_or(id.clone(), str::to_owned)
 }
 
+/// The ID without vendor, `models/`, resource path or Bedrock prefix.
+#[must_use]
+pub fn core_of(id: &str) -> &str {
+    let id = id.rsplit_once('/').map_or(id, |(_, rest)| rest);
+    let head = id.split_once('-').map_or(id, |(head, _)| head);
+    match head.rfind('.') {
+        Some(dot) if head[dot + 1..].starts_with(|c: char| c.is_ascii_alphabetic()) => {
+            &id[dot + 1..]
+        }
+        _ => id,
+    }
+}
+
+/// Carries a date or a fixed version: `-20240229`, `-2024-08-06`, `-0613`, `-001`, `-03-25`,
+/// `@20240620`, Bedrock's `-v1:0`.
+#[must_use]
+pub fn is_dated(id: &str) -> bool {
+    let core = core_of(id);
+    let core = match core.rsplit_once(':') {
+        Some((head, variant)) if variant.bytes().all(|b| b.is_ascii_alphabetic()) => head,
+        _ => core,
+    };
+    if core.split_once('@').is_some() || has_digit_run(core, 8) {
+        return true;
+    }
+    let parts: Vec<&str> = core.split('-').collect();
+    let digits = |s: &&&str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let tail: Vec<usize> = parts
+        .iter()
+        .rev()
+        .take_while(digits)
+        .map(|s| s.len())
+        .collect();
+    let versioned = parts
+        .last()
+        .is_some_and(|last| last.starts_with('v') && last.contains(':'));
+    matches!(tail.as_slice(), [3 | 4, ..] | [2, 2, ..]) || versioned
+}
+
+fn has_digit_run(text: &str, len: usize) -> bool {
+    let mut run = 0;
+    for byte in text.bytes() {
+        run = if byte.is_ascii_digit() { run + 1 } else { 0 };
+        if run >= len {
+            return true;
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::{Match, id_match, match_fact};

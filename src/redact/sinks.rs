@@ -45,7 +45,7 @@ fn received(redactor: &Redactor, status: u16, body: Vec<u8>, header: &str) -> Ca
     };
     match parse_reply_masked(
         ProviderKind::OpenAi,
-        &redactor.scrub_response(raw),
+        &crate::transport::scrub_response(redactor, raw),
         redactor,
     ) {
         Parsed::Reply(r) => CallResult::Reply(r),

@@ -10,32 +10,7 @@ use std::fmt::Write as _;
 use crate::finding::{Code, Finding, Severity};
 use crate::report::Report;
 use crate::text;
-
-/// Annotations GitHub shows per kind per step.
-pub const LIMIT: usize = 10;
-
-/// Escapes an annotation's message: the runner's `%`, CR and LF encoding, and other control
-/// characters as visible escapes, so nothing from outside reaches the log raw.
-#[must_use]
-pub fn escape_data(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '%' => out.push_str("%25"),
-            '\r' => out.push_str("%0D"),
-            '\n' => out.push_str("%0A"),
-            c if text::needs_escape(c) => out.push_str(&text::escape_char(c)),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Escapes an annotation property value (`title`, `file`).
-#[must_use]
-pub fn escape_property(text: &str) -> String {
-    escape_data(text).replace(':', "%3A").replace(',', "%2C")
-}
+use crate::text::github::{LIMIT, escape_data, escape_property};
 
 /// The annotations. `file` is pins.toml as the workflow sees it; `line` finds a pin's line.
 #[must_use]

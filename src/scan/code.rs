@@ -79,22 +79,5 @@ impl Code {
     }
 }
 
-/// How serious a finding is; also `scan --min-level`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum Level {
-    Info,
-    Warning,
-    Error,
-}
-
-impl Level {
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Level::Info => "info",
-            Level::Warning => "warning",
-            Level::Error => "error",
-        }
-    }
-}
+/// How serious a finding is; also `scan --min-level`: the one scale of every finding.
+pub use crate::severity::Severity as Level;

@@ -14,15 +14,17 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::Serialize;
 
 use crate::config::Pin;
+pub(crate) use crate::lifecycle::is_dated;
 use crate::lifecycle::resolve::Match;
-use crate::lifecycle::{Fact, Lifecycle, Origin, PinRef, Retirement, Stage, resolve, undated};
+use crate::lifecycle::{
+    Fact, Lifecycle, Origin, PinRef, Retirement, Stage, core_of, resolve, undated,
+};
 use crate::lock::Lock;
 use crate::provider::modality::Modality;
 use crate::provider::{ProviderKind, normalize_model_id};
 use crate::scan::classify::Kind;
 pub use crate::scan::code::{Code, Level};
 use crate::scan::forms::same_form;
-use crate::scan::matcher::core_of;
 
 /// One conclusion about one ID.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -495,43 +497,6 @@ fn is_open_weights(id: &str) -> bool {
     ["llama", "meta-llama", "qwen", "gemma", "mixtral", "kimi-"]
         .iter()
         .any(|p| core.starts_with(p))
-}
-
-/// Carries a date or a fixed version: `-20240229`, `-2024-08-06`, `-0613`, `-001`, `-03-25`,
-/// `@20240620`, Bedrock's `-v1:0`.
-#[must_use]
-pub fn is_dated(id: &str) -> bool {
-    let core = core_of(id);
-    let core = match core.rsplit_once(':') {
-        Some((head, variant)) if variant.bytes().all(|b| b.is_ascii_alphabetic()) => head,
-        _ => core,
-    };
-    if core.split_once('@').is_some() || has_digit_run(core, 8) {
-        return true;
-    }
-    let parts: Vec<&str> = core.split('-').collect();
-    let digits = |s: &&&str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    let tail: Vec<usize> = parts
-        .iter()
-        .rev()
-        .take_while(digits)
-        .map(|s| s.len())
-        .collect();
-    let versioned = parts
-        .last()
-        .is_some_and(|last| last.starts_with('v') && last.contains(':'));
-    matches!(tail.as_slice(), [3 | 4, ..] | [2, 2, ..]) || versioned
-}
-
-fn has_digit_run(text: &str, len: usize) -> bool {
-    let mut run = 0;
-    for byte in text.bytes() {
-        run = if byte.is_ascii_digit() { run + 1 } else { 0 };
-        if run >= len {
-            return true;
-        }
-    }
-    false
 }
 
 /// A pin id made from a model ID: its core in lower-case letters and digits, other runs as `-`.

@@ -21,6 +21,8 @@ use std::collections::HashSet;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
+pub(crate) use crate::lifecycle::core_of;
+
 /// Prefixes of the provider families modelpin knows. Leftmost-longest matching makes
 /// `chatgpt-` win over `gpt-` and `open-mistral-` over `mistral-`.
 const FAMILIES: [&str; 36] = [
@@ -330,19 +332,6 @@ impl Matcher {
     fn is_known(&self, id: &str, core: &str) -> bool {
         self.known.contains(&id.to_ascii_lowercase())
             || self.known.contains(&core.to_ascii_lowercase())
-    }
-}
-
-/// The ID without vendor, `models/`, resource path or Bedrock prefix.
-#[must_use]
-pub fn core_of(id: &str) -> &str {
-    let id = id.rsplit_once('/').map_or(id, |(_, rest)| rest);
-    let head = id.split_once('-').map_or(id, |(head, _)| head);
-    match head.rfind('.') {
-        Some(dot) if head[dot + 1..].starts_with(|c: char| c.is_ascii_alphabetic()) => {
-            &id[dot + 1..]
-        }
-        _ => id,
     }
 }
 

@@ -13,9 +13,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::report::github::{LIMIT, escape_data, escape_property};
 use crate::scan::judge::{Code, Finding, Level};
 use crate::scan::{Occurrence, Scan, Summary, paths};
+use crate::text::github::{LIMIT, escape_data, escape_property};
 
 /// `text` with control and bidirectional-override characters escaped, at most `max` characters.
 #[must_use]

@@ -20,7 +20,7 @@ use serde::Serialize;
 use statrs::function::factorial::ln_binomial;
 
 use super::TestKind;
-use crate::config::Compare;
+use super::expect::Compare;
 
 /// What a probe will run with: its kind and the answers per side.
 #[derive(Debug, Clone)]
@@ -164,8 +164,8 @@ pub fn required_baseline(enough: impl Fn(u64) -> bool) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::{PlannedProbe, family, minimum_detectable, required_baseline};
-    use crate::config::Compare;
     use crate::stats::TestKind;
+    use crate::stats::expect::Compare;
 
     fn probe(id: &str, compare: Compare, has_expect: bool, n0: u64, n: u64) -> PlannedProbe {
         PlannedProbe {

@@ -15,6 +15,7 @@
 use serde::Serialize;
 
 use super::detectability::{family, floor};
+use super::expect::{Compare, Expect, Normalize};
 use super::expect::{Expectation, normalized};
 use super::fisher::{Rate, fisher_pass_rate};
 use super::holm::weighted_holm;
@@ -23,7 +24,6 @@ use super::mmd::{Kernel, Stratum, text_mmd};
 use super::permutation::PermutationBudget;
 use super::rng::{Rng, derive_seed};
 use super::{TestKind, TestResult, answers_homogeneity};
-use crate::config::{Compare, Expect, Normalize};
 
 /// What one probe answered when the baseline was recorded and in this audit.
 #[derive(Debug, Clone)]

@@ -13,7 +13,30 @@
 
 use regex::Regex;
 
-use crate::config::{Expect, Normalize};
+/// How a probe's answers are compared: as one choice among few (counted), or as free text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compare {
+    Choice,
+    Text,
+}
+
+/// A probe's `[expect]` rule as written in its file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expect {
+    Equals(String),
+    Contains(String),
+    /// The pattern as written; compiled by the auditor.
+    Regex(String),
+    OneOf(Vec<String>),
+    Json,
+}
+
+/// A step applied to an answer (and to the literal expected values) before `Expect` judges it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Normalize {
+    Trim,
+    Lower,
+}
 
 /// An `Expect` made ready to apply many times (its regex compiled once).
 #[derive(Debug, Clone)]
@@ -86,8 +109,8 @@ pub fn passes(expect: &Expect, normalize: &[Normalize], output: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::{Expect, Normalize};
     use super::{Expectation, passes};
-    use crate::config::{Expect, Normalize};
 
     #[test]
     fn rules_table() {

@@ -15,7 +15,7 @@
 mod categorical;
 mod detectability;
 pub mod drift;
-mod expect;
+pub mod expect;
 pub mod first_token;
 mod fisher;
 mod holm;

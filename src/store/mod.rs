@@ -27,46 +27,19 @@ pub mod copy;
 pub(crate) mod test_server;
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use chrono::{DateTime, Utc};
 
 use crate::alert::state::PinAlerts;
 
+pub use crate::config::location::Location;
 pub use error::{Holder, StoreError};
 pub(crate) use outbox::Token;
 pub use outbox::{Commit, Delivery, DeliveryState, Entry, Queued, Replace};
 pub use postgres::{Lead, PgStore};
 pub use record::{AuditRecord, Cursor, LatestKey, Order, Page, RawRecord, RecordSource};
 pub use sled::{HEADER_FORMAT, SledStore, reset};
-
-/// Where the store is (`[settings] store`): a directory for the embedded sled store, or a
-/// PostgreSQL database that a fleet of daemons shares.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Location {
-    Sled(PathBuf),
-    Postgres(postgres::Target),
-}
-
-impl std::fmt::Display for Location {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Location::Sled(path) => write!(f, "{}", path.display()),
-            Location::Postgres(target) => write!(f, "{target}"),
-        }
-    }
-}
-
-impl Location {
-    /// Whether a store is there already (a PostgreSQL database is taken to be).
-    #[must_use]
-    pub fn exists(&self) -> bool {
-        match self {
-            Location::Sled(path) => path.exists(),
-            Location::Postgres(_) => true,
-        }
-    }
-}
 
 /// The layout version of the store: a store written by a newer layout is refused, not misread.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -91,7 +91,7 @@ impl GenAiSpan {
 /// `spans` with the secrets `config` names (read from the environment) masked.
 #[must_use]
 pub fn masked(spans: Vec<GenAiSpan>, config: &crate::config::Config) -> Vec<GenAiSpan> {
-    let redactor = Redactor::from_config(config, &|name| std::env::var(name).ok());
+    let redactor = config.redactor(&|name| std::env::var(name).ok());
     spans.into_iter().map(|s| s.masked(&redactor)).collect()
 }
 

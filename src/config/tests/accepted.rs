@@ -18,7 +18,7 @@ fn settings_defaults_match_the_design() {
     assert_eq!(s.lockfile, base.join("modelpin.lock"));
     assert_eq!(
         s.store,
-        crate::store::Location::Sled(base.join(".modelpin"))
+        crate::config::location::Location::Sled(base.join(".modelpin"))
     );
     assert_eq!(s.schedule.expression, "0 0 * * * *");
     assert_eq!(s.timeout, Duration::from_secs(60));
@@ -138,7 +138,7 @@ fn every_settings_key() {
     assert_eq!(s.lockfile, base.join("state/pins.lock"));
     assert_eq!(
         s.store,
-        crate::store::Location::Sled("/var/lib/modelpin".into())
+        crate::config::location::Location::Sled("/var/lib/modelpin".into())
     );
     assert_eq!(s.schedule.expression, "0 */5 * * * *");
     assert_eq!(

@@ -185,10 +185,10 @@ fn a_postgres_store_and_its_lease_are_accepted() {
             "store = \"postgres://mp@db.internal:5432/modelpin?sslmode=require\"\nstore_password_env = \"MP_DB_PASSWORD\"\nlease = \"9s\"",
         ))
         .config();
-    let crate::store::Location::Postgres(target) = &config.settings.store else {
+    let crate::config::location::Location::Postgres(target) = &config.settings.store else {
         panic!("{:?}", config.settings.store);
     };
-    assert_eq!(target.ssl, crate::store::postgres::SslMode::Require);
+    assert_eq!(target.ssl, crate::config::location::SslMode::Require);
     assert_eq!(target.password_env.as_deref(), Some("MP_DB_PASSWORD"));
     assert_eq!(config.settings.lease, std::time::Duration::from_secs(9));
 }

@@ -1,5 +1,5 @@
 use super::{ProbeSamples, Samples, compare_pin};
-use crate::config::{Compare, Expect, Normalize};
+use crate::stats::expect::{Compare, Expect, Normalize};
 use crate::stats::rng::Rng;
 use crate::stats::{Calibration, TestKind};
 

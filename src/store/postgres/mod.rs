@@ -19,7 +19,6 @@ pub mod inbox;
 mod lease;
 mod outbox;
 pub(crate) mod schema;
-pub mod target;
 mod tls;
 
 use std::future::Future;
@@ -32,8 +31,8 @@ use chrono::Utc;
 
 use crate::store::{Failing, Holder, StoreError};
 
+pub use crate::config::location::{SslMode, Target, is_postgres};
 pub use lease::Lead;
-pub use target::{SslMode, Target, is_postgres};
 
 /// The longest any one await on the server may take: connecting, a query, a commit.
 pub const DEADLINE: Duration = Duration::from_secs(5);
@@ -159,7 +158,7 @@ impl PgStore {
             path: PathBuf::from(&target.url),
             message,
         };
-        let config = target.config().map_err(opening)?;
+        let config = connect_config(target).map_err(opening)?;
         let tls = tls::MakeRustls::for_target(target).map_err(opening)?;
         let manager = deadpool_postgres::Manager::from_config(
             config,
@@ -436,6 +435,49 @@ async fn within<T>(work: impl Future<Output = Result<T, Refused>>) -> Result<T, 
 /// Milliseconds since the epoch, as the store keeps times (before the epoch counts as 0).
 fn millis(at: chrono::DateTime<Utc>) -> i64 {
     at.timestamp_millis().max(0)
+}
+
+/// `target`'s connection settings with the password from the environment (`store_password_env`,
+/// else `PGPASSWORD`), when set.
+pub(crate) fn connect_config(target: &Target) -> Result<tokio_postgres::Config, String> {
+    let mut config: tokio_postgres::Config = target
+        .connect
+        .parse()
+        .map_err(|e: tokio_postgres::Error| e.to_string())?;
+    let var = target.password_env.as_deref().unwrap_or("PGPASSWORD");
+    match std::env::var(var) {
+        Ok(password) => {
+            config.password(password);
+        }
+        Err(_) if target.password_env.is_some() => {
+            return Err(format!(
+                "environment variable `{var}` (settings.store_password_env, the store's password) is not set"
+            ));
+        }
+        Err(_) => {}
+    }
+    config.ssl_mode(match target.ssl {
+        SslMode::Disable => tokio_postgres::config::SslMode::Disable,
+        SslMode::Prefer => tokio_postgres::config::SslMode::Prefer,
+        SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => {
+            tokio_postgres::config::SslMode::Require
+        }
+    });
+    config.connect_timeout(DEADLINE);
+    config.application_name("modelpin");
+    let ms = target.session_timeout.as_millis();
+    let timeouts = format!("-c idle_in_transaction_session_timeout={ms} -c lock_timeout={ms}");
+    let options = match config.get_options() {
+        Some(given) if !given.is_empty() => format!("{given} {timeouts}"),
+        _ => timeouts,
+    };
+    config.options(options);
+    config.keepalives(true);
+    config.keepalives_idle(target.session_timeout);
+    config.keepalives_interval(target.session_timeout);
+    config.keepalives_retries(3);
+    config.tcp_user_timeout(DEADLINE);
+    Ok(config)
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect};
 
-use crate::store::postgres::target::{SslMode, Target};
+use crate::config::location::{SslMode, Target};
 
 /// Makes one TLS connection per new database connection.
 #[derive(Clone)]

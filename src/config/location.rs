@@ -1,4 +1,6 @@
-//! Where a PostgreSQL store is: a libpq URL (`postgres://USER@HOST:PORT/DB?sslmode=…`) as
+//! Where the store is (`[settings] store`): a sled directory, or a PostgreSQL database.
+//!
+//! A PostgreSQL store is a libpq URL (`postgres://USER@HOST:PORT/DB?sslmode=…`) as
 //! `[settings] store` gives it, and the password from the environment, never from the file.
 //!
 //! tokio-postgres parses the URL itself but knows only `sslmode` `disable`, `prefer` and
@@ -127,49 +129,6 @@ impl Target {
         self
     }
 
-    /// The connection settings with the password from the environment (`store_password_env`,
-    /// else `PGPASSWORD`), when set.
-    pub(crate) fn config(&self) -> Result<tokio_postgres::Config, String> {
-        let mut config: tokio_postgres::Config = self
-            .connect
-            .parse()
-            .map_err(|e: tokio_postgres::Error| e.to_string())?;
-        let var = self.password_env.as_deref().unwrap_or("PGPASSWORD");
-        match std::env::var(var) {
-            Ok(password) => {
-                config.password(password);
-            }
-            Err(_) if self.password_env.is_some() => {
-                return Err(format!(
-                    "environment variable `{var}` (settings.store_password_env, the store's password) is not set"
-                ));
-            }
-            Err(_) => {}
-        }
-        config.ssl_mode(match self.ssl {
-            SslMode::Disable => tokio_postgres::config::SslMode::Disable,
-            SslMode::Prefer => tokio_postgres::config::SslMode::Prefer,
-            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => {
-                tokio_postgres::config::SslMode::Require
-            }
-        });
-        config.connect_timeout(super::DEADLINE);
-        config.application_name("modelpin");
-        let ms = self.session_timeout.as_millis();
-        let timeouts = format!("-c idle_in_transaction_session_timeout={ms} -c lock_timeout={ms}");
-        let options = match config.get_options() {
-            Some(given) if !given.is_empty() => format!("{given} {timeouts}"),
-            _ => timeouts,
-        };
-        config.options(options);
-        config.keepalives(true);
-        config.keepalives_idle(self.session_timeout);
-        config.keepalives_interval(self.session_timeout);
-        config.keepalives_retries(3);
-        config.tcp_user_timeout(super::DEADLINE);
-        Ok(config)
-    }
-
     /// The root certificates file for `verify-ca`/`verify-full`: `sslrootcert`, else libpq's
     /// default `~/.postgresql/root.crt`.
     pub(crate) fn root_cert_file(&self) -> Option<PathBuf> {
@@ -178,6 +137,34 @@ impl Target {
             Some(path) => Some(PathBuf::from(path)),
             None => std::env::var_os("HOME")
                 .map(|home| PathBuf::from(home).join(".postgresql").join("root.crt")),
+        }
+    }
+}
+
+/// Where the store is (`[settings] store`): a directory for the embedded sled store, or a
+/// PostgreSQL database that a fleet of daemons shares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    Sled(PathBuf),
+    Postgres(Target),
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Sled(path) => write!(f, "{}", path.display()),
+            Location::Postgres(target) => write!(f, "{target}"),
+        }
+    }
+}
+
+impl Location {
+    /// Whether a store is there already (a PostgreSQL database is taken to be).
+    #[must_use]
+    pub fn exists(&self) -> bool {
+        match self {
+            Location::Sled(path) => path.exists(),
+            Location::Postgres(_) => true,
         }
     }
 }
