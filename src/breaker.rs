@@ -22,9 +22,15 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::finding::reason::Halt;
-
 /// How an attempt went, as far as the breaker cares.
+/// A provider whose breaker is open: no call to it may start now. `last` is the failure that
+/// opened it, as the report words it (a `finding::reason::Halt` once it reaches one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Open {
+    pub provider: String,
+    pub last: String,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     /// The provider answered: a reply, or a refusal of this request (not found, bad request).
@@ -141,7 +147,7 @@ impl Breakers {
     /// Waits until a call to `provider` may start: at once while the breaker is closed; after a
     /// trial call's outcome while one is out. `Err` when the breaker is open: the call is not
     /// made, for the reason returned. A provider without a breaker is always admitted.
-    pub async fn admit(&self, provider: &str) -> Result<(), Halt> {
+    pub async fn admit(&self, provider: &str) -> Result<(), Open> {
         let Some(state) = self.states.get(provider) else {
             return Ok(());
         };
@@ -178,7 +184,7 @@ impl Breakers {
     /// Why calls to `provider` may not start now, while its breaker is open; `None` when closed
     /// or when a call may try it.
     #[must_use]
-    pub fn open(&self, provider: &str) -> Option<Halt> {
+    pub fn open(&self, provider: &str) -> Option<Open> {
         let s = self.states.get(provider)?.lock().expect("breaker lock");
         match s.phase {
             Phase::Open { until } => {
@@ -239,8 +245,8 @@ impl Breakers {
             .collect()
     }
 
-    fn halt(provider: &str, s: &State) -> Halt {
-        Halt::BreakerOpen {
+    fn halt(provider: &str, s: &State) -> Open {
+        Open {
             provider: provider.to_owned(),
             last: s.last_failure.clone(),
         }
@@ -268,7 +274,7 @@ mod tests {
         assert!(b.open("p").is_none(), "two in a row after a success");
         assert!(b.admit("p").await.is_ok());
         b.record("p", Outcome::Failed, "server error (503)");
-        let Some(Halt::BreakerOpen { last, .. }) = b.open("p") else {
+        let Some(Open { last, .. }) = b.open("p") else {
             panic!("open after three in a row");
         };
         assert_eq!(last, "server error (503)");
@@ -288,7 +294,7 @@ mod tests {
         assert!(old.admit("p").await.is_err());
         let new = Breakers::new(["p", "q"], 3, Duration::from_secs(60));
         new.continue_from(&old);
-        let Err(Halt::BreakerOpen { last, .. }) = new.admit("p").await else {
+        let Err(Open { last, .. }) = new.admit("p").await else {
             panic!("still open after a reload");
         };
         assert_eq!(last, "server error (502)");

@@ -51,7 +51,7 @@ pub enum Command {
     /// Call each pin's probes and record what it serves into modelpin.lock.
     Lock {
         /// Lock only these pins (repeatable); the others keep their recorded baseline.
-        #[arg(long = "pin", value_name = "ID", add = clap_complete::engine::ArgValueCompleter::new(crate::cmd::manual::pin_ids))]
+        #[arg(long = "pin", value_name = "ID", add = clap_complete::engine::ArgValueCompleter::new(pin_ids))]
         pins: Vec<String>,
         /// Samples per probe, overriding each pin's `samples`.
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
@@ -107,7 +107,7 @@ pub enum Command {
     /// Show recent audits from the store (works while the daemon runs).
     History {
         /// Only this pin.
-        #[arg(long = "pin", value_name = "ID", add = clap_complete::engine::ArgValueCompleter::new(crate::cmd::manual::pin_ids))]
+        #[arg(long = "pin", value_name = "ID", add = clap_complete::engine::ArgValueCompleter::new(pin_ids))]
         pin: Option<String>,
         /// How far back, e.g. `7d`, `12h`.
         #[arg(long, default_value = "7d")]
@@ -376,7 +376,7 @@ pub struct DeprecationsArgs {
 #[allow(clippy::struct_excessive_bools)]
 pub struct CheckArgs {
     /// Check only these pins (repeatable).
-    #[arg(long = "pin", value_name = "ID", add = clap_complete::engine::ArgValueCompleter::new(crate::cmd::manual::pin_ids))]
+    #[arg(long = "pin", value_name = "ID", add = clap_complete::engine::ArgValueCompleter::new(pin_ids))]
     pub pins: Vec<String>,
     /// Output format on stdout.
     #[arg(long, value_enum, default_value_t = Format::Human)]
@@ -422,6 +422,41 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .ok()
         .and_then(|n| n.checked_mul(scale))
         .ok_or_else(|| format!("`{text}` is not a size like 10M, 512K or 1G"))
+}
+
+/// The pin ids of the pins.toml a command would read (`$MODELPIN_CONFIG`, else ./pins.toml),
+/// for `--pin <TAB>`; nothing when it cannot be read. Only the `[[pin]]` ids are read: a file
+/// that does not load yet (a key variable unset) still completes.
+#[must_use]
+pub fn pin_ids(current: &std::ffi::OsStr) -> Vec<clap_complete::engine::CompletionCandidate> {
+    let path = std::env::var_os("MODELPIN_CONFIG")
+        .filter(|p| !p.is_empty())
+        .map_or_else(
+            || std::path::PathBuf::from("pins.toml"),
+            std::path::PathBuf::from,
+        );
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    let Ok(doc) = text.parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    let prefix = current.to_string_lossy();
+    doc.get("pin")
+        .and_then(toml::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|pin| {
+            let id = pin.get("id")?.as_str()?;
+            let model = pin.get("model").and_then(toml::Value::as_str);
+            Some((id, model))
+        })
+        .filter(|(id, _)| id.starts_with(prefix.as_ref()))
+        .map(|(id, model)| {
+            clap_complete::engine::CompletionCandidate::new(id)
+                .help(model.map(|m| m.to_owned().into()))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -20,73 +20,10 @@ pub mod sign;
 pub mod state;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::finding::Severity;
 
-/// One alert inside a notification.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AlertItem {
-    pub fingerprint: String,
-    pub code: String,
-    pub severity: Option<Severity>,
-    pub status: AlertStatus,
-    pub message: String,
-    pub evidence: Value,
-    /// What to do about it, as the CLI and the status page say it (absent in older stores).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub action: Option<String>,
-    #[serde(rename = "startsAt")]
-    pub starts_at: DateTime<Utc>,
-    #[serde(rename = "endsAt")]
-    pub ends_at: Option<DateTime<Utc>>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AlertStatus {
-    Firing,
-    Resolved,
-}
-
-impl AlertStatus {
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AlertStatus::Firing => "firing",
-            AlertStatus::Resolved => "resolved",
-        }
-    }
-}
-
-/// What one channel receives about one pin after one audit.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Notification {
-    /// One id per notification, reused on every delivery attempt.
-    pub id: String,
-    pub channel: String,
-    pub pin: String,
-    pub provider: String,
-    pub model: String,
-    /// Firing while any of its alerts fires.
-    pub status: AlertStatus,
-    pub alerts: Vec<AlertItem>,
-    pub created_at: DateTime<Utc>,
-    /// A `modelpin alerts test` notification.
-    pub test: bool,
-    /// The audit that produced it (absent in test notifications and older stores).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub audit_id: Option<String>,
-    /// Set when a traffic verdict produced it; absent for probe audits.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<crate::store::RecordSource>,
-    /// The pin's status page, under `settings.external_url`; absent without one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-}
+pub use crate::store::alerts::{AlertItem, AlertStatus, Notification};
 
 impl Notification {
     /// A new id: time-ordered, unique, safe in headers and Message-IDs.
@@ -316,7 +253,7 @@ mod tests {
             severity: Some(Severity::Error),
             status: AlertStatus::Firing,
             message: String::new(),
-            evidence: Value::Null,
+            evidence: serde_json::Value::Null,
             action: action.map(str::to_owned),
             starts_at: DateTime::from_timestamp(0, 0).unwrap(),
             ends_at: None,

@@ -13,7 +13,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::alert::{AlertItem, AlertStatus, Notification};
@@ -25,32 +24,7 @@ use crate::store::AuditRecord;
 /// Consecutive inconclusive audits before `inconclusive` fires.
 pub const INCONCLUSIVE_STREAK: u32 = 3;
 
-/// One alert's stored state.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AlertState {
-    pub fingerprint: String,
-    pub pin: String,
-    pub code: String,
-    pub severity: Option<Severity>,
-    pub starts_at: DateTime<Utc>,
-    pub message: String,
-    pub evidence: Value,
-    /// What to do, as the finding says it (absent in states stored before it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub action: Option<String>,
-    /// Channel name → when it last heard this alert firing.
-    pub notified: BTreeMap<String, DateTime<Utc>>,
-}
-
-/// A pin's stored alerting state.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PinAlerts {
-    /// Firing alerts by code.
-    pub firing: BTreeMap<String, AlertState>,
-    pub inconclusive_streak: u32,
-}
+pub use crate::store::alerts::{AlertState, PinAlerts};
 
 /// The stable identity of (pin, code): the same across restarts and daemons.
 #[must_use]

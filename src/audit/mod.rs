@@ -494,7 +494,7 @@ impl PinRun<'_> {
         }
         if let Some(breakers) = self.transport.breakers() {
             let admitted = tokio::select! {
-                admitted = breakers.admit(&self.pin.provider) => admitted,
+                admitted = breakers.admit(&self.pin.provider) => admitted.map_err(Halt::from),
                 () = self.plan.cancel.cancelled() => Err(self.cancel_reason()),
                 () = tokio::time::sleep_until(self.until) => Err(self.cancel_reason()),
             };
@@ -594,7 +594,7 @@ impl PinRun<'_> {
                 breakers.record(&self.pin.provider, outcome, reason);
             }
         }
-        match (decision, breakers.open(&self.pin.provider)) {
+        match (decision, breakers.open(&self.pin.provider).map(Halt::from)) {
             (retry::Decision::Retry { reason, .. }, Some(halt)) => retry::Decision::Stop {
                 class: retry::StopClass::Breaker,
                 reason: format!("not retried: {halt} ({reason})"),
@@ -612,6 +612,7 @@ impl PinRun<'_> {
             .transport
             .breakers()
             .and_then(|b| b.open(&self.pin.provider))
+            .map(Halt::from)
         {
             return Some(Reason::Skipped(halt));
         }

@@ -50,41 +50,6 @@ pub fn completions(shell: clap_complete::Shell) -> Result<Exit, AppError> {
     write_out(&script)
 }
 
-/// The pin ids of the pins.toml a command would read (`$MODELPIN_CONFIG`, else ./pins.toml),
-/// for `--pin <TAB>`; nothing when it cannot be read. Only the `[[pin]]` ids are read: a file
-/// that does not load yet (a key variable unset) still completes.
-#[must_use]
-pub fn pin_ids(current: &std::ffi::OsStr) -> Vec<clap_complete::engine::CompletionCandidate> {
-    let path = std::env::var_os("MODELPIN_CONFIG")
-        .filter(|p| !p.is_empty())
-        .map_or_else(
-            || std::path::PathBuf::from("pins.toml"),
-            std::path::PathBuf::from,
-        );
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Vec::new();
-    };
-    let Ok(doc) = text.parse::<toml::Table>() else {
-        return Vec::new();
-    };
-    let prefix = current.to_string_lossy();
-    doc.get("pin")
-        .and_then(toml::Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|pin| {
-            let id = pin.get("id")?.as_str()?;
-            let model = pin.get("model").and_then(toml::Value::as_str);
-            Some((id, model))
-        })
-        .filter(|(id, _)| id.starts_with(prefix.as_ref()))
-        .map(|(id, model)| {
-            clap_complete::engine::CompletionCandidate::new(id)
-                .help(model.map(|m| m.to_owned().into()))
-        })
-        .collect()
-}
-
 /// modelpin(1), the page of `command` (`check`, `alerts-test`), every page, or every page
 /// written into `out_dir`.
 pub fn man(command: Option<&str>, all: bool, out_dir: Option<&Path>) -> Result<Exit, AppError> {

@@ -47,6 +47,15 @@ pub enum Halt {
     BreakerOpen { provider: String, last: String },
 }
 
+impl From<crate::breaker::Open> for Halt {
+    fn from(open: crate::breaker::Open) -> Halt {
+        Halt::BreakerOpen {
+            provider: open.provider,
+            last: open.last,
+        }
+    }
+}
+
 impl fmt::Display for Halt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use chrono::DateTime;
 
-use crate::alert::state::PinAlerts;
-use crate::alert::{AlertItem, AlertStatus, Notification};
+use crate::store::alerts::PinAlerts;
+use crate::store::alerts::{AlertItem, AlertStatus, Notification};
 use crate::store::postgres::Target;
 use crate::store::tests::record;
 use crate::store::{

@@ -1,7 +1,7 @@
 //! Everything a store holds, read out whole and written into another (`modelpin store copy`):
 //! history, alert state and the outbox with where each delivery stands.
 
-use crate::alert::state::PinAlerts;
+use crate::store::alerts::PinAlerts;
 use crate::store::{AuditRecord, Entry};
 
 /// A store's contents.

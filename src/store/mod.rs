@@ -11,6 +11,7 @@
 //! replaces which is alerting's rule (`alert::outbox`); the store keeps what it is given and
 //! refuses to rewrite an entry that changed since it was read.
 
+pub mod alerts;
 mod error;
 mod outbox;
 pub mod postgres;
@@ -31,7 +32,7 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 
-use crate::alert::state::PinAlerts;
+use crate::store::alerts::PinAlerts;
 
 pub use crate::config::location::Location;
 pub use error::{Holder, StoreError};

@@ -6,9 +6,9 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::alert::Notification;
-use crate::alert::state::PinAlerts;
 use crate::store::AuditRecord;
+use crate::store::alerts::Notification;
+use crate::store::alerts::PinAlerts;
 
 /// Where a notification's delivery stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::alert::Notification;
-use crate::alert::state::PinAlerts;
+use crate::store::alerts::Notification;
+use crate::store::alerts::PinAlerts;
 use crate::store::postgres::{PgStore, Refused};
 use crate::store::{DeliveryState, Entry, Queued, StoreError, Token};
 

@@ -4,7 +4,7 @@
 //! pending one is indexed `channel \0 pin \0 <outbox key>`: a channel's queue, in order per pin,
 //! without reading delivered history.
 
-use crate::alert::Notification;
+use crate::store::alerts::Notification;
 
 pub(super) fn pin_prefix(pin: &str) -> Vec<u8> {
     let mut key = pin.as_bytes().to_vec();

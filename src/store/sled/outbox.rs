@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use sled::Transactional as _;
 use sled::transaction::TransactionError;
 
-use crate::alert::state::PinAlerts;
+use crate::store::alerts::PinAlerts;
 use crate::store::sled::{Refused, SledStore, Trees, keys, transaction_refused};
 use crate::store::{DeliveryState, Entry, Queued, StoreError, Token};
 
