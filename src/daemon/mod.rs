@@ -70,7 +70,9 @@ pub async fn run(
     let config = selection.load(config_path)?;
     crate::logging::init(log, config.redactor(&|name| std::env::var(name).ok()));
     // The store before the port: a second daemon on the same store is told who holds it.
-    let store = open_or_reset(&config.settings.store, reset_store).await?;
+    let store = Store::open_for_daemon(&config.settings.store, reset_store)
+        .await
+        .map_err(DaemonError::Store)?;
     store.index_older_entries().await?;
     // Every daemon on a shared store is one of a fleet: it writes only while it leads.
     store.join_fleet();
@@ -188,76 +190,6 @@ impl Background {
         while let Some((stop, task)) = self.tasks.pop() {
             stop.cancel();
             let _ = task.await;
-        }
-    }
-}
-
-/// Opens the store; with `--reset-store`, a store refused as damaged (or from a newer modelpin)
-/// is moved aside, byte for byte, and a new one started, said at ERROR with where it went. An
-/// intact store is opened as it is: the flag never throws a healthy history away.
-async fn open_or_reset(
-    location: &crate::store::Location,
-    reset_store: bool,
-) -> Result<Store, DaemonError> {
-    let path = match location {
-        crate::store::Location::Sled(path) => path,
-        crate::store::Location::Postgres(_) => {
-            if reset_store {
-                tracing::info!(store = %location, "--reset-store does not apply to a PostgreSQL store; it is opened as it is");
-            }
-            return Store::open_at(location, crate::store::Holder::Daemon)
-                .await
-                .map_err(DaemonError::Store);
-        }
-    };
-    let existed = path.exists();
-    if reset_store && !existed {
-        tracing::info!(store = %path.display(), "no store to reset");
-    }
-    match open_store(path).await {
-        Err(DaemonError::Store(e)) if reset_store && e.wants_reset() => {
-            let aside = match crate::store::reset(path) {
-                Ok(Some(aside)) => aside,
-                Ok(None) => return Err(DaemonError::Store(e)),
-                Err(io) => {
-                    return Err(DaemonError::Io(format!(
-                        "cannot move the store at {} aside: {io}",
-                        path.display()
-                    )));
-                }
-            };
-            let cause = e.to_string();
-            let cause = cause.lines().next().unwrap_or_default();
-            tracing::error!(store = %path.display(), moved_to = %aside.display(), cause, "--reset-store: the store was moved aside, byte for byte, and a new, empty store is started; its history and alert state stay in the moved copy");
-            open_store(path).await
-        }
-        Ok(store) if reset_store && existed => {
-            tracing::info!(store = %path.display(), "--reset-store: the store is intact and was kept");
-            Ok(store)
-        }
-        outcome => outcome,
-    }
-}
-
-/// Opens the store; while another process holds it, waits up to 5 s (a `modelpin history` run
-/// holds it for a moment), then refuses, naming the holder: a second daemon must not share a
-/// store.
-async fn open_store(path: &Path) -> Result<Store, DaemonError> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    let mut said = false;
-    loop {
-        match Store::open(path, crate::store::Holder::Daemon).await {
-            Ok(store) => return Ok(store),
-            Err(crate::store::StoreError::InUse { .. })
-                if tokio::time::Instant::now() < deadline =>
-            {
-                if !said {
-                    tracing::warn!(store = %path.display(), "the store is in use by another modelpin process; waiting up to 5s for it");
-                    said = true;
-                }
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            }
-            Err(e) => return Err(DaemonError::Store(e)),
         }
     }
 }

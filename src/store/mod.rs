@@ -38,6 +38,7 @@ pub use crate::config::location::Location;
 pub use error::{Holder, StoreError};
 pub(crate) use outbox::Token;
 pub use outbox::{Commit, Delivery, DeliveryState, Entry, Queued, Replace};
+pub use postgres::inbox::{Offered, TAKE as INBOX_TAKE};
 pub use postgres::{Lead, PgStore};
 pub use record::{AuditRecord, Cursor, LatestKey, Order, Page, RawRecord, RecordSource};
 pub use sled::{HEADER_FORMAT, SledStore, reset};
@@ -120,10 +121,96 @@ impl Store {
 
     /// The PostgreSQL store a fleet shares, when this is one.
     #[must_use]
-    pub fn shared(&self) -> Option<&PgStore> {
+    pub(crate) fn shared(&self) -> Option<&PgStore> {
         match self {
             Store::Postgres(store) => Some(store),
             Store::Sled(_) => None,
+        }
+    }
+
+    /// Writes one batch of spans `member` accepted (encoded by the caller) into a fleet's inbox,
+    /// where the leader takes them to judge, unless the inbox is full. `None` on a store of one
+    /// daemon's own, which has no inbox: that daemon judges what it accepts itself.
+    pub async fn offer_spans(
+        &self,
+        member: &str,
+        batch: &[u8],
+    ) -> Result<Option<Offered>, StoreError> {
+        match self.shared() {
+            Some(store) => store.offer_spans(member, batch).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Takes up to `INBOX_TAKE` batches from a fleet's inbox, oldest first; none from a store
+    /// without one.
+    pub async fn take_spans(&self) -> Result<Vec<Vec<u8>>, StoreError> {
+        match self.shared() {
+            Some(store) => store.take_spans().await,
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Opens the store at `location` for a daemon. While another process holds a sled store,
+    /// waits up to 5 s (a `modelpin history` run holds it for a moment), then refuses, naming
+    /// the holder. With `reset`, a sled store refused as damaged (or from a newer modelpin) is
+    /// moved aside, byte for byte, and a new one started, said at ERROR with where it went; an
+    /// intact store is opened as it is, so the flag never throws a healthy history away. A
+    /// PostgreSQL store is never reset.
+    pub async fn open_for_daemon(location: &Location, reset: bool) -> Result<Store, StoreError> {
+        let path = match location {
+            Location::Sled(path) => path,
+            Location::Postgres(_) => {
+                if reset {
+                    tracing::info!(store = %location, "--reset-store does not apply to a PostgreSQL store; it is opened as it is");
+                }
+                return Store::open_at(location, Holder::Daemon).await;
+            }
+        };
+        let existed = path.exists();
+        if reset && !existed {
+            tracing::info!(store = %path.display(), "no store to reset");
+        }
+        match Store::open_waiting(path).await {
+            Err(e) if reset && e.wants_reset() => {
+                let aside = match sled::reset(path) {
+                    Ok(Some(aside)) => aside,
+                    Ok(None) => return Err(e),
+                    Err(io) => {
+                        return Err(StoreError::Io {
+                            path: path.clone(),
+                            message: format!("cannot move the store aside: {io}"),
+                        });
+                    }
+                };
+                let cause = e.to_string();
+                let cause = cause.lines().next().unwrap_or_default();
+                tracing::error!(store = %path.display(), moved_to = %aside.display(), cause, "--reset-store: the store was moved aside, byte for byte, and a new, empty store is started; its history and alert state stay in the moved copy");
+                Store::open_waiting(path).await
+            }
+            Ok(store) if reset && existed => {
+                tracing::info!(store = %path.display(), "--reset-store: the store is intact and was kept");
+                Ok(store)
+            }
+            outcome => outcome,
+        }
+    }
+
+    /// `open` for a daemon, waiting up to 5 s for another process to let go of the store.
+    async fn open_waiting(path: &Path) -> Result<Store, StoreError> {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut said = false;
+        loop {
+            match Store::open(path, Holder::Daemon).await {
+                Err(StoreError::InUse { .. }) if tokio::time::Instant::now() < deadline => {
+                    if !said {
+                        tracing::warn!(store = %path.display(), "the store is in use by another modelpin process; waiting up to 5s for it");
+                        said = true;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                }
+                outcome => return outcome,
+            }
         }
     }
 

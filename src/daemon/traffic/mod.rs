@@ -301,7 +301,7 @@ pub async fn judge_loop(daemon: Arc<Daemon>, stop: CancellationToken) {
     }
 }
 
-/// Passes of `take_inbox` at most per tick: each takes `inbox::TAKE` batches; what is left
+/// Passes of `take_inbox` at most per tick: each takes `store::INBOX_TAKE` batches; what is left
 /// waits for the next tick.
 const TAKES_PER_TICK: usize = 4;
 
@@ -309,12 +309,12 @@ const TAKES_PER_TICK: usize = 4;
 /// windows, oldest first. A batch that does not decode (written by another version) is
 /// dropped with a warning naming how many.
 async fn take_inbox(daemon: &Daemon) {
-    let Some(store) = daemon.store.shared() else {
+    if !daemon.store.is_shared() {
         return;
-    };
+    }
     let config = daemon.config();
     for _ in 0..TAKES_PER_TICK {
-        let batches = match store.take_spans().await {
+        let batches = match daemon.store.take_spans().await {
             Ok(batches) => batches,
             Err(e) => {
                 tracing::warn!(error = %e, "traffic spans could not be taken from the fleet's inbox; they wait there for the next pass");
@@ -334,7 +334,7 @@ async fn take_inbox(daemon: &Daemon) {
                 "traffic span batches in the fleet's inbox did not decode (written by another modelpin version?) and were dropped"
             );
         }
-        if taken < crate::store::postgres::inbox::TAKE as usize {
+        if taken < crate::store::INBOX_TAKE as usize {
             return;
         }
     }

@@ -20,8 +20,7 @@ use tokio::time::Instant;
 
 use crate::daemon::metrics::labels::SpanResult;
 use crate::daemon::{Daemon, auth};
-use crate::store::postgres::PgStore;
-use crate::store::postgres::inbox::Offered;
+use crate::store::Offered;
 use crate::traffic::otlp::{self, Encoding, MAX_BODY, Rejected};
 
 /// A body that has not fully arrived this long after its head is refused (408).
@@ -106,16 +105,20 @@ async fn receive_inner(daemon: &Daemon, headers: &HeaderMap, body: Body) -> Resp
         .saturating_sub(extracted.malformed);
     let spans = crate::traffic::spans::masked(extracted.spans, &config);
     let (admitted, matched) = daemon.traffic.sort(&config, spans);
-    match daemon.store.shared() {
+    if daemon.store.is_shared() {
         // In a fleet the leader judges what every member accepted: into the store's inbox,
         // answered 200 only once it is there.
-        Some(store) if !matched.is_empty() => match offer(daemon, store, &matched).await {
-            Ok(Offered::Accepted) => {}
-            Ok(Offered::Full) => return busy(encoding),
-            Err(e) => return store_down(&e),
-        },
-        Some(_) => {}
-        None => daemon.traffic.window(&config, matched),
+        if !matched.is_empty() {
+            match offer(daemon, &matched).await {
+                Ok(Some(Offered::Accepted)) => {}
+                Ok(Some(Offered::Full)) => return busy(encoding),
+                // No inbox after all (the store is one daemon's own): judged here.
+                Ok(None) => daemon.traffic.window(&config, matched),
+                Err(e) => return store_down(&e),
+            }
+        }
+    } else {
+        daemon.traffic.window(&config, matched);
     }
     daemon.metrics.traffic_spans(
         &admitted.served,
@@ -198,14 +201,13 @@ fn body_due(started: Instant, received: usize) -> Instant {
 /// Writes one request's matched spans into the fleet's inbox.
 async fn offer(
     daemon: &Daemon,
-    store: &PgStore,
     spans: &[crate::traffic::spans::GenAiSpan],
-) -> Result<Offered, crate::store::StoreError> {
+) -> Result<Option<Offered>, crate::store::StoreError> {
     let batch = serde_json::to_vec(spans).map_err(|e| crate::store::StoreError::Write {
         path: std::path::PathBuf::from("traffic spans"),
         message: e.to_string(),
     })?;
-    store.offer_spans(&daemon.fleet.holder, &batch).await
+    daemon.store.offer_spans(&daemon.fleet.holder, &batch).await
 }
 
 /// 503 with `Retry-After`: the fleet's store did not take the spans; exporters retry.
