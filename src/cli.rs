@@ -302,7 +302,7 @@ impl ColorWhen {
     }
 }
 
-pub use crate::scan::code::Level;
+pub use crate::severity::Severity as Level;
 
 /// Formats of `scan`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -473,3 +473,36 @@ fn docs_commands_names_every_flag_of_every_command() {
         );
     }
 }
+
+/// docs/scan.md's lines run as written in a tree that uses a retired ID: each exits 1 (the ID is
+/// an error), the SARIF line writes SARIF, and the `--fix` line writes a patch that moves the ID
+/// to its successor.
+#[test]
+fn the_scan_lines_run() {
+    let lines: Vec<Vec<String>> = examples(&documents())
+        .into_iter()
+        .filter(|e| e.at.starts_with("docs/scan.md:"))
+        .map(|e| e.args)
+        .collect();
+    assert!(lines.len() >= 3, "{lines:?}");
+    let test = Test::new()
+        .file("src/app.py", "client.chat(model=\"gpt-4-32k\")\n")
+        .file("config/models.yaml", "model: gpt-4-32k\n");
+    for args in &lines {
+        let words: Vec<&str> = args.iter().map(String::as_str).collect();
+        let run = test.run(&words);
+        run.code(1);
+        if words.contains(&"sarif") {
+            let sarif: serde_json::Value = serde_json::from_str(&run.stdout).expect("SARIF");
+            assert_eq!(sarif["version"], "2.1.0");
+        }
+        if words.contains(&"--fix") {
+            assert!(
+                run.stdout.contains("-client.chat(model=\"gpt-4-32k\")")
+                    && run.stdout.contains("+client.chat(model="),
+                "{}",
+                run.stdout
+            );
+        }
+    }
+}
