@@ -95,8 +95,10 @@ pub fn announce(
     ))
 }
 
-/// Plans above this many calls are confirmed on a terminal before they start.
-const CONFIRM_ABOVE_CALLS: u64 = 1_000;
+/// Plans above this many calls are confirmed on a terminal before they start: above what the
+/// defaults plan for one pin (a `lock` of 1,444 calls: 60 probe calls, 104 discovery and 1,280
+/// baseline one-token calls), so only a plan larger than that is questioned.
+const CONFIRM_ABOVE_CALLS: u64 = 2_000;
 
 /// Refuses a plan whose estimated cost passes the spend cap, before the first call; on a
 /// terminal, asks before a large plan (`--yes` answers for the user).

@@ -353,14 +353,14 @@ fn a_large_plan_asks_on_a_terminal_and_yes_skips_the_question() {
             ProviderKind::OpenAi,
             &sim.url(ProviderKind::OpenAi),
             ID,
-            "samples = 600",
+            "samples = 1100",
         ))
         .probes();
     let Some((code, screen)) = on_a_terminal(&test, "lock", "n\n") else {
         return;
     };
     assert!(
-        screen.contains("1200 calls planned") && screen.contains("Proceed? [y/N]"),
+        screen.contains("2200 calls planned") && screen.contains("Proceed? [y/N]"),
         "{screen}"
     );
     assert!(screen.contains("not confirmed"), "{screen}");
@@ -368,5 +368,5 @@ fn a_large_plan_asks_on_a_terminal_and_yes_skips_the_question() {
     assert_eq!(sim.requests(), 0);
     let (code, screen) = on_a_terminal(&test, "-q lock --yes", "").unwrap();
     assert_eq!(code, 0, "{screen}");
-    assert_eq!(sim.requests(), 1200);
+    assert_eq!(sim.requests(), 2200);
 }

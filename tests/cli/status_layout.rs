@@ -102,7 +102,7 @@ fn playwright() -> Option<(PathBuf, PathBuf)> {
     None
 }
 
-/// Where the screenshots go: `MODELPIN_SCREENSHOTS` (set it to `docs` to refresh the README's),
+/// Where the screenshots go: `MODELPIN_SCREENSHOTS` (set it to `docs` to refresh docs/daemon.md's),
 /// else the build's temporary directory.
 fn screenshot(name: &str) -> PathBuf {
     let path = match std::env::var_os("MODELPIN_SCREENSHOTS") {

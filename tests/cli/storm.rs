@@ -1,7 +1,7 @@
 //! A traffic storm against a real daemon: every posted span names a served model never seen
 //! before, while browsers load the pin's page and scripts page through `/api/history`. The store
 //! grows by a bounded number of bytes, every answer stays under its stated cap, the daemon's
-//! memory comes back down once it is idle, and the verdict still says drift (README "Daemon").
+//! memory comes back down once it is idle, and the verdict still says drift (docs/daemon.md).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -23,13 +23,13 @@ use crate::world::{model, single};
 const POSTS: u64 = 30;
 const SPANS: u64 = 1000;
 
-/// The README's bounds (src/daemon/http.rs `MAX_ANSWER`, src/daemon/page `MAX_PAGE_BYTES`).
+/// The bounds docs/daemon.md states (src/daemon/http.rs `MAX_ANSWER`, src/daemon/page `MAX_PAGE_BYTES`).
 const MAX_ANSWER: usize = 1024 * 1024;
 const MAX_PAGE_BYTES: usize = 512 * 1024;
 /// Traffic records one pin writes per 10-minute window (src/daemon/traffic `KEPT_PER_WINDOW`).
 const KEPT_PER_WINDOW: usize = 6;
 /// What a storm within one window may add to the store: its records (`KEPT_PER_WINDOW` × 16
-/// KiB) and the alert state stepped at each pass, with sled's log overhead (README "Daemon").
+/// KiB) and the alert state stepped at each pass, with sled's log overhead (docs/daemon.md).
 const MAX_STORE_GROWTH: u64 = 2 << 20;
 /// Memory once idle again and at the peak, over the idle level before the storm, in kB.
 const SETTLED_OVER_IDLE_KB: u64 = 64 << 10;

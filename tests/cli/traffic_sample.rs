@@ -1,5 +1,5 @@
-//! `modelpin traffic` on the sample export the README uses (`examples/traffic-otlp.json`) with
-//! the README's own pins.toml: a report headed as traffic that counts spans, and the spans that
+//! `modelpin traffic` on the sample export docs/traffic.md uses (`examples/traffic-otlp.json`) with
+//! the repository's own pins.toml: a report headed as traffic that counts spans, and the spans that
 //! matched no pin listed by what they asked for and of whom.
 
 use std::path::Path;

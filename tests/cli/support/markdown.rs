@@ -213,22 +213,37 @@ pub struct Example {
 }
 
 /// Every `modelpin` invocation in the documents' shell code blocks: `modelpin …`,
-/// `cargo run --release -- …` and the image's `docker run … IMAGE …`; in `console` blocks only
-/// the lines after a `$ ` prompt.
+/// `cargo run --release -- …` and the image's `docker run … IMAGE …`, a line ending in `\`
+/// joined to the next; in `console` blocks only the lines after a `$ ` prompt.
 pub fn examples(documents: &[Document]) -> Vec<Example> {
     let mut out = Vec::new();
     for doc in documents {
+        let mut pending: Option<(usize, String)> = None;
         for line in lines(&doc.text) {
             let Some(lang) = line.code else { continue };
             let text = match lang {
                 "sh" | "bash" | "shell" | "" => line.text.trim(),
                 "console" => match line.text.strip_prefix("$ ") {
                     Some(t) => t,
+                    None if pending.is_some() => line.text.trim(),
                     None => continue,
                 },
                 _ => continue,
             };
-            for command in words(text) {
+            let (number, text) = match pending.take() {
+                Some((number, head)) => (number, format!("{head} {text}")),
+                None => (line.number, text.to_owned()),
+            };
+            if let Some(head) = text.strip_suffix('\\') {
+                pending = Some((number, head.trim_end().to_owned()));
+                continue;
+            }
+            let line = Line {
+                number,
+                text: &text,
+                code: line.code,
+            };
+            for command in words(line.text) {
                 let args: Option<Vec<String>> = match command.first().map(String::as_str) {
                     Some("modelpin") => Some(command[1..].to_vec()),
                     Some("cargo") if command.get(1).map(String::as_str) == Some("run") => command
