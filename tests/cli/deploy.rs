@@ -563,9 +563,9 @@ fn no_manifest_takes_the_lock_from_a_configmap_and_the_readme_gives_that_route_w
         "<https://kubernetes.io/docs/concepts/configuration/configmap/>",
         "1 MiB (1048576 bytes) for all the files of one ConfigMap together",
         // The per-pin sizes docs/lock.md states from BENCHMARKS.md's measurement.
-        "about 11 KB per pin",
-        "up to about 50 KB",
-        "roughly 20 pins",
+        "about 13 KB per pin",
+        "up to about 140 KB",
+        "roughly 7 pins",
         "wc -c modelpin.lock",
         &format!(
             "image: ghcr.io/modelpin/modelpin:v{}",
@@ -578,7 +578,7 @@ fn no_manifest_takes_the_lock_from_a_configmap_and_the_readme_gives_that_route_w
     }
     let lock_doc = std::fs::read_to_string(root().join("docs/lock.md")).unwrap();
     let lock_doc = lock_doc.split_whitespace().collect::<Vec<_>>().join(" ");
-    for size in ["About 11 KB per pin", "up to about 50 KB per pin"] {
+    for size in ["About 13 KB per pin", "up to about 140 KB per pin"] {
         assert!(lock_doc.contains(size), "docs/lock.md: {size}");
     }
 
