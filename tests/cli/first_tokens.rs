@@ -88,10 +88,10 @@ fn lock_finds_border_inputs_and_check_states_their_calls() {
     assert_eq!(tier["top_logprobs"], 10);
     for (id, input) in inputs {
         let samples = unpack(&locked["samples"]["pin"]["first_tokens"][id]);
-        assert_eq!(samples["tokens"].as_array().unwrap().len(), 60);
-        assert_eq!(samples["top"].as_array().unwrap().len(), 60);
+        assert_eq!(samples["tokens"].as_array().unwrap().len(), 160);
+        assert_eq!(samples["top"].as_array().unwrap().len(), 160);
         assert_eq!(
-            input["calls"], 60,
+            input["calls"], 160,
             "the contract counts the calls its blob holds"
         );
     }
@@ -159,12 +159,13 @@ fn a_provider_that_samples_colder_than_it_reports_is_caught() {
         "the reported numbers did not move: {:?}",
         pin.behaviour
     );
+    // The headline is the test with the smallest adjusted p: with 160 baseline calls per input
+    // the colder draws also tip the border inputs' first tokens, and either names sampling.
+    let message = &pin.finding("behavior_drift").message;
     assert!(
-        pin.finding("behavior_drift")
-            .message
-            .contains("samples its reported probabilities differently from how it did at the lock"),
-        "{}",
-        pin.finding("behavior_drift").message
+        message.contains("samples its reported probabilities differently from how it did at the lock")
+            || message.contains("the first tokens on border inputs shifted, so the serving stack changed: weights, quantization, kernels or sampling"),
+        "{message}"
     );
 }
 

@@ -531,7 +531,7 @@ fn a_version_2_lock_is_read_and_the_next_lock_writes_version_3() {
     assert!(
         inputs
             .values()
-            .all(|i| i["tokens"].as_array().unwrap().len() == 60)
+            .all(|i| i["tokens"].as_array().unwrap().len() == 160)
     );
     write_lock(&test, &v2);
     let written = test.read("modelpin.lock");
