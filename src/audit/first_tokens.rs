@@ -59,7 +59,8 @@ pub const KEEP: usize = crate::config::FIRST_TOKEN_INPUTS;
 /// First tokens recorded per kept input at the lock. The sampling test is two-sample, so the
 /// lock's calls add to its variance (1/160 + 1/32 per input against 1/60 + 1/32 with 60): on a
 /// real llama.cpp server 60 caught a forced temperature of 0.7 in 7 default audits of 8, 160 in
-/// 31 of 32 (BENCHMARKS.md "Detection on a real model"), for 800 more one-token calls once.
+/// 46 of 48 over two runs (BENCHMARKS.md "Detection on a real model"), for 800 more one-token
+/// calls once.
 pub const BASELINE_SAMPLES: u32 = 160;
 /// Top tokens asked for per call where logprobs exist (OpenAI allows up to 20).
 pub const TOP_LOGPROBS: u8 = 10;
