@@ -61,6 +61,21 @@ pub fn column_widths<const N: usize>(header: &[String; N], rows: &[[String; N]])
     })
 }
 
+/// One table row: each cell padded to its column's width, two spaces apart, no trailing spaces,
+/// safe to begin an output line (`line_start`).
+#[must_use]
+pub fn table_row(row: &[String], widths: &[usize]) -> String {
+    let mut line = String::new();
+    for (cell, width) in row.iter().zip(widths) {
+        line.push_str(cell);
+        line.extend(std::iter::repeat_n(
+            ' ',
+            width.saturating_sub(cell.chars().count()) + 2,
+        ));
+    }
+    line_start(line.trim_end()).into_owned()
+}
+
 /// An ID as a table cell or progress line shows it: escaped for a terminal, and shortened with
 /// a hash when it is longer than `DISPLAY_ID_CHARS`.
 #[must_use]

@@ -116,17 +116,7 @@ fn table<const N: usize>(header: [&str; N], rows: &[([String; N], Vec<String>)])
     let header = header.map(str::to_owned);
     let cells: Vec<[String; N]> = rows.iter().map(|(cells, _)| cells.clone()).collect();
     let widths = crate::text::column_widths(&header, &cells);
-    let line = |row: &[String; N]| {
-        let mut line = String::new();
-        for (cell, width) in row.iter().zip(&widths) {
-            line.push_str(cell);
-            line.extend(std::iter::repeat_n(
-                ' ',
-                width.saturating_sub(cell.chars().count()) + 2,
-            ));
-        }
-        crate::text::line_start(line.trim_end()).into_owned()
-    };
+    let line = |row: &[String; N]| crate::text::table_row(row, &widths);
     let mut out = String::new();
     let _ = writeln!(out, "{}", line(&header));
     for (cells, details) in rows {

@@ -244,15 +244,7 @@ fn render(records: &[AuditRecord]) -> String {
     let widths = crate::text::column_widths(&header, &rows);
     let mut out = String::new();
     for row in [&header].into_iter().chain(&rows) {
-        let mut line = String::new();
-        for (cell, width) in row.iter().zip(&widths) {
-            line.push_str(cell);
-            line.extend(std::iter::repeat_n(
-                ' ',
-                width.saturating_sub(cell.chars().count()) + 2,
-            ));
-        }
-        let _ = writeln!(out, "{}", crate::text::line_start(line.trim_end()));
+        let _ = writeln!(out, "{}", crate::text::table_row(row, &widths));
     }
     out
 }

@@ -238,12 +238,7 @@ pub fn examples(documents: &[Document]) -> Vec<Example> {
                 pending = Some((number, head.trim_end().to_owned()));
                 continue;
             }
-            let line = Line {
-                number,
-                text: &text,
-                code: line.code,
-            };
-            for command in words(line.text) {
+            for command in words(&text) {
                 let args: Option<Vec<String>> = match command.first().map(String::as_str) {
                     Some("modelpin") => Some(command[1..].to_vec()),
                     Some("cargo") if command.get(1).map(String::as_str) == Some("run") => command
@@ -258,7 +253,7 @@ pub fn examples(documents: &[Document]) -> Vec<Example> {
                 };
                 if let Some(args) = args {
                     out.push(Example {
-                        at: format!("{}:{}", doc.path.display(), line.number),
+                        at: format!("{}:{number}", doc.path.display()),
                         args,
                     });
                 }
