@@ -29,6 +29,7 @@ use crate::provider::ProviderKind;
 use crate::sim::control::Controls;
 use crate::sim::scenario::{FaultKind, Reported, Route, Scenario, SimError, SimModel};
 use crate::sim::wire::{Answer, Ask, Flavour};
+use crate::stats::rng::{Rng, derive_seed, fnv1a};
 
 /// One request as the simulator saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,12 +53,42 @@ struct Shared {
     scenario: RwLock<Arc<Scenario>>,
     served: AtomicU64,
     per_route: Mutex<HashMap<String, u32>>,
+    /// Draws made so far per kind of request (see `Shared::draw`).
+    draws: Mutex<HashMap<u64, u64>>,
     seen: Mutex<Vec<SeenRequest>>,
     /// The `/_sim` switches, when the simulator was started with them (`start_controlled`).
     control: Option<Mutex<Controls>>,
 }
 
+/// Kinds of request whose draw counts `Shared::draw` keeps before it starts them all again, so
+/// a client sending ever new prompts to `demo --serve` cannot grow the map without bound.
+const MAX_DRAW_STREAMS: usize = 65_536;
+
 impl Shared {
+    /// The stream and position of the next answer drawn for `ask`. Each kind of request (the
+    /// same flavour, model, system message, prompt, `max_tokens` and `top_logprobs`) draws from
+    /// a stream of its own, so concurrent requests of other kinds cannot change which answers
+    /// it gets: a scenario with a fixed seed replays the same answers per request whatever the
+    /// order its requests arrive in, and a run (the demo's) is the same run every time.
+    fn draw(&self, ask: &Ask) -> (u64, u64) {
+        let mut key = vec![ask.flavour as u8];
+        for part in [&ask.model, &ask.system, &ask.prompt] {
+            key.extend_from_slice(part.as_bytes());
+            key.push(0xff);
+        }
+        key.extend_from_slice(&ask.max_tokens.to_le_bytes());
+        key.extend_from_slice(&ask.top_logprobs.unwrap_or(u64::MAX).to_le_bytes());
+        let stream = fnv1a(&key);
+        let mut draws = self.draws.lock().expect("draws lock");
+        if draws.len() >= MAX_DRAW_STREAMS && !draws.contains_key(&stream) {
+            draws.clear();
+        }
+        let n = draws.entry(stream).or_insert(0);
+        let position = *n;
+        *n += 1;
+        (stream, position)
+    }
+
     /// Notes a request for the tests that count them. A controlled simulator (`demo --serve`)
     /// runs for as long as a user plays with it and nobody reads the log: it keeps none.
     fn note(&self, request: SeenRequest) {
@@ -111,6 +142,7 @@ impl Simulator {
             scenario: RwLock::new(Arc::new(scenario)),
             served: AtomicU64::new(0),
             per_route: Mutex::new(HashMap::new()),
+            draws: Mutex::new(HashMap::new()),
             seen: Mutex::new(Vec::new()),
             control: control.map(Mutex::new),
         });
@@ -267,7 +299,8 @@ async fn handle(
         Some(other) => return faulty(flavour, &ask, other).await,
         None => Vec::new(),
     };
-    let answer = answer(&scenario, route, model, &ask, serial);
+    let draw = shared.draw(&ask);
+    let answer = answer(&scenario, route, model, &ask, serial, draw);
     json_response(200, &answer, &extra)
 }
 
@@ -388,8 +421,15 @@ fn authorized(scenario: &Scenario, flavour: Flavour, headers: &HeaderMap) -> boo
     }
 }
 
-fn answer(scenario: &Scenario, route: &Route, model: &SimModel, ask: &Ask, serial: u64) -> Value {
-    let text = sample_answer(model, &ask.prompt, scenario.seed, serial);
+fn answer(
+    scenario: &Scenario,
+    route: &Route,
+    model: &SimModel,
+    ask: &Ask,
+    serial: u64,
+    (stream, position): (u64, u64),
+) -> Value {
+    let text = sample_answer(model, &ask.prompt, scenario.seed ^ stream, position);
     let text = truncate_tokens(&text, model, ask.max_tokens);
     let top_logprobs = ask
         .top_logprobs
@@ -444,9 +484,9 @@ fn reported_logprobs(model: &SimModel, prompt: &str, n: u64) -> Vec<(String, f64
     top
 }
 
-/// Draws an answer from the first matching rule, by a counter-based generator so a scenario with
-/// a fixed seed replays the same sequence.
-fn sample_answer(model: &SimModel, prompt: &str, seed: u64, serial: u64) -> String {
+/// Draws an answer from the first matching rule, by a counter-based generator: the same `seed`
+/// and `position` give the same answer.
+fn sample_answer(model: &SimModel, prompt: &str, seed: u64, position: u64) -> String {
     let Some(rule) = model
         .answers
         .iter()
@@ -459,7 +499,7 @@ fn sample_answer(model: &SimModel, prompt: &str, seed: u64, serial: u64) -> Stri
         .map_or(1.0, |t| 1.0 / t.max(0.01));
     let weight = |w: f64| w.max(0.0).powf(power);
     let total: f64 = rule.answers.iter().map(|(_, w)| weight(*w)).sum();
-    let mut pick = unit_interval(seed, serial) * total;
+    let mut pick = unit_interval(seed, position) * total;
     for (text, w) in &rule.answers {
         pick -= weight(*w);
         if pick < 0.0 {
@@ -472,13 +512,9 @@ fn sample_answer(model: &SimModel, prompt: &str, seed: u64, serial: u64) -> Stri
         .unwrap_or_default()
 }
 
-/// SplitMix64 of (seed, serial) mapped to [0, 1).
-fn unit_interval(seed: u64, serial: u64) -> f64 {
-    let mut z = seed ^ serial.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    (z >> 11) as f64 / (1u64 << 53) as f64
+/// Uniform in `[0, 1)`: the first draw of the stream `(seed, position)` names.
+fn unit_interval(seed: u64, position: u64) -> f64 {
+    Rng::new(derive_seed(seed, position)).next_f64()
 }
 
 fn truncate_tokens(text: &str, model: &SimModel, max_tokens: u64) -> String {
@@ -592,6 +628,66 @@ mod tests {
         let again: Vec<String> = (0..10_000).map(|i| sample_answer(&m, "Q?", 7, i)).collect();
         assert_eq!(draws, again);
         assert_eq!(sample_answer(&m, "no rule", 7, 1), "ok");
+    }
+
+    fn shared() -> Shared {
+        Shared {
+            scenario: RwLock::new(Arc::new(Scenario::default())),
+            served: AtomicU64::new(0),
+            per_route: Mutex::new(HashMap::new()),
+            draws: Mutex::new(HashMap::new()),
+            seen: Mutex::new(Vec::new()),
+            control: None,
+        }
+    }
+
+    fn ask(prompt: &str, max_tokens: u64) -> Ask {
+        Ask {
+            flavour: Flavour::OpenRouter,
+            model: "m".into(),
+            system: String::new(),
+            prompt: prompt.into(),
+            max_tokens,
+            top_logprobs: Some(10),
+        }
+    }
+
+    #[test]
+    fn each_kind_of_request_draws_from_its_own_stream_whatever_else_arrives_between() {
+        let border = ask("Q: name a city", 1);
+        let (alone, mixed) = (shared(), shared());
+        let from_alone: Vec<(u64, u64)> = (0..5).map(|_| alone.draw(&border)).collect();
+        let from_mixed: Vec<(u64, u64)> = (0..5)
+            .map(|i| {
+                for _ in 0..i {
+                    mixed.draw(&ask("Q: name a city", 64));
+                    mixed.draw(&ask("Q: name a town", 1));
+                }
+                mixed.draw(&border)
+            })
+            .collect();
+        assert_eq!(from_alone, from_mixed);
+        assert_eq!(
+            from_alone.iter().map(|d| d.1).collect::<Vec<_>>(),
+            [0, 1, 2, 3, 4]
+        );
+        let streams: std::collections::BTreeSet<u64> = [
+            border.clone(),
+            ask("Q: name a city", 64),
+            ask("Q: name a town", 1),
+            Ask {
+                top_logprobs: None,
+                ..border.clone()
+            },
+            Ask {
+                model: "n".into(),
+                ..border.clone()
+            },
+        ]
+        .iter()
+        .map(|a| shared().draw(a).0)
+        .collect();
+        assert_eq!(streams.len(), 5, "every field makes another stream");
     }
 
     #[test]

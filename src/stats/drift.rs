@@ -22,7 +22,7 @@ use super::holm::weighted_holm;
 use super::mann_whitney::mann_whitney;
 use super::mmd::{Kernel, Stratum, text_mmd};
 use super::permutation::PermutationBudget;
-use super::rng::{Rng, derive_seed};
+use super::rng::{Rng, derive_seed, fnv1a};
 use super::{TestKind, TestResult, answers_homogeneity};
 
 /// What one probe answered when the baseline was recorded and in this audit.
@@ -281,9 +281,7 @@ impl Read {
 /// How many of a side's `n` answers the categorical and MMD tests read, and the seed choosing
 /// them: from the probe id, the side and `n` alone.
 fn side_sample(probe: &str, side: u64, n: usize) -> SideSample {
-    let name = probe.bytes().fold(0xCBF2_9CE4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01B3)
-    });
+    let name = fnv1a(probe.as_bytes());
     SideSample {
         n,
         used: n.min(SUBSAMPLE_PER_SIDE),
@@ -395,12 +393,7 @@ impl Planned {
             Planned::Length(i) => (3, *i),
             Planned::Mmd(is) => (4, is[0]),
         };
-        let name = read[first]
-            .id
-            .bytes()
-            .fold(0xCBF2_9CE4_8422_2325u64, |h, b| {
-                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01B3)
-            });
+        let name = fnv1a(read[first].id.as_bytes());
         derive_seed(seed, name ^ tag)
     }
 

@@ -30,6 +30,15 @@ pub fn derive_seed(seed: u64, tag: u64) -> u64 {
     splitmix64(&mut state)
 }
 
+/// FNV-1a, 64 bits, of `bytes`: a name turned into a seed or a key, the same in every build
+/// (std's `DefaultHasher` does not promise that across releases).
+#[must_use]
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xCBF2_9CE4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01B3)
+    })
+}
+
 impl Rng {
     #[must_use]
     pub fn new(seed: u64) -> Rng {

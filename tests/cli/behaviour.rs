@@ -31,9 +31,14 @@ fn honest() -> modelpin::sim::scenario::SimModel {
 }
 
 fn project(sim: &Sim) -> Test {
+    project_asking(sim, 10)
+}
+
+/// The project with each probe asked `samples` times an audit.
+fn project_asking(sim: &Sim, samples: u32) -> Test {
     Pins::one(ProviderKind::OpenAi, &sim.url(ProviderKind::OpenAi), ID)
         .short()
-        .each_pin("samples", 10)
+        .each_pin("samples", samples)
         .test()
         .probes()
 }
@@ -41,7 +46,9 @@ fn project(sim: &Sim) -> Test {
 #[test]
 fn a_masked_swap_with_the_same_id_and_tokenizer_is_caught_by_behaviour() {
     let sim = Sim::start(single(ID, honest()));
-    let test = project(&sim);
+    // 20 answers a probe: enough that the swap's p-value is far below 0.001 whatever the
+    // permutations draw, not at the permutation tests' floor.
+    let test = project_asking(&sim, 20);
     test.run(&["lock", "--samples", "30"]).code(0);
     test.run(&["check"]).code(0);
     // Another model behind the same ID, same tokenizer and price: only its answers differ.
