@@ -77,21 +77,8 @@ async fn dispatch(cli: &Cli) -> Result<Exit, AppError> {
             };
             cmd::scan::run(&cli.config, config_named(cli), &options, out)
         }
-        Command::Lock {
-            pins,
-            samples,
-            max_cost,
-            yes,
-        } => {
-            let options = cmd::lock::LockOptions {
-                pins: pins.clone(),
-                samples: *samples,
-                max_cost: *max_cost,
-                yes: *yes,
-            };
-            cmd::lock::run(&cli.config, &options, out).await
-        }
-        Command::Check(args) => cmd::check::run(&cli.config, &args.into(), out).await,
+        Command::Lock(args) => cmd::lock::run(&cli.config, args, out).await,
+        Command::Check(args) => cmd::check::run(&cli.config, args, out).await,
         Command::Daemon { reset_store, pins } => {
             let log = crate::logging::Style {
                 quiet: cli.quiet,

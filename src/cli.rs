@@ -49,20 +49,7 @@ pub enum Command {
         include_tests: bool,
     },
     /// Call each pin's probes and record what it serves into modelpin.lock.
-    Lock {
-        /// Lock only these pins (repeatable); the others keep their recorded baseline.
-        #[arg(long = "pin", value_name = "ID", add = clap_complete::engine::ArgValueCompleter::new(pin_ids))]
-        pins: Vec<String>,
-        /// Samples per probe, overriding each pin's `samples`.
-        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
-        samples: Option<u32>,
-        /// Stop calling once this many USD are spent (over `settings.max_cost_usd`).
-        #[arg(long, value_name = "USD", value_parser = positive_usd)]
-        max_cost: Option<f64>,
-        /// Start a large plan without asking on a terminal.
-        #[arg(long)]
-        yes: bool,
-    },
+    Lock(LockArgs),
     /// Audit every pin once against modelpin.lock. Exit 0 ok, 1 drift, 2 usage or config
     /// error, 3 inconclusive.
     Check(CheckArgs),
@@ -369,6 +356,23 @@ pub struct DeprecationsArgs {
     /// Output format on stdout.
     #[arg(long, value_enum, default_value_t = ListFormat::Human)]
     pub format: ListFormat,
+}
+
+/// `modelpin lock`'s options.
+#[derive(Debug, Default, clap::Args)]
+pub struct LockArgs {
+    /// Lock only these pins (repeatable); the others keep their recorded baseline.
+    #[arg(long = "pin", value_name = "ID", add = clap_complete::engine::ArgValueCompleter::new(pin_ids))]
+    pub pins: Vec<String>,
+    /// Samples per probe, overriding each pin's `samples`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub samples: Option<u32>,
+    /// Stop calling once this many USD are spent (over `settings.max_cost_usd`).
+    #[arg(long, value_name = "USD", value_parser = positive_usd)]
+    pub max_cost: Option<f64>,
+    /// Start a large plan without asking on a terminal.
+    #[arg(long)]
+    pub yes: bool,
 }
 
 /// `modelpin check`'s options (flags are independent switches, hence the bools).

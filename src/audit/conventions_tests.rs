@@ -19,7 +19,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::audit::{CallRecord, CallResult};
+use crate::audit::{CallKind, CallRecord, CallResult};
 use crate::provider::{Parsed, RawResponse, parse_reply};
 use crate::stats::rng::Rng;
 
@@ -165,6 +165,7 @@ impl Provider {
                     .clone();
                 records.push(CallRecord {
                     probe: probe.id.clone(),
+                    kind: CallKind::Tier,
                     sample,
                     result: CallResult::Reply(reply),
                     latency: Duration::ZERO,

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::audit::Observation;
+use crate::audit::{CallKind, Observation};
 use crate::config::{Compare, Config, Pin, Probe, probe_digest};
 use crate::lock::{Discovery, LoadedLock, LockedFirstTokens, LockedInput, LockedPin};
 use crate::provider::{FirstToken, Flaw, ProviderKind, Reply};
@@ -79,17 +79,12 @@ const AGREE: f64 = 1e-3;
 /// no distribution.
 const MASS: f64 = 1e-2;
 
-/// The id tier probes carry in observations and the lock (config probe ids cannot hold `:`).
+/// The id tier probes carry in the lock and its evidence (config probe ids cannot hold `:`, so
+/// none is taken for a pin's probe); their calls are told apart by `CallKind::Tier`.
 const PREFIX: &str = "first-token:";
 
 /// Every tier call asks for one token.
 pub const TIER_MAX_TOKENS: u32 = 1;
-
-/// Whether a probe id is a tier probe's (its calls are not the pin's probes).
-#[must_use]
-pub fn is_tier_probe(id: &str) -> bool {
-    id.starts_with(PREFIX)
-}
 
 /// Whether the provider's wire format carries logprobs (chat completions' `logprobs` and
 /// `top_logprobs`). Anthropic's Messages API has none; Gemini's `responseLogprobs` is not read
@@ -416,7 +411,7 @@ pub fn select(calls: &TierCalls, obs: &Observation) -> Found {
     let testified = calls.top_logprobs.map(|asked| {
         Testimonies::of(
             obs.replies()
-                .filter(|(c, _)| is_tier_probe(&c.probe))
+                .filter(|(c, _)| c.kind == CallKind::Tier)
                 .map(|(_, r)| r),
             asked,
         )
@@ -871,6 +866,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, (probe, r))| CallRecord {
                     probe: (*probe).to_owned(),
+                    kind: CallKind::Tier,
                     sample: i as u32,
                     result: CallResult::Reply(r.clone()),
                     latency: Duration::ZERO,
@@ -896,7 +892,7 @@ mod tests {
         assert_eq!(a.id, tier_probe(None, "Name a color.").id);
         assert_ne!(a.id, tier_probe(Some("Be terse."), "Name a color.").id);
         assert_ne!(a.id, tier_probe(None, "Name a colour.").id);
-        assert!(is_tier_probe(&a.id) && !is_tier_probe("arith"));
+        assert!(a.id.starts_with(PREFIX), "{}", a.id);
         assert_eq!((a.max_tokens, a.temperature), (1, 1.0));
         assert_eq!(a.digest, probe_digest(None, "Name a color.", 1, 1.0));
     }

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::audit::retirement;
-use crate::audit::{CallRecord, CallResult, Observation};
+use crate::audit::{CallKind, CallRecord, CallResult, Observation};
 use crate::audit::{first_tokens, scripts};
 use crate::config::{Pin, Price, Probe};
 use crate::finding::evidence::{
@@ -217,7 +217,7 @@ fn script_changed(case: &Case<'_>) -> Option<ScriptChanged> {
     let current = || {
         case.observation
             .replies()
-            .filter(|(c, _)| !first_tokens::is_tier_probe(&c.probe))
+            .filter(|(c, _)| c.kind == CallKind::Probe)
             .map(|(_, r)| r.text.as_str())
     };
     let answers = scripts::answers_outside(&baseline, current());
@@ -252,11 +252,11 @@ fn over_max_tokens(case: &Case<'_>) -> Option<MaxTokensExceeded> {
     if case.traffic {
         return None;
     }
-    let over = |is: &dyn Fn(&str) -> bool, name: &str, max_tokens: u32| {
+    let over = |is: &dyn Fn(&CallRecord) -> bool, name: &str, max_tokens: u32| {
         let over: Vec<u64> = case
             .observation
             .replies()
-            .filter(|(c, _)| is(&c.probe))
+            .filter(|(c, _)| is(c))
             .filter_map(|(_, r)| r.usage.output)
             .filter(|n| *n > u64::from(max_tokens))
             .collect();
@@ -270,12 +270,18 @@ fn over_max_tokens(case: &Case<'_>) -> Option<MaxTokensExceeded> {
     let mut probes: Vec<OverLimit> = case
         .probes
         .iter()
-        .filter_map(|probe| over(&|id| id == probe.id, &probe.id, probe.max_tokens))
+        .filter_map(|probe| {
+            over(
+                &|c| c.kind == CallKind::Probe && c.probe == probe.id,
+                &probe.id,
+                probe.max_tokens,
+            )
+        })
         .collect();
     // The first-token tier's one-token calls are judged alike: a provider that answers them
     // at length spends hundreds of times the plan.
     probes.extend(over(
-        &crate::audit::first_tokens::is_tier_probe,
+        &|c| c.kind == CallKind::Tier,
         "first-token tier",
         crate::audit::first_tokens::TIER_MAX_TOKENS,
     ));
@@ -760,7 +766,7 @@ fn logprobs_missing(case: &Case<'_>) -> Option<Unmeasured> {
     let counts = first_tokens::Testimonies::of(
         case.observation
             .replies()
-            .filter(|(c, _)| first_tokens::is_tier_probe(&c.probe))
+            .filter(|(c, _)| c.kind == CallKind::Tier)
             .map(|(_, r)| r),
         tier.top_logprobs,
     );
@@ -813,7 +819,7 @@ pub fn behaviour_verdict(case: &Case<'_>) -> Option<DriftVerdict> {
         .filter(|_| {
             case.observation
                 .replies()
-                .any(|(c, _)| first_tokens::is_tier_probe(&c.probe))
+                .any(|(c, _)| c.kind == CallKind::Tier)
         });
     if probes.is_empty() && tier.is_none() {
         return None;

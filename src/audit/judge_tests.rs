@@ -47,6 +47,7 @@ fn observation(results: impl IntoIterator<Item = CallResult>) -> Observation {
             .enumerate()
             .map(|(i, result)| CallRecord {
                 probe: PROBE.to_owned(),
+                kind: CallKind::Probe,
                 sample: i as u32,
                 result,
                 latency: Duration::from_millis(5),
@@ -269,6 +270,7 @@ fn one_token_tier_calls_answered_at_length_are_max_tokens_exceeded() {
         long.usage.output = Some(5000);
         records.push(CallRecord {
             probe: "first-token:color".to_owned(),
+            kind: CallKind::Tier,
             sample: i,
             result: CallResult::Reply(long),
             latency: Duration::from_millis(5),

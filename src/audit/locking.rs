@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::audit::baseline::record;
 use crate::audit::first_tokens::{self, Found, TierCalls};
 use crate::audit::judge::{Case, judge, served_counts};
+use crate::audit::plan::Estimate;
 use crate::audit::run::{Context, Request};
 use crate::audit::{Observation, Plan, observe};
 use crate::config::{Config, Pin};
@@ -29,6 +30,21 @@ pub struct Locking {
     /// Calls planned and answered over every pin, for the note an interruption prints.
     pub planned: u64,
     pub answered: u64,
+}
+
+/// Calls, tokens and cost a lock of `request` plans, said before it starts: the probes, each
+/// pin's discovery and at most the calls completing its baseline, at the figure its calls are
+/// counted at against the spend cap (`run::price_of`; no lock yet, so the pin's own `price`).
+#[must_use]
+pub fn estimate(config: &Config, request: &Request<'_>) -> Estimate {
+    let price_of = |pin: &Pin| crate::audit::run::price_of(pin, None);
+    let mut estimate = Estimate::of(config, &request.pins, request.samples, price_of);
+    for (id, calls) in first_tokens::for_lock(config, &request.pins) {
+        if let Some(pin) = request.pins.iter().find(|p| p.id == id) {
+            estimate.add_tier(price_of(pin), &calls);
+        }
+    }
+    estimate
 }
 
 /// Calls the request's pins and records each into the previous lock (a pin that could not be

@@ -51,9 +51,18 @@ pub enum CallResult {
     Cancelled(Halt),
 }
 
+/// What a call was for: one of the pin's probes, or one of the first-token tier's one-token
+/// calls (whose probe ids are the tier's, `first_tokens::tier_probe`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallKind {
+    Probe,
+    Tier,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallRecord {
     pub probe: String,
+    pub kind: CallKind,
     pub sample: u32,
     pub result: CallResult,
     pub latency: Duration,
@@ -116,7 +125,7 @@ impl Observation {
             .calls
             .iter()
             .cloned()
-            .partition(|c| first_tokens::is_tier_probe(&c.probe));
+            .partition(|c| c.kind == CallKind::Tier);
         let tier_planned = tier_planned.max(tier.len() as u64);
         (
             Observation {
@@ -145,6 +154,8 @@ impl Observation {
 /// What an audit needs besides the config.
 pub struct Plan<'a> {
     pub config: &'a Config,
+    /// What was asked for; `pins` are those of its pins that are called.
+    pub request: run::Request<'a>,
     pub pins: Vec<&'a Pin>,
     /// Overrides each pin's `samples` (`lock --samples N`, `check --no-probes`).
     pub samples: Option<u32>,
@@ -157,6 +168,8 @@ pub struct Plan<'a> {
     pub progress: Arc<tally::Tally>,
     /// Each pin's one-token calls of the first-token tier, by pin id, after its probe calls.
     pub tiers: BTreeMap<String, first_tokens::TierCalls>,
+    /// Pins of the request that make no call: no baseline to compare them with (`for_audit`).
+    pub unbaselined: Vec<&'a Pin>,
     /// The price each pin's calls are counted at against the spend cap, by pin id: its
     /// `price`, else the one its lock recorded (`price_of`) — the figure the report uses too.
     pub prices: BTreeMap<String, crate::config::Price>,
@@ -237,6 +250,12 @@ impl<'a> Plan<'a> {
             .collect();
         Plan {
             config,
+            request: run::Request {
+                pins: pins.clone(),
+                samples,
+                max_cost,
+                strict: false,
+            },
             pins,
             samples,
             retry: RetryPolicy {
@@ -248,6 +267,7 @@ impl<'a> Plan<'a> {
             prices,
             progress,
             tiers: BTreeMap::new(),
+            unbaselined: Vec::new(),
             slots: config
                 .providers
                 .iter()
@@ -259,7 +279,7 @@ impl<'a> Plan<'a> {
         }
     }
 
-    /// The plan for a request, in its context (cancellation, progress).
+    /// The plan for a request, in its context (cancellation, progress), every pin called.
     #[must_use]
     pub fn for_request(
         config: &'a Config,
@@ -267,14 +287,56 @@ impl<'a> Plan<'a> {
         ctx: &run::Context<'_>,
         lock: Option<&crate::lock::LoadedLock>,
     ) -> Plan<'a> {
-        Plan::new(
+        let mut plan = Plan::new(
             config,
             request.pins.clone(),
             request.samples,
             request.max_cost,
             (ctx.cancel.clone(), ctx.progress.clone()),
             lock,
-        )
+        );
+        plan.request = request.clone();
+        plan
+    }
+
+    /// The one plan of an audit judged against `lock`, decided before anything is sent: only
+    /// the pins with a baseline are called (the others are in `unbaselined`), each with its
+    /// first-token calls unless `samples` is set (`check --no-probes` asks for identity only),
+    /// and each counted at `run::price_of`. The estimate a command prints (`estimate`), the
+    /// spend cap, the calls and the report all read it.
+    #[must_use]
+    pub fn for_audit(
+        config: &'a Config,
+        request: &run::Request<'a>,
+        ctx: &run::Context<'_>,
+        lock: Option<&crate::lock::LoadedLock>,
+    ) -> Plan<'a> {
+        let mut plan = Plan::for_request(config, request, ctx, lock);
+        let (called, unbaselined) = request
+            .pins
+            .iter()
+            .partition(|pin| run::has_baseline(lock, pin));
+        plan.pins = called;
+        plan.unbaselined = unbaselined;
+        if request.samples.is_none() {
+            plan.tiers = first_tokens::for_check(lock, &plan.pins);
+        }
+        plan
+    }
+
+    /// Calls, tokens and cost of the plan, said before it starts.
+    #[must_use]
+    pub fn estimate(&self) -> plan::Estimate {
+        let mut estimate = plan::Estimate::of(self.config, &self.pins, self.samples, |pin| {
+            self.prices.get(&pin.id).copied()
+        });
+        estimate.unbaselined = self.unbaselined.len();
+        for pin in &self.pins {
+            if let Some(calls) = self.tiers.get(&pin.id) {
+                estimate.add_tier(self.prices.get(&pin.id).copied(), calls);
+            }
+        }
+        estimate
     }
 }
 
@@ -326,9 +388,19 @@ async fn observe_pin(plan: &Plan<'_>, pin: &Pin, transport: &Transport) -> Obser
     let planned =
         u64::from(samples) * probes.len() as u64 + tier.map_or(0, first_tokens::TierCalls::calls);
     // Lazily: a plan is never held in memory, only the calls in flight.
-    let mut groups = vec![(probes, samples, None)];
+    let mut groups = vec![Group {
+        probes,
+        samples,
+        logprobs: None,
+        kind: CallKind::Probe,
+    }];
     if let Some(t) = tier {
-        groups.push((t.probes.iter().collect(), t.samples, t.top_logprobs));
+        groups.push(Group {
+            probes: t.probes.iter().collect(),
+            samples: t.samples,
+            logprobs: t.top_logprobs,
+            kind: CallKind::Tier,
+        });
     }
     let mut jobs = Jobs {
         groups,
@@ -339,8 +411,8 @@ async fn observe_pin(plan: &Plan<'_>, pin: &Pin, transport: &Transport) -> Obser
     // The first call goes alone: when the model is gone (or the key is wrong) the provider says
     // so once, and the stop flag keeps the remaining calls from repeating the question.
     let mut records = Vec::new();
-    if let Some((probe, sample, logprobs)) = jobs.next() {
-        let first = run.call(probe, sample, logprobs).await;
+    if let Some(job) = jobs.next() {
+        let first = run.call(job).await;
         run.stop_if_unresponsive(&first);
         records.push(first);
     }
@@ -348,10 +420,10 @@ async fn observe_pin(plan: &Plan<'_>, pin: &Pin, transport: &Transport) -> Obser
     let mut in_flight = futures::stream::FuturesUnordered::new();
     loop {
         while in_flight.len() < limit && run.not_starting().is_none() {
-            let Some((probe, sample, logprobs)) = jobs.next() else {
+            let Some(job) = jobs.next() else {
                 break;
             };
-            in_flight.push(run.call(probe, sample, logprobs));
+            in_flight.push(run.call(job));
         }
         match in_flight.next().await {
             Some(record) => records.push(record),
@@ -380,26 +452,49 @@ async fn observe_pin(plan: &Plan<'_>, pin: &Pin, transport: &Transport) -> Obser
 /// A pin's calls in order, made as they are taken: each group's probes `samples` times each, with
 /// the group's `top_logprobs`. (A struct, not iterator adapters over closures: those trip
 /// rustc's higher-ranked lifetime inference inside the daemon's spawned futures.)
+/// Probes asked `samples` times each, alike.
+struct Group<'a> {
+    probes: Vec<&'a Probe>,
+    samples: u32,
+    /// `top_logprobs` to ask for, if any.
+    logprobs: Option<u8>,
+    kind: CallKind,
+}
+
+/// One call to make.
+#[derive(Clone, Copy)]
+struct Job<'a> {
+    probe: &'a Probe,
+    sample: u32,
+    logprobs: Option<u8>,
+    kind: CallKind,
+}
+
 struct Jobs<'a> {
-    groups: Vec<(Vec<&'a Probe>, u32, Option<u8>)>,
+    groups: Vec<Group<'a>>,
     group: usize,
     probe: usize,
     sample: u32,
 }
 
 impl<'a> Iterator for Jobs<'a> {
-    type Item = (&'a Probe, u32, Option<u8>);
+    type Item = Job<'a>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            let (probes, samples, logprobs) = self.groups.get(self.group)?;
-            if self.probe >= probes.len() {
+            let group = self.groups.get(self.group)?;
+            if self.probe >= group.probes.len() {
                 (self.group, self.probe, self.sample) = (self.group + 1, 0, 0);
-            } else if self.sample >= *samples {
+            } else if self.sample >= group.samples {
                 (self.probe, self.sample) = (self.probe + 1, 0);
             } else {
                 self.sample += 1;
-                return Some((probes[self.probe], self.sample - 1, *logprobs));
+                return Some(Job {
+                    probe: group.probes[self.probe],
+                    sample: self.sample - 1,
+                    logprobs: group.logprobs,
+                    kind: group.kind,
+                });
             }
         }
     }
@@ -452,13 +547,13 @@ impl Attempt {
 }
 
 impl PinRun<'_> {
-    async fn call(&self, probe: &Probe, sample: u32, logprobs: Option<u8>) -> CallRecord {
+    async fn call(&self, job: Job<'_>) -> CallRecord {
         let slot = match self.plan.slots.get(&self.pin.provider) {
             Some(slots) => slots.acquire().await.ok(),
             None => None,
         };
         // Boxed: the heavy state (request, retry loop, response) exists only while a slot is held.
-        let record = Box::pin(self.call_inner(probe, sample, logprobs)).await;
+        let record = Box::pin(self.call_inner(job)).await;
         drop(slot);
         self.plan.progress.calls(1);
         if record.attempts > 0 {
@@ -469,10 +564,17 @@ impl PinRun<'_> {
         record
     }
 
-    async fn call_inner(&self, probe: &Probe, sample: u32, logprobs: Option<u8>) -> CallRecord {
+    async fn call_inner(&self, job: Job<'_>) -> CallRecord {
+        let Job {
+            probe,
+            sample,
+            logprobs,
+            kind,
+        } = job;
         let started = Instant::now();
         let mut record = CallRecord {
             probe: probe.id.clone(),
+            kind,
             sample,
             result: CallResult::Cancelled(Halt::NotStarted),
             latency: Duration::ZERO,

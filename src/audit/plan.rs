@@ -76,21 +76,21 @@ pub struct Estimate {
 
 impl Estimate {
     /// `samples` overrides each pin's own (`lock --samples`, `check --no-probes`). Each pin is
-    /// priced as the audit and its report will price it (`run::price_of`: its `price`, else
-    /// its lock's).
+    /// priced by `price_of`: the figure the audit counts against the cap and its report uses
+    /// (`run::price_of`: its `price`, else its lock's).
     #[must_use]
     pub fn of(
         config: &Config,
         pins: &[&Pin],
         samples: Option<u32>,
-        lock: Option<&crate::lock::LoadedLock>,
+        price_of: impl Fn(&Pin) -> Option<crate::config::Price>,
     ) -> Estimate {
         let mut estimate = Estimate {
             pins: pins.len(),
             ..Estimate::default()
         };
         for pin in pins {
-            let price = crate::audit::run::price_of(pin, lock);
+            let price = price_of(pin);
             let n = u64::from(samples.unwrap_or(pin.samples));
             for probe in config.probes_of(pin) {
                 let prompt_chars = probe.prompt.chars().count()

@@ -12,12 +12,13 @@ use tokio_util::sync::CancellationToken;
 use crate::audit::judge::Case;
 use crate::audit::lifecycle::{Facts, load_facts, pin_lifecycle, provider_signals};
 use crate::audit::{Observation, Plan, observe, verdict};
-use crate::config::{Config, Pin};
+use crate::config::Pin;
 use crate::lock::LoadedLock;
 use crate::report::Report;
 use crate::transport::Transport;
 
 /// What to audit.
+#[derive(Debug, Clone)]
 pub struct Request<'a> {
     /// In config order (see `plan::select_pins`).
     pub pins: Vec<&'a Pin>,
@@ -64,24 +65,12 @@ pub fn has_baseline(lock: Option<&LoadedLock>, pin: &Pin) -> bool {
         .is_some_and(|locked| locked.model == pin.model)
 }
 
-/// Runs one audit of `request.pins` and judges it against `lock`. Pins without a baseline make
-/// no calls: they are reported `no_baseline` with what needs no call (lifecycle data, the
-/// providers' models endpoints).
-pub async fn audit(
-    config: &Config,
-    lock: Option<&LoadedLock>,
-    request: &Request<'_>,
-    ctx: &Context<'_>,
-) -> Audited {
+/// Runs one audit of the plan's request (`Plan::for_audit`) and judges it against `lock`, the
+/// lock the plan was made for. Pins without a baseline make no calls: they are reported
+/// `no_baseline` with what needs no call (lifecycle data, the providers' models endpoints).
+pub async fn audit(plan: &Plan<'_>, lock: Option<&LoadedLock>, ctx: &Context<'_>) -> Audited {
     let started_at = verdict::now();
-    // The spend cap counts each call at the price the report will: the pin's, else its lock's.
-    let mut plan = Plan::for_request(config, request, ctx, lock);
-    // A pin without a baseline would spend calls on answers nothing can be compared with.
-    plan.pins.retain(|pin| has_baseline(lock, pin));
-    // `check --no-probes` asks for identity only: one call per probe, no tier.
-    if request.samples.is_none() {
-        plan.tiers = crate::audit::first_tokens::for_check(lock, &plan.pins);
-    }
+    let (config, request) = (plan.config, &plan.request);
     // Lookups are advisory and must not hold an interrupted audit: on a signal they give way to
     // the built-in table and no provider signals.
     let facts = async {
@@ -99,21 +88,20 @@ pub async fn audit(
             () = ctx.cancel.cancelled() => std::collections::BTreeMap::new(),
         }
     };
-    let (observed, mut signals, facts) =
-        tokio::join!(observe(&plan, ctx.transport), signals, facts);
+    let (observed, mut signals, facts) = tokio::join!(observe(plan, ctx.transport), signals, facts);
     let mut observed = observed.into_iter();
     let samples = |pin: &Pin| u64::from(request.samples.unwrap_or(pin.samples));
     let observations: Vec<Observation> = request
         .pins
         .iter()
         .map(|pin| {
-            if has_baseline(lock, pin) {
+            if plan.unbaselined.iter().any(|p| p.id == pin.id) {
+                let planned = samples(pin) * config.probes_of(pin).len() as u64;
+                Observation::without_baseline(&pin.id, planned)
+            } else {
                 observed
                     .next()
                     .unwrap_or_else(|| Observation::complete(&pin.id, Vec::new()))
-            } else {
-                let planned = samples(pin) * config.probes_of(pin).len() as u64;
-                Observation::without_baseline(&pin.id, planned)
             }
         })
         .collect();

@@ -111,7 +111,7 @@ fn behaviour(verdict: &DriftVerdict) -> Vec<BehaviourTest> {
         .tests
         .iter()
         .map(|t| BehaviourTest {
-            test: t.result.test.as_str().to_owned(),
+            test: t.result.test,
             probes: t.probes.clone(),
             p_value: t.result.p_value,
             adjusted_p: t.adjusted_p,
@@ -122,7 +122,7 @@ fn behaviour(verdict: &DriftVerdict) -> Vec<BehaviourTest> {
 
 fn summary(life: &Lifecycle) -> Option<LifecycleSummary> {
     (life.stage != Stage::NoRecord).then(|| LifecycleSummary {
-        stage: life.stage.as_str().to_owned(),
+        stage: life.stage,
         retires: life.retirement.map(|r| r.to_string()),
         days_left: life.days_left,
         replacement: life.replacement.clone(),

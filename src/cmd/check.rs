@@ -1,47 +1,17 @@
 //! `modelpin check`: one audit of every pin, judged against modelpin.lock, rendered for CI.
 
 use std::path::Path;
+use std::sync::Arc;
 
+use crate::audit::Plan;
 use crate::audit::plan::select_pins;
-use crate::audit::run::{Audited, Context, Request, audit, has_baseline};
-use crate::cli::Format;
+use crate::audit::run::{Audited, Context, Request, audit};
+use crate::cli::{CheckArgs, Format};
 use crate::cmd::AppError;
 use crate::cmd::{Output, transport_for};
 use crate::config::Config;
 use crate::exit::Exit;
 use crate::report::{Report, github, human, junit, to_json};
-
-/// The command line's flags, as given.
-#[allow(clippy::struct_excessive_bools)]
-pub struct Options {
-    pub pins: Vec<String>,
-    pub format: Format,
-    pub strict: bool,
-    pub no_probes: bool,
-    /// Send notifications for the report (`--notify`).
-    pub notify: bool,
-    /// Spend cap for this audit (`--max-cost`), over `settings.max_cost_usd`.
-    pub max_cost: Option<f64>,
-    /// Also write the report in `format` here; the human table still goes to stdout.
-    pub output: Option<std::path::PathBuf>,
-    /// Start a large plan without asking (`--yes`).
-    pub yes: bool,
-}
-
-impl From<&crate::cli::CheckArgs> for Options {
-    fn from(args: &crate::cli::CheckArgs) -> Options {
-        Options {
-            pins: args.pins.clone(),
-            format: args.format,
-            strict: args.strict,
-            no_probes: args.no_probes,
-            notify: args.notify,
-            max_cost: args.max_cost,
-            output: args.output.clone(),
-            yes: args.yes,
-        }
-    }
-}
 
 /// Whether the lock exists and was recorded for this pins.toml, said before any call.
 fn say_lock_state(
@@ -76,7 +46,7 @@ fn warn_unbaselined(config: &Config, unbaselined: &[&crate::config::Pin], out: O
     ));
 }
 
-pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<Exit, AppError> {
+pub async fn run(config_path: &Path, options: &CheckArgs, out: Output) -> Result<Exit, AppError> {
     let channel_secrets = if options.notify {
         crate::config::ChannelSecrets::Required
     } else {
@@ -94,38 +64,9 @@ pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<E
     let transport = transport_for(&config)?;
     let pins = select_pins(&config, &options.pins)?;
     say_lock_state(&config, lock.as_ref(), out);
-    let samples = options.no_probes.then_some(1);
-    let spend = (options.max_cost, options.yes);
-    // Only pins with a baseline are called; the others are reported without spending anything.
-    let (called, unbaselined): (Vec<&crate::config::Pin>, Vec<&crate::config::Pin>) = pins
-        .iter()
-        .copied()
-        .partition(|pin| has_baseline(lock.as_ref(), pin));
-    if lock.is_some() {
-        warn_unbaselined(&config, &unbaselined, out);
-    }
-    let tiers: Vec<_> = if options.no_probes {
-        Vec::new()
-    } else {
-        crate::audit::first_tokens::for_check(lock.as_ref(), &called)
-            .into_iter()
-            .collect()
-    };
-    let progress = crate::cmd::announce(
-        "check",
-        &config,
-        &called,
-        unbaselined.len(),
-        lock.as_ref(),
-        samples,
-        &tiers,
-        spend,
-        out,
-    )?;
-    let planned = progress.planned().calls;
     let request = Request {
         pins,
-        samples,
+        samples: options.no_probes.then_some(1),
         max_cost: options.max_cost,
         strict: options.strict,
     };
@@ -133,13 +74,28 @@ pub async fn run(config_path: &Path, options: &Options, out: Output) -> Result<E
         transport: &transport,
         facts: None,
         cancel: crate::cmd::interrupt_token(),
-        progress: progress.tally(),
+        progress: Arc::default(),
     };
+    let plan = Plan::for_audit(&config, &request, &ctx, lock.as_ref());
+    if lock.is_some() {
+        warn_unbaselined(&config, &plan.unbaselined, out);
+    }
+    let estimate = plan.estimate();
+    let spend = (options.max_cost, options.yes);
+    let progress = crate::cmd::announce(
+        "check",
+        &config,
+        &estimate,
+        spend,
+        ctx.progress.clone(),
+        out,
+    )?;
+    let planned = estimate.calls;
     let cancel = ctx.cancel.clone();
     let Audited {
         mut report,
         warnings,
-    } = audit(&config, lock.as_ref(), &request, &ctx).await;
+    } = audit(&plan, lock.as_ref(), &ctx).await;
     progress.finish();
     if cancel.is_cancelled() {
         out.progress(&format!(

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use chrono::{NaiveDate, Utc};
 use tokio_util::sync::CancellationToken;
 
+use crate::audit::Plan;
 use crate::audit::lifecycle::Facts;
 use crate::audit::run::{Context, Request, audit};
 use crate::cmd::AppError;
@@ -105,7 +106,7 @@ pub async fn run(out: Output, keep: Option<&Path>) -> Result<Exit, AppError> {
     crate::cmd::emit(&format!(
         "1. Lock the baseline: what each pinned ID serves today. `{PINNED}` retires on {ahead}.\n"
     ));
-    crate::cmd::lock::lock_pins(&config, &crate::cmd::lock::LockOptions::default(), out).await?;
+    crate::cmd::lock::lock_pins(&config, &crate::cli::LockArgs::default(), out).await?;
     let lock = crate::lock::read(&config.settings.lockfile)?;
     let clean = audit_all(&config, lock.as_ref(), &ctx).await;
     let render =
@@ -171,7 +172,8 @@ async fn audit_all(config: &Config, lock: Option<&LoadedLock>, ctx: &Context<'_>
         max_cost: None,
         strict: false,
     };
-    audit(config, lock, &request, ctx).await.report
+    let plan = Plan::for_audit(config, &request, ctx, lock);
+    audit(&plan, lock, ctx).await.report
 }
 
 /// Writes the demo project with the pinned model retiring on `retires_on`, and loads it.

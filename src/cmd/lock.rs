@@ -1,10 +1,12 @@
 //! `modelpin lock`: record what each pin serves as the baseline in modelpin.lock.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use crate::audit::locking::{Locked, lock};
+use crate::audit::locking::{Locked, estimate, lock};
 use crate::audit::plan::select_pins;
 use crate::audit::run::{Context, Request};
+use crate::cli::LockArgs;
 use crate::cmd::AppError;
 use crate::cmd::{Output, transport_for};
 use crate::config::Config;
@@ -13,31 +15,14 @@ use crate::lock::{LOCK_VERSION, LoadedLock, Lock, LockError};
 
 /// Exit 0 when every selected pin was recorded, 1 when a pinned model does not exist, 3 when a
 /// pin could not be measured (its previous baseline, if any, is kept).
-pub async fn run(config_path: &Path, options: &LockOptions, out: Output) -> Result<Exit, AppError> {
+pub async fn run(config_path: &Path, options: &LockArgs, out: Output) -> Result<Exit, AppError> {
     let config = crate::config::load_from_env(config_path)?;
     crate::cmd::warn_config(&config, out);
     lock_pins(&config, options, out).await
 }
 
-/// What `modelpin lock` was asked to do.
-#[derive(Debug, Clone, Default)]
-pub struct LockOptions {
-    /// Only these pins; all when empty.
-    pub pins: Vec<String>,
-    /// Samples per probe, over each pin's `samples`.
-    pub samples: Option<u32>,
-    /// Spend cap (`--max-cost`), over `settings.max_cost_usd`.
-    pub max_cost: Option<f64>,
-    /// Start a large plan without asking (`--yes`).
-    pub yes: bool,
-}
-
 /// Locks the selected pins of an already loaded config.
-pub async fn lock_pins(
-    config: &Config,
-    options: &LockOptions,
-    out: Output,
-) -> Result<Exit, AppError> {
+pub async fn lock_pins(config: &Config, options: &LockArgs, out: Output) -> Result<Exit, AppError> {
     let path = &config.settings.lockfile;
     // Held from reading the previous lock to writing the new one: a second `lock` waits, on the
     // blocking pool so the runtime's workers stay free.
@@ -62,31 +47,22 @@ pub async fn lock_pins(
         Err(e) => return Err(e.into()),
     };
     let pins = select_pins(config, &options.pins)?;
-    let spend = (options.max_cost, options.yes);
-    let tiers = crate::audit::first_tokens::for_lock(config, &pins);
-    let progress = crate::cmd::announce(
-        "lock",
-        config,
-        &pins,
-        0,
-        None,
-        options.samples,
-        &tiers,
-        spend,
-        out,
-    )?;
-    let transport = transport_for(config)?;
     let request = Request {
         pins,
         samples: options.samples,
         max_cost: options.max_cost,
         strict: false,
     };
+    let spend = (options.max_cost, options.yes);
+    let tally = Arc::default();
+    let estimate = estimate(config, &request);
+    let progress = crate::cmd::announce("lock", config, &estimate, spend, Arc::clone(&tally), out)?;
+    let transport = transport_for(config)?;
     let ctx = Context {
         transport: &transport,
         facts: None,
         cancel: crate::cmd::interrupt_token(),
-        progress: progress.tally(),
+        progress: tally,
     };
     let locking = lock(config, previous, &request, &ctx).await;
     progress.finish();

@@ -56,35 +56,23 @@ pub fn transport_for(config: &Config) -> Result<Transport, AppError> {
     Transport::for_config(config).map_err(|f| AppError::Io(f.message))
 }
 
-/// Says what an audit of `pins` will do, refuses it when its estimate passes the spend cap
-/// (`--max-cost`, else `settings.max_cost_usd`), and starts its progress display.
-/// `unbaselined` pins are in the audit but make no call (`check` before their lock); `lock` is
-/// the one the audit is judged against, for the prices it recorded.
-#[allow(clippy::too_many_arguments)]
+/// Says what an audit will do (`estimate`, the plan's), refuses it when the estimate passes
+/// the spend cap (`--max-cost`, else `settings.max_cost_usd`), and starts drawing `tally`, the
+/// one the audit advances.
 pub fn announce(
     label: &'static str,
     config: &Config,
-    pins: &[&crate::config::Pin],
-    unbaselined: usize,
-    lock: Option<&crate::lock::LoadedLock>,
-    samples: Option<u32>,
-    tiers: &[(String, crate::audit::first_tokens::TierCalls)],
+    estimate: &Estimate,
     (max_cost, yes): (Option<f64>, bool),
+    tally: std::sync::Arc<crate::audit::tally::Tally>,
     out: Output,
 ) -> Result<progress::Progress, AppError> {
-    let mut estimate = Estimate::of(config, pins, samples, lock);
-    estimate.unbaselined = unbaselined;
-    for (id, calls) in tiers {
-        if let Some(pin) = pins.iter().find(|p| p.id == *id) {
-            estimate.add_tier(crate::audit::run::price_of(pin, lock), calls);
-        }
-    }
     out.progress(&format!("{label}: {estimate}"));
     let cap = max_cost.or(config.settings.max_cost_usd);
     if let Some(warning) = estimate.unpriced_warning(cap) {
         out.progress(&format!("warning: {warning}"));
     }
-    guard_spend(&estimate, cap, yes, out)?;
+    guard_spend(estimate, cap, yes, out)?;
     Ok(progress::Progress::start(
         out,
         label,
@@ -92,6 +80,7 @@ pub fn announce(
             calls: estimate.calls,
             pins: estimate.pins as u64,
         },
+        tally,
     ))
 }
 

@@ -29,9 +29,14 @@ pub struct Planned {
 }
 
 impl Progress {
+    /// Draws `tally`, the one the audit advances, against what was planned.
     #[must_use]
-    pub fn start(out: Output, label: &'static str, planned: Planned) -> Progress {
-        let tally = Arc::new(Tally::default());
+    pub fn start(
+        out: Output,
+        label: &'static str,
+        planned: Planned,
+        tally: Arc<Tally>,
+    ) -> Progress {
         let terminal = std::io::stderr().is_terminal();
         let drawer = (!out.quiet && planned.calls > 0).then(|| {
             let tally = tally.clone();

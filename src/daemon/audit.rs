@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use chrono::Utc;
 
+use crate::audit::Plan;
 use crate::audit::run::{Context, Request, audit};
 use crate::daemon::Daemon;
 use crate::daemon::commit::{self, Patience, audit_id};
@@ -40,9 +41,9 @@ pub async fn audit_pin(daemon: &Daemon, pin: &str) {
         cancel: daemon.cancel_audits.clone(),
         progress: Arc::default(),
     };
-    let report = audit(config, lock.as_ref().as_ref(), &request, &ctx)
-        .await
-        .report;
+    let lock = lock.as_ref().as_ref();
+    let plan = Plan::for_audit(config, &request, &ctx, lock);
+    let report = audit(&plan, lock, &ctx).await.report;
     if let Some(breakers) = snapshot.transport.breakers() {
         daemon.metrics.breakers(breakers);
     }

@@ -21,7 +21,7 @@ use std::cmp::{Ordering, Reverse};
 use std::time::Duration;
 
 use chrono::{DateTime, NaiveDate, Utc};
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 
 pub use crate::lifecycle::model_id::Match;
 use crate::lifecycle::model_id::match_fact;
@@ -54,7 +54,7 @@ impl<'a> From<&'a crate::config::Pin> for PinRef<'a> {
 
 crate::closed::closed_set! {
 /// Where a pin stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
     /// No source lists a retirement.

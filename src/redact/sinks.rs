@@ -10,7 +10,7 @@ use super::Redactor;
 use super::tests::{encoded, holds};
 use crate::alert::state::{PinAlerts, step};
 use crate::audit::judge::Case;
-use crate::audit::{CallRecord, CallResult, Observation, baseline, verdict};
+use crate::audit::{CallKind, CallRecord, CallResult, Observation, baseline, verdict};
 use crate::config::tests_support::minimal_config;
 use crate::config::{AlertChannel, AlertKind, Severity};
 use crate::lock::{LOCK_VERSION, Lock};
@@ -57,6 +57,7 @@ fn received(redactor: &Redactor, status: u16, body: Vec<u8>, header: &str) -> Ca
 fn call(probe: &str, sample: u32, result: CallResult) -> CallRecord {
     CallRecord {
         probe: probe.to_owned(),
+        kind: CallKind::Probe,
         sample,
         result,
         latency: std::time::Duration::ZERO,

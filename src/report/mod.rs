@@ -73,7 +73,7 @@ pub struct Others {
 /// One behaviour test, for dashboards: the full evidence is in `behavior_drift`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BehaviourTest {
-    pub test: String,
+    pub test: crate::stats::TestKind,
     pub probes: Vec<String>,
     pub p_value: f64,
     /// After Holm; `None` for tests outside the family (too small to ever reject).
@@ -84,8 +84,8 @@ pub struct BehaviourTest {
 /// Where the pinned model stands; the sources are in the lifecycle findings' evidence.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LifecycleSummary {
-    /// `deprecated`, `scheduled` or `retired`.
-    pub stage: String,
+    /// `deprecated`, `scheduled` or `retired` (never `no_record`: then there is no summary).
+    pub stage: crate::lifecycle::Stage,
     /// The retirement date or instant, as the deciding source gives it.
     pub retires: Option<String>,
     pub days_left: Option<i64>,

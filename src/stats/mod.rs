@@ -26,7 +26,7 @@ mod permutation;
 pub mod rng;
 pub mod sampling;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use categorical::{AnswerShare, answers_homogeneity};
 pub use detectability::{
@@ -45,7 +45,7 @@ pub use permutation::PermutationBudget;
 
 crate::closed::closed_set! {
 /// Which question a test answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TestKind {
     /// Fisher's exact test, one-sided: did the pass rate drop?

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use crate::audit::judge::Case;
 use crate::audit::lifecycle::{Facts, ProviderSignals, pin_lifecycle};
-use crate::audit::{CallRecord, CallResult, Observation, verdict};
+use crate::audit::{CallKind, CallRecord, CallResult, Observation, verdict};
 use crate::config::{Config, Pin, Probe};
 use crate::lock::{LoadedLock, LockedPin};
 use crate::provider::gateway::{self, Gateway};
@@ -191,6 +191,7 @@ fn call(index: usize, span: &GenAiSpan, probes: &[&Probe]) -> CallRecord {
     };
     CallRecord {
         probe: probe.to_owned(),
+        kind: CallKind::Probe,
         sample: u32::try_from(index).unwrap_or(u32::MAX),
         result: CallResult::Reply(match &span.deployment {
             Some(d) => gateway::apply(reply, litellm(d)),

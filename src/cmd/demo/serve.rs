@@ -39,8 +39,7 @@ pub async fn serve(out: Output, keep: Option<&Path>, port: u16) -> Result<Exit, 
         sim.addr()
     ));
     let locked =
-        crate::cmd::lock::lock_pins(&config, &crate::cmd::lock::LockOptions::default(), out)
-            .await?;
+        crate::cmd::lock::lock_pins(&config, &crate::cli::LockArgs::default(), out).await?;
     if locked != Exit::Ok {
         return Err(AppError::Io(format!(
             "the demo could not lock its own simulator (lock exited {}); nothing to serve",

@@ -118,7 +118,7 @@ fn spend_and_calls(m: &Metrics, p: &PinReport) {
 fn statistics_and_lifecycle(m: &Metrics, p: &PinReport) {
     m.probe_p_value.retain(|l| l.pin != p.id);
     for t in &p.behaviour {
-        let tier = Tier::of_test(&t.test);
+        let tier = Tier::of_test(t.test);
         let labels = ProbeLabels {
             pin: p.id.clone(),
             tier,
@@ -126,7 +126,7 @@ fn statistics_and_lifecycle(m: &Metrics, p: &PinReport) {
                 Tier::Probes => t.probes.join(","),
                 Tier::FirstTokens => String::new(),
             },
-            test: t.test.clone(),
+            test: t.test.as_str().to_owned(),
         };
         m.probe_p_value
             .set(labels, t.adjusted_p.unwrap_or(t.p_value));
@@ -158,14 +158,15 @@ mod tests {
     use super::{Metrics, retirement_seconds, statistics_and_lifecycle};
     use crate::finding::PinStatus;
     use crate::report::{BehaviourTest, PinReport};
+    use crate::stats::TestKind;
 
     /// A first-token test's inputs are hashes that change at every lock: no label of theirs,
     /// so its series keeps one identity from lock to lock.
     #[test]
     fn first_token_tests_are_labelled_by_tier_not_by_their_inputs() {
         let m = Metrics::new();
-        let tested = |test: &str, probes: &[&str]| BehaviourTest {
-            test: test.to_owned(),
+        let tested = |test: TestKind, probes: &[&str]| BehaviourTest {
+            test,
             probes: probes.iter().map(|p| (*p).to_owned()).collect(),
             p_value: 0.5,
             adjusted_p: Some(0.75),
@@ -183,9 +184,9 @@ mod tests {
             cost_usd: None,
             lifecycle: None,
             behaviour: vec![
-                tested("pass_rate", &["arith"]),
-                tested("first_tokens", &["3f2a9c…", "77b1d0…"]),
-                tested("sampling", &["3f2a9c…"]),
+                tested(TestKind::PassRate, &["arith"]),
+                tested(TestKind::FirstTokens, &["3f2a9c…", "77b1d0…"]),
+                tested(TestKind::Sampling, &["3f2a9c…"]),
             ],
             findings: Vec::new(),
             capped: std::collections::BTreeMap::new(),

@@ -39,13 +39,10 @@ closed_set! {
 }
 
 impl Tier {
-    /// The tier of a behaviour test, by its name (`TestKind::as_str`).
+    /// The tier of a behaviour test.
     #[must_use]
-    pub fn of_test(test: &str) -> Tier {
-        let tier = crate::stats::TestKind::TIER
-            .iter()
-            .any(|kind| kind.as_str() == test);
-        if tier {
+    pub fn of_test(test: crate::stats::TestKind) -> Tier {
+        if crate::stats::TestKind::TIER.contains(&test) {
             Tier::FirstTokens
         } else {
             Tier::Probes

@@ -304,7 +304,7 @@ pub fn retirement_cell(view: &PinView, fit: Fit) -> String {
         Some(d) if d < 0 => format!("retired {} ago", count(d.unsigned_abs(), "day")),
         Some(0) => "retires today".to_owned(),
         Some(d) => format!("in {}", count(d.unsigned_abs(), "day")),
-        None => life.stage.clone(),
+        None => life.stage.as_str().to_owned(),
     };
     let mut out = outside(&when, 40);
     if let Some(date) = &life.retires {

@@ -277,7 +277,7 @@ pub(crate) mod tests {
             let mut r: AuditRecord = crate::store::tests::record(id, 1_800_000_000, "x");
             r.pin.status = s;
             r.pin.lifecycle = days.map(|d| LifecycleSummary {
-                stage: "scheduled".into(),
+                stage: crate::lifecycle::Stage::Scheduled,
                 retires: Some("2027-06-01".into()),
                 days_left: Some(d),
                 replacement: vec!["next-model".into()],

@@ -76,13 +76,13 @@ fn pin(i: usize, now: DateTime<Utc>) -> PinView {
             },
             cost_usd: Some(0.000_688),
             lifecycle: (status == PinStatus::Warning).then(|| LifecycleSummary {
-                stage: "scheduled".into(),
+                stage: crate::lifecycle::Stage::Scheduled,
                 retires: Some("2027-01-15".into()),
                 days_left: Some(45),
                 replacement: vec!["acme-pro-2027-01-01".into()],
             }),
             behaviour: vec![BehaviourTest {
-                test: "fisher_exact".into(),
+                test: crate::stats::TestKind::PassRate,
                 probes: vec!["arith".into()],
                 p_value: 0.42,
                 adjusted_p: Some(0.84),
