@@ -46,9 +46,7 @@ pub async fn send(channel: &EmailChannel<'_>, n: &Notification, timeout: Duratio
         // a certificate it cannot accept: the same server answers the same way next time.
         Ok(Err(e)) if e.is_client() || e.is_tls() => SmtpOutcome::Permanent(e.to_string()),
         Ok(Err(e)) if e.is_transient() => SmtpOutcome::Transient(e.to_string()),
-        Ok(Err(e)) if e.is_timeout() || e.to_string().contains("onnection") => {
-            SmtpOutcome::Unknown(e.to_string())
-        }
+        Ok(Err(e)) if e.is_timeout() || broke_in_transit(&e) => SmtpOutcome::Unknown(e.to_string()),
         Ok(Err(e)) => SmtpOutcome::Transient(e.to_string()),
         Err(_) => SmtpOutcome::Unknown(format!(
             "no answer from {} within {}",
@@ -56,6 +54,26 @@ pub async fn send(channel: &EmailChannel<'_>, n: &Notification, timeout: Duratio
             crate::transport::human_duration(timeout)
         )),
     }
+}
+
+/// Whether the connection broke under the SMTP exchange (an I/O error other than finding no
+/// server), maybe after the server took the message.
+fn broke_in_transit(e: &lettre::transport::smtp::Error) -> bool {
+    use std::io::ErrorKind;
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return !matches!(
+                io.kind(),
+                ErrorKind::ConnectionRefused
+                    | ErrorKind::HostUnreachable
+                    | ErrorKind::NetworkUnreachable
+                    | ErrorKind::AddrNotAvailable
+            );
+        }
+        source = s.source();
+    }
+    false
 }
 
 /// `Auto-Submitted` (RFC 3834), which lettre has no type for.
@@ -141,4 +159,84 @@ fn is_loopback(host: &str) -> bool {
             .trim_matches(['[', ']'])
             .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use chrono::DateTime;
+
+    use super::{EmailChannel, SmtpOutcome, send};
+    use crate::alert::{AlertStatus, Notification};
+
+    fn notification() -> Notification {
+        Notification {
+            id: "ntf_1".into(),
+            channel: "mail".into(),
+            pin: "bot".into(),
+            provider: "p".into(),
+            model: "m".into(),
+            status: AlertStatus::Firing,
+            alerts: Vec::new(),
+            created_at: DateTime::from_timestamp(0, 0).unwrap(),
+            test: false,
+            audit_id: None,
+            source: None,
+            url: None,
+        }
+    }
+
+    async fn send_to(smtp: &str) -> SmtpOutcome {
+        let to = ["ops@example.com".to_owned()];
+        let channel = EmailChannel {
+            smtp,
+            from: "modelpin@example.com",
+            to: &to,
+            username: None,
+            password: None,
+        };
+        send(&channel, &notification(), Duration::from_secs(10)).await
+    }
+
+    /// A server on loopback that greets, reads the client's first command and then hangs up:
+    /// cleanly (FIN) or by a reset (RST).
+    async fn hanging_up(reset: bool) -> (u16, tokio::task::JoinHandle<()>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let (mut socket, _) = listener.accept().await.unwrap();
+            socket.write_all(b"220 mx ESMTP\r\n").await.unwrap();
+            let mut buffer = [0u8; 512];
+            let _ = socket.read(&mut buffer).await;
+            if reset {
+                socket.set_zero_linger().unwrap();
+            }
+        });
+        (port, server)
+    }
+
+    /// Nobody listening, or a server hanging up before it took anything: a retry is safe
+    /// (transient). A connection reset mid-exchange: the server may have taken the message
+    /// (unknown). Both are retried; the outcome says which it was.
+    #[tokio::test]
+    async fn no_server_or_a_hang_up_is_transient_and_a_reset_is_unknown() {
+        let closed = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let outcome = send_to(&format!("smtp://127.0.0.1:{closed}")).await;
+        assert!(matches!(outcome, SmtpOutcome::Transient(_)), "{outcome:?}");
+        for (reset, unknown) in [(false, false), (true, true)] {
+            let (port, server) = hanging_up(reset).await;
+            let outcome = send_to(&format!("smtp://127.0.0.1:{port}")).await;
+            server.await.unwrap();
+            assert_eq!(
+                matches!(outcome, SmtpOutcome::Unknown(_)),
+                unknown,
+                "reset {reset}: {outcome:?}"
+            );
+        }
+    }
 }

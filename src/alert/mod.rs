@@ -21,9 +21,9 @@ pub mod state;
 
 use chrono::{DateTime, Utc};
 
-use crate::finding::Severity;
+use crate::finding::{Code, Severity};
 
-pub use crate::store::alerts::{AlertItem, AlertStatus, Notification};
+pub use crate::store::alerts::{AlertCode, AlertItem, AlertStatus, Notification};
 
 impl Notification {
     /// A new id: time-ordered, unique, safe in headers and Message-IDs.
@@ -138,8 +138,8 @@ fn advice(n: &Notification) -> String {
         for a in &firing {
             let action = a.action.as_deref().unwrap_or_default();
             match actions.iter_mut().find(|(_, known)| *known == action) {
-                Some((codes, _)) => codes.push(&a.code),
-                None => actions.push((vec![&a.code], action)),
+                Some((codes, _)) => codes.push(a.code.as_str()),
+                None => actions.push((vec![a.code.as_str()], action)),
             }
         }
         let mut lines: Vec<String> = actions
@@ -165,10 +165,12 @@ fn advice(n: &Notification) -> String {
             n.pin
         ),
     ];
-    if n.alerts
-        .iter()
-        .any(|a| a.code == "model_not_found" || a.code == "retired_still_served")
-    {
+    if n.alerts.iter().any(|a| {
+        matches!(
+            a.code,
+            AlertCode::Finding(Code::ModelNotFound | Code::RetiredStillServed)
+        )
+    }) {
         lines.push(
             "  - Move the pin to a supported model, then `modelpin lock --pin` it.".to_owned(),
         );
@@ -249,7 +251,7 @@ mod tests {
     fn alert(code: &str, action: Option<&str>) -> AlertItem {
         AlertItem {
             fingerprint: code.into(),
-            code: code.into(),
+            code: code.parse().expect("a finding code"),
             severity: Some(Severity::Error),
             status: AlertStatus::Firing,
             message: String::new(),

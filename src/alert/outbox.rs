@@ -82,7 +82,7 @@ mod tests {
     fn item(fingerprint: &str, status: AlertStatus) -> AlertItem {
         AlertItem {
             fingerprint: fingerprint.into(),
-            code: fingerprint.into(),
+            code: crate::alert::AlertCode::Test,
             severity: None,
             status,
             message: String::new(),

@@ -15,7 +15,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::alert::{AlertItem, AlertStatus, Notification};
+use crate::alert::{AlertCode, AlertItem, AlertStatus, Notification};
 use crate::config::{AlertChannel, AlertKind};
 use crate::finding::evidence::Unmeasured;
 use crate::finding::{Code, Evidence, Finding, Severity};
@@ -55,17 +55,17 @@ pub fn step(
         0
     };
     let current = alerting_findings(&pin.id, &pin.findings, streak);
-    let mut firing: BTreeMap<String, AlertState> = BTreeMap::new();
-    let mut new: BTreeSet<String> = BTreeSet::new();
+    let mut firing: BTreeMap<Code, AlertState> = BTreeMap::new();
+    let mut new: BTreeSet<Code> = BTreeSet::new();
     for (code, finding) in &current {
         let state = if let Some(known) = before.firing.get(code) {
             known.clone()
         } else {
-            new.insert(code.clone());
+            new.insert(*code);
             AlertState {
-                fingerprint: fingerprint(&record.alert_subject(), code),
+                fingerprint: fingerprint(&record.alert_subject(), code.as_str()),
                 pin: pin.id.clone(),
-                code: code.clone(),
+                code: *code,
                 severity: finding.severity,
                 starts_at: now,
                 message: String::new(),
@@ -81,7 +81,7 @@ pub fn step(
             action: finding.action.clone(),
             ..state
         };
-        firing.insert(code.clone(), state);
+        firing.insert(*code, state);
     }
     let resolved: Vec<&AlertState> = before
         .firing
@@ -121,14 +121,13 @@ pub fn step(
 
 /// The findings that alert, by code: everything with a severity, and `inconclusive` once the
 /// streak is long enough.
-fn alerting_findings(pin: &str, findings: &[Finding], streak: u32) -> BTreeMap<String, Finding> {
+fn alerting_findings(pin: &str, findings: &[Finding], streak: u32) -> BTreeMap<Code, Finding> {
     let mut out = BTreeMap::new();
     for f in findings {
         if f.code.is_unmeasured() {
             continue;
         }
-        out.entry(f.code.as_str().to_owned())
-            .or_insert_with(|| f.clone());
+        out.entry(f.code).or_insert_with(|| f.clone());
     }
     if streak >= INCONCLUSIVE_STREAK {
         let first = findings.iter().find(|f| f.code.is_unmeasured());
@@ -139,7 +138,7 @@ fn alerting_findings(pin: &str, findings: &[Finding], streak: u32) -> BTreeMap<S
             latest_action: first.and_then(|f| f.action.clone()),
         };
         let finding = Finding::new(&Evidence::Inconclusive(streak), pin);
-        out.insert(Code::Inconclusive.as_str().to_owned(), finding);
+        out.insert(Code::Inconclusive, finding);
     }
     out
 }
@@ -161,7 +160,7 @@ fn admits(channel: &AlertChannel, severity: Option<Severity>) -> bool {
 fn item(state: &AlertState, status: AlertStatus, ends_at: Option<DateTime<Utc>>) -> AlertItem {
     AlertItem {
         fingerprint: state.fingerprint.clone(),
-        code: state.code.clone(),
+        code: AlertCode::Finding(state.code),
         severity: state.severity,
         status,
         message: state.message.clone(),
@@ -268,7 +267,7 @@ mod tests {
         step.notifications
             .iter()
             .filter(|n| n.channel == channel)
-            .flat_map(|n| n.alerts.iter().map(|a| (a.code.clone(), a.status)))
+            .flat_map(|n| n.alerts.iter().map(|a| (a.code.to_string(), a.status)))
             .collect()
     }
 
@@ -291,7 +290,7 @@ mod tests {
         let s3 = step(&s2.state, &drift, &[&ch], at(61));
         assert_eq!(codes(&s3, "ops").len(), 2, "repeated after 60 s");
         assert_eq!(
-            s3.state.firing["served_model_mismatch"].starts_at,
+            s3.state.firing[&Code::ServedModelMismatch].starts_at,
             at(0),
             "same alert, same start"
         );

@@ -7,7 +7,7 @@ use chrono::Utc;
 use serde_json::json;
 
 use crate::alert::deliver::{Attempted, Deliverer, run_due};
-use crate::alert::{AlertItem, AlertStatus, Keep, Notification};
+use crate::alert::{AlertCode, AlertItem, AlertStatus, Keep, Notification};
 use crate::cmd::AppError;
 use crate::cmd::{Output, transport_for};
 use crate::config::Config;
@@ -84,8 +84,11 @@ fn test_notification(channel: &str) -> Notification {
         model: "-".to_owned(),
         status: AlertStatus::Firing,
         alerts: vec![AlertItem {
-            fingerprint: crate::alert::state::fingerprint("modelpin-test", "test"),
-            code: "test".to_owned(),
+            fingerprint: crate::alert::state::fingerprint(
+                "modelpin-test",
+                AlertCode::Test.as_str(),
+            ),
+            code: AlertCode::Test,
             severity: Some(Severity::Warning),
             status: AlertStatus::Firing,
             message: "TEST notification from `modelpin alerts test`: this channel works."

@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::finding::Code;
 use crate::severity::Severity;
 
 /// One alert's stored state.
@@ -16,7 +17,7 @@ use crate::severity::Severity;
 pub struct AlertState {
     pub fingerprint: String,
     pub pin: String,
-    pub code: String,
+    pub code: Code,
     pub severity: Option<Severity>,
     pub starts_at: DateTime<Utc>,
     pub message: String,
@@ -33,7 +34,7 @@ pub struct AlertState {
 #[serde(deny_unknown_fields)]
 pub struct PinAlerts {
     /// Firing alerts by code.
-    pub firing: BTreeMap<String, AlertState>,
+    pub firing: BTreeMap<Code, AlertState>,
     pub inconclusive_streak: u32,
 }
 
@@ -42,7 +43,7 @@ pub struct PinAlerts {
 #[serde(deny_unknown_fields)]
 pub struct AlertItem {
     pub fingerprint: String,
-    pub code: String,
+    pub code: AlertCode,
     pub severity: Option<Severity>,
     pub status: AlertStatus,
     pub message: String,
@@ -54,6 +55,59 @@ pub struct AlertItem {
     pub starts_at: DateTime<Utc>,
     #[serde(rename = "endsAt")]
     pub ends_at: Option<DateTime<Utc>>,
+}
+
+/// What a notification's alert is about: a finding, or the one `modelpin alerts test` sends.
+/// Written as the finding's code, or `test`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum AlertCode {
+    Finding(Code),
+    Test,
+}
+
+impl AlertCode {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlertCode::Finding(code) => code.as_str(),
+            AlertCode::Test => "test",
+        }
+    }
+}
+
+impl std::fmt::Display for AlertCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for AlertCode {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for AlertCode {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<AlertCode, String> {
+        if text == AlertCode::Test.as_str() {
+            return Ok(AlertCode::Test);
+        }
+        Code::ALL
+            .into_iter()
+            .find(|code| code.as_str() == text)
+            .map(AlertCode::Finding)
+            .ok_or_else(|| format!("`{text}` is neither a finding code nor `test`"))
+    }
+}
+
+impl<'de> Deserialize<'de> for AlertCode {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,4 +152,30 @@ pub struct Notification {
     /// The pin's status page, under `settings.external_url`; absent without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Stored state keeps its JSON shape: codes as their names, map keys included, and the test
+    /// notification's `test`; anything else is refused, never read as another code.
+    #[test]
+    fn codes_are_stored_by_name_and_read_back() {
+        let stored = r#"{"firing":{"served_model_mismatch":{"fingerprint":"f","pin":"p","code":"served_model_mismatch","severity":"error","starts_at":"2026-01-01T00:00:00Z","message":"m","evidence":null,"notified":{}}},"inconclusive_streak":0}"#;
+        let state: PinAlerts = serde_json::from_str(stored).unwrap();
+        assert_eq!(
+            state.firing[&Code::ServedModelMismatch].code,
+            Code::ServedModelMismatch
+        );
+        assert_eq!(serde_json::to_string(&state).unwrap(), stored);
+        for (text, code) in [
+            ("\"test\"", AlertCode::Test),
+            ("\"cost_changed\"", AlertCode::Finding(Code::CostChanged)),
+        ] {
+            assert_eq!(serde_json::from_str::<AlertCode>(text).unwrap(), code);
+            assert_eq!(serde_json::to_string(&code).unwrap(), text);
+        }
+        assert!(serde_json::from_str::<AlertCode>("\"no_such_code\"").is_err());
+    }
 }

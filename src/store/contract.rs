@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use chrono::DateTime;
 
-use crate::store::alerts::PinAlerts;
+use crate::store::alerts::{AlertCode, PinAlerts};
 use crate::store::alerts::{AlertItem, AlertStatus, Notification};
 use crate::store::postgres::Target;
 use crate::store::tests::record;
@@ -114,7 +114,7 @@ fn notification(id: &str, pin: &str, at: i64, fingerprint: &str) -> Notification
         status: AlertStatus::Firing,
         alerts: vec![AlertItem {
             fingerprint: fingerprint.into(),
-            code: fingerprint.into(),
+            code: AlertCode::Test,
             severity: None,
             status: AlertStatus::Firing,
             message: String::new(),

@@ -19,6 +19,21 @@ pub enum Holder {
 }
 
 impl Holder {
+    const ALL: [Holder; 4] = [
+        Holder::Daemon,
+        Holder::CheckNotify,
+        Holder::History,
+        Holder::Copy,
+    ];
+
+    /// The holder a holder file names (`as_str`, then the pid), when it names one.
+    #[must_use]
+    pub(crate) fn named_in(text: &str) -> Option<Holder> {
+        Holder::ALL
+            .into_iter()
+            .find(|holder| text.starts_with(holder.as_str()))
+    }
+
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Holder::Daemon => "a modelpin daemon",
@@ -33,9 +48,14 @@ impl Holder {
 pub enum StoreError {
     #[error(
         "error: the store at {path} is in use by {holder}\n  = help: {}",
-        in_use_help(holder)
+        in_use_help(*by)
     )]
-    InUse { path: PathBuf, holder: String },
+    InUse {
+        path: PathBuf,
+        /// As the holder file says it (with the pid), or "another modelpin process".
+        holder: String,
+        by: Option<Holder>,
+    },
     #[error(
         "error: the store at {path} cannot be written: the disk is full ({message})\n  = help: free space on that filesystem; the store itself is intact"
     )]
@@ -84,8 +104,8 @@ impl StoreError {
     }
 }
 
-fn in_use_help(holder: &str) -> &'static str {
-    if holder.contains("check --notify") {
+fn in_use_help(by: Option<Holder>) -> &'static str {
+    if by == Some(Holder::CheckNotify) {
         "it releases the store when its deliveries finish (at most 30 s); start the daemon after it, or give CI its own `store`"
     } else {
         "stop the other process, or give this one its own `store` in [settings]"

@@ -797,9 +797,11 @@ fn tls_modes_work_against_a_real_server_and_a_refusal_names_why_without_the_pass
         );
     }
 
-    // Refused, each saying why, none showing the password.
+    // Refused, each saying why and what to do (the help chosen by the server's SQLSTATE or the
+    // error under the client's), none showing the password.
     let other = tls.other_ca.display().to_string();
-    for (store, extra, why) in [
+    let nothing = ClosedPort::new();
+    for (store, extra, why, help) in [
         (
             url(
                 "localhost",
@@ -807,6 +809,7 @@ fn tls_modes_work_against_a_real_server_and_a_refusal_names_why_without_the_pass
             ),
             "",
             "certificate",
+            "sslrootcert",
         ),
         (
             url(
@@ -815,12 +818,34 @@ fn tls_modes_work_against_a_real_server_and_a_refusal_names_why_without_the_pass
             ),
             "",
             "certificate",
+            "sslrootcert",
         ),
-        (url("127.0.0.1", "sslmode=disable"), "", "pg_hba.conf"),
+        (
+            url("127.0.0.1", "sslmode=disable"),
+            "",
+            "pg_hba.conf",
+            "pg_hba.conf refuses",
+        ),
         (
             url("127.0.0.1", "sslmode=require"),
             "store_password_env = \"WRONG_DB_PASSWORD\"",
             "password authentication failed",
+            "PGPASSWORD",
+        ),
+        (
+            url("127.0.0.1", "sslmode=require").replace("/tls?", "/no_such_db?"),
+            "",
+            "does not exist",
+            "createdb",
+        ),
+        (
+            format!(
+                "postgres://fleet@127.0.0.1:{}/tls?sslmode=disable",
+                nothing.port()
+            ),
+            "",
+            "refused",
+            "listens at the URL's host and port",
         ),
     ] {
         let run = history(&config(&store, extra));
@@ -830,11 +855,12 @@ fn tls_modes_work_against_a_real_server_and_a_refusal_names_why_without_the_pass
             run.stderr.trim()
         );
         assert_ne!(run.code, 0, "{store} {extra}: {}", run.stdout);
+        let help_line = run.stderr.lines().find(|l| l.contains("= help: "));
         assert!(
             run.stderr.contains(why)
                 && run.stderr.contains("fleet@")
-                && run.stderr.contains("= help: "),
-            "{store} {extra}: the refusal names the store, says {why:?} and what to do:\n{}",
+                && help_line.is_some_and(|l| l.contains(help)),
+            "{store} {extra}: the refusal names the store, says {why:?} and what to do ({help:?}):\n{}",
             run.stderr
         );
         for shown in [&run.stdout, &run.stderr] {

@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Config;
 use crate::daemon::commit::{self, Patience, audit_id};
 use crate::daemon::{Daemon, DaemonError};
+use crate::finding::{Code, PinStatus};
 use crate::provider::Secret;
 use crate::store::{AuditRecord, RecordSource};
 use crate::traffic::budget::{self, Others};
@@ -96,7 +97,20 @@ enum Kept {
 }
 
 /// What makes two traffic verdicts the same for history.
-type Verdict = (String, Vec<String>, Vec<String>);
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Verdict {
+    status: PinStatus,
+    codes: Vec<Code>,
+    served: Served,
+}
+
+/// The served IDs a verdict names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Served {
+    Ids(Vec<String>),
+    /// The map was capped (ever-new served IDs): one verdict whatever its first IDs are.
+    Capped,
+}
 
 /// Spans of one request, by what became of them.
 #[derive(Debug, Default)]
@@ -412,27 +426,22 @@ async fn judge_pin(daemon: &Daemon, pin: &str, spans: &[GenAiSpan], deadline: In
 
 /// What makes the verdict the same as an earlier one for history.
 fn verdict_of(record: &AuditRecord) -> Verdict {
-    (
-        record.pin.status.as_str().to_owned(),
-        record
-            .pin
-            .findings
-            .iter()
-            .map(|f| f.code.as_str().to_owned())
-            .collect(),
-        // A capped map (ever-new served IDs) is one verdict whatever its first IDs are.
-        if record.pin.capped.contains_key("served_models") {
-            vec![budget::OTHERS.to_owned()]
+    Verdict {
+        status: record.pin.status,
+        codes: record.pin.findings.iter().map(|f| f.code).collect(),
+        served: if record.pin.capped.contains_key("served_models") {
+            Served::Capped
         } else {
-            record.pin.served_models.keys().cloned().collect()
+            Served::Ids(record.pin.served_models.keys().cloned().collect())
         },
-    )
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{KEPT_PER_WINDOW, Kept, Others, SERVED_LABELS, Traffic};
+    use super::{KEPT_PER_WINDOW, Kept, Others, SERVED_LABELS, Served, Traffic, Verdict};
     use crate::config::tests_support::minimal_config;
+    use crate::finding::PinStatus;
     use crate::traffic::spans::GenAiSpan;
 
     fn span(served: &str) -> GenAiSpan {
@@ -476,7 +485,11 @@ mod tests {
         let traffic = Traffic::new(&config).unwrap();
         traffic.admit(&config, vec![span("gpt-4o-2024-08-06")]);
         assert_eq!(traffic.take_fresh(), ["support-bot"]);
-        let verdict = ("ok".to_owned(), Vec::new(), Vec::new());
+        let verdict = Verdict {
+            status: PinStatus::Ok,
+            codes: Vec::new(),
+            served: Served::Ids(Vec::new()),
+        };
         let written = Kept::Write {
             unkept: Others::default(),
         };
@@ -499,7 +512,11 @@ mod tests {
     async fn a_verdict_that_flips_at_every_pass_writes_a_bounded_number_of_records() {
         let config = minimal_config();
         let traffic = Traffic::new(&config).unwrap();
-        let verdict = |i: u32| ("drift".to_owned(), Vec::new(), vec![format!("m-{i}")]);
+        let verdict = |i: u32| Verdict {
+            status: PinStatus::Drift,
+            codes: Vec::new(),
+            served: Served::Ids(vec![format!("m-{i}")]),
+        };
         // (passes in the window, written, held back at its end)
         let mut decisions = Vec::new();
         for i in 0..(KEPT_PER_WINDOW + 4) {

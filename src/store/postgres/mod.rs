@@ -88,30 +88,142 @@ pub(crate) enum Refused {
     Conflict,
     /// This process does not hold the lease (any more).
     Deposed,
-    Failed(String),
+    Failed(Failure),
+}
+
+/// What went wrong, and what to do about it when the kind of failure says so.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    message: String,
+    hint: Option<Hint>,
+    /// A client error that carries neither a SQLSTATE nor an I/O or TLS cause: a protocol or
+    /// configuration refusal (tokio-postgres's "password missing" is one).
+    unexplained: bool,
+}
+
+impl Failure {
+    fn new(message: String) -> Failure {
+        Failure {
+            message,
+            hint: None,
+            unexplained: false,
+        }
+    }
+
+    /// The message, with its hint on a `help:` line.
+    fn with_hint(self) -> String {
+        match self.hint {
+            Some(hint) => format!("{}\n  = help: {}", self.message, hint.text()),
+            None => self.message,
+        }
+    }
+}
+
+/// What to do about a store that cannot be opened, chosen by the kind of failure: the server's
+/// SQLSTATE, or the I/O or TLS error under the client's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hint {
+    /// The server's certificate was refused.
+    Certificate,
+    /// Password authentication failed (28P01), or the server wants a password none was given.
+    Password,
+    /// pg_hba.conf refuses this user, database or encryption (28000).
+    PgHba,
+    /// No such database (3D000).
+    Database,
+    /// Nothing answered at the address, or not in time.
+    Unreachable,
+}
+
+impl Hint {
+    fn text(self) -> &'static str {
+        match self {
+            Hint::Certificate => {
+                "check that `sslrootcert` names the CA that signed the server's certificate and, with sslmode=verify-full, that the URL's host is a name the certificate holds"
+            }
+            Hint::Password => {
+                "set the password in PGPASSWORD, or in the variable `store_password_env` names"
+            }
+            Hint::PgHba => {
+                "the server's pg_hba.conf refuses this user, database or encryption: ask its administrator, or set sslmode=require when it wants TLS"
+            }
+            Hint::Database => "create the database first (createdb -O USER DB)",
+            Hint::Unreachable => "check that PostgreSQL listens at the URL's host and port",
+        }
+    }
+
+    /// The hint for a client error: by SQLSTATE when the server answered, else by the I/O or
+    /// TLS error it carries; `Err` when it carries neither.
+    fn of(e: &tokio_postgres::Error) -> Result<Option<Hint>, ()> {
+        use tokio_postgres::error::SqlState;
+        if let Some(code) = e.code() {
+            return Ok(match code {
+                c if *c == SqlState::INVALID_PASSWORD => Some(Hint::Password),
+                c if *c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION => Some(Hint::PgHba),
+                c if *c == SqlState::INVALID_CATALOG_NAME => Some(Hint::Database),
+                _ => None,
+            });
+        }
+        let mut source = std::error::Error::source(e);
+        while let Some(s) = source {
+            let tls = s.downcast_ref::<rustls::Error>().or_else(|| {
+                s.downcast_ref::<std::io::Error>()
+                    .and_then(std::io::Error::get_ref)
+                    .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+            });
+            if let Some(tls) = tls {
+                return Ok(matches!(
+                    tls,
+                    rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented
+                )
+                .then_some(Hint::Certificate));
+            }
+            if let Some(io) = s.downcast_ref::<std::io::Error>() {
+                use std::io::ErrorKind;
+                return Ok(matches!(
+                    io.kind(),
+                    ErrorKind::ConnectionRefused
+                        | ErrorKind::TimedOut
+                        | ErrorKind::HostUnreachable
+                        | ErrorKind::NetworkUnreachable
+                        | ErrorKind::AddrNotAvailable
+                )
+                .then_some(Hint::Unreachable));
+            }
+            source = s.source();
+        }
+        Err(())
+    }
 }
 
 impl From<tokio_postgres::Error> for Refused {
     fn from(e: tokio_postgres::Error) -> Refused {
-        Refused::Failed(db_error(&e))
+        let hint = Hint::of(&e);
+        Refused::Failed(Failure {
+            message: db_error(&e),
+            unexplained: hint.is_err(),
+            hint: hint.unwrap_or(None),
+        })
     }
 }
 
 impl From<deadpool_postgres::PoolError> for Refused {
     fn from(e: deadpool_postgres::PoolError) -> Refused {
-        Refused::Failed(match e {
-            deadpool_postgres::PoolError::Backend(e) => db_error(&e),
-            deadpool_postgres::PoolError::Timeout(_) => {
-                format!("no connection to the server within {}s", DEADLINE.as_secs())
-            }
-            other => other.to_string(),
-        })
+        match e {
+            deadpool_postgres::PoolError::Backend(e) => Refused::from(e),
+            deadpool_postgres::PoolError::Timeout(_) => Refused::Failed(Failure {
+                message: format!("no connection to the server within {}s", DEADLINE.as_secs()),
+                hint: Some(Hint::Unreachable),
+                unexplained: false,
+            }),
+            other => Refused::Failed(Failure::new(other.to_string())),
+        }
     }
 }
 
 impl From<serde_json::Error> for Refused {
     fn from(e: serde_json::Error) -> Refused {
-        Refused::Failed(e.to_string())
+        Refused::Failed(Failure::new(e.to_string()))
     }
 }
 
@@ -130,26 +242,6 @@ fn db_error(e: &tokio_postgres::Error) -> String {
     text
 }
 
-/// What the server (or the handshake) said when the store was opened, with what to do about it
-/// when that is plain from the words.
-fn with_hint(message: String) -> String {
-    let has = |words: &str| message.contains(words);
-    let hint = if has("certificate") || has("UnknownIssuer") {
-        "check that `sslrootcert` names the CA that signed the server's certificate and, with sslmode=verify-full, that the URL's host is a name the certificate holds"
-    } else if has("password authentication failed") || has("password missing") {
-        "set the password in PGPASSWORD, or in the variable `store_password_env` names"
-    } else if has("pg_hba.conf") {
-        "the server's pg_hba.conf refuses this user, database or encryption: ask its administrator, or set sslmode=require when it wants TLS"
-    } else if has("database") && has("does not exist") {
-        "create the database first (createdb -O USER DB)"
-    } else if has("Connection refused") || has("timed out") || has("within") {
-        "check that PostgreSQL listens at the URL's host and port"
-    } else {
-        return message;
-    };
-    format!("{message}\n  = help: {hint}")
-}
-
 impl PgStore {
     /// Connects to `target` and brings its schema up to date (refusing a newer one). Writes are
     /// not fenced until the process joins the fleet (`join_fleet`).
@@ -159,6 +251,18 @@ impl PgStore {
             message,
         };
         let config = connect_config(target).map_err(opening)?;
+        // Without a password, a refusal the client cannot explain is most likely the server
+        // asking for one ("password missing").
+        let has_password = config.get_password().is_some();
+        let failed = |refused: Refused| match refused {
+            Refused::Failed(mut failure) => {
+                if failure.hint.is_none() && failure.unexplained && !has_password {
+                    failure.hint = Some(Hint::Password);
+                }
+                failure.with_hint()
+            }
+            other => format!("{other:?}"),
+        };
         let tls = tls::MakeRustls::for_target(target).map_err(opening)?;
         let manager = deadpool_postgres::Manager::from_config(
             config,
@@ -214,9 +318,8 @@ impl PgStore {
                 found,
                 known: schema::VERSION,
             }),
-            Ok(Err(schema::Refused::Failed(e))) => Err(opening(with_hint(db_error(&e)))),
-            Err(Refused::Failed(message)) => Err(opening(with_hint(message))),
-            Err(other) => Err(opening(format!("{other:?}"))),
+            Ok(Err(schema::Refused::Failed(e))) => Err(opening(failed(Refused::from(e)))),
+            Err(refused) => Err(opening(failed(refused))),
         }
     }
 
@@ -321,7 +424,9 @@ impl PgStore {
     /// A connection from the pool, for one operation.
     async fn client(&self) -> Result<deadpool_postgres::Object, Refused> {
         if self.inner.closed.load(Ordering::Acquire) {
-            return Err(Refused::Failed("the store is closed".to_owned()));
+            return Err(Refused::Failed(Failure::new(
+                "the store is closed".to_owned(),
+            )));
         }
         Ok(self.inner.pool.get().await?)
     }
@@ -382,7 +487,10 @@ impl PgStore {
             Refused::Deposed => StoreError::Deposed {
                 at: self.inner.target.url.clone(),
             },
-            Refused::Failed(message) => StoreError::Write { path: at, message },
+            Refused::Failed(failure) => StoreError::Write {
+                path: at,
+                message: failure.message,
+            },
         }
     }
 
@@ -425,10 +533,11 @@ impl PgStore {
 async fn within<T>(work: impl Future<Output = Result<T, Refused>>) -> Result<T, Refused> {
     match tokio::time::timeout(DEADLINE, work).await {
         Ok(done) => done,
-        Err(_) => Err(Refused::Failed(format!(
-            "no answer from the server within {}s",
-            DEADLINE.as_secs()
-        ))),
+        Err(_) => Err(Refused::Failed(Failure {
+            message: format!("no answer from the server within {}s", DEADLINE.as_secs()),
+            hint: Some(Hint::Unreachable),
+            unexplained: false,
+        })),
     }
 }
 
@@ -485,37 +594,30 @@ mod tests;
 
 #[cfg(test)]
 mod hint_tests {
-    #[test]
-    fn a_refusal_at_open_gets_the_hint_its_words_call_for() {
-        for (said, hint) in [
-            (
-                "invalid peer certificate: UnknownIssuer",
-                Some("sslrootcert"),
-            ),
-            (
-                "FATAL: password authentication failed for user \"u\"",
-                Some("PGPASSWORD"),
-            ),
-            (
-                "FATAL: pg_hba.conf rejects connection for host",
-                Some("pg_hba.conf refuses"),
-            ),
-            ("FATAL: database \"x\" does not exist", Some("createdb")),
-            (
-                "error connecting to server: Connection refused (os error 111)",
-                Some("listens"),
-            ),
-            ("something else entirely", None),
-        ] {
-            let out = super::with_hint(said.to_owned());
-            assert!(out.starts_with(said), "{out}");
-            match hint {
-                Some(hint) => assert!(
-                    out.contains("= help: ") && out.contains(hint),
-                    "{said}: {out}"
-                ),
-                None => assert_eq!(out, said),
-            }
-        }
+    use super::{Failure, Hint, Refused};
+
+    /// The hints by SQLSTATE and certificate are measured against a real server (tests/cli
+    /// fleet.rs); here, the error under the client's when nothing listens, and the help line.
+    #[tokio::test]
+    async fn nothing_listening_is_told_to_check_the_address_and_the_help_is_its_own_line() {
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let url = format!("postgres://u@127.0.0.1:{port}/db?connect_timeout=5");
+        let e = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .err()
+            .expect("nothing listens");
+        assert_eq!(Hint::of(&e), Ok(Some(Hint::Unreachable)), "{e}");
+        let Refused::Failed(failure) = Refused::from(e) else {
+            panic!("a failure")
+        };
+        let shown = failure.with_hint();
+        assert!(
+            shown.ends_with("\n  = help: check that PostgreSQL listens at the URL's host and port"),
+            "{shown}"
+        );
+        assert_eq!(Failure::new("as said".to_owned()).with_hint(), "as said");
     }
 }

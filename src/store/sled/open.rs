@@ -40,10 +40,7 @@ pub(super) fn claim(path: &Path) -> Result<Claim, StoreError> {
             _file: file,
             created: created.then_some(file_path),
         }),
-        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::InUse {
-            path: path.to_owned(),
-            holder: holder_of(path),
-        }),
+        Err(std::fs::TryLockError::WouldBlock) => Err(in_use(path.to_owned())),
         Err(std::fs::TryLockError::Error(e)) => Err(io(e)),
     }
 }
@@ -67,11 +64,17 @@ impl Claim {
     }
 }
 
-fn holder_of(path: &Path) -> String {
-    std::fs::read_to_string(path.join(HOLDER_FILE)).map_or_else(
+/// The store is locked: by whom, as its holder file says.
+fn in_use(path: PathBuf) -> StoreError {
+    let holder = std::fs::read_to_string(path.join(HOLDER_FILE)).map_or_else(
         |_| "another modelpin process".to_owned(),
         |t| t.trim().to_owned(),
-    )
+    );
+    StoreError::InUse {
+        by: Holder::named_in(&holder),
+        path,
+        holder,
+    }
 }
 
 /// Opens the store at start: the header compared with sled's files before sled touches them
@@ -218,8 +221,7 @@ fn classify_io(path: &Path, io: &std::io::Error) -> StoreError {
         || message.contains("could not acquire lock")
         || message.contains("Resource temporarily unavailable");
     if locked {
-        let holder = holder_of(&path);
-        return StoreError::InUse { path, holder };
+        return in_use(path);
     }
     match io.kind() {
         std::io::ErrorKind::StorageFull => StoreError::Full { path, message },

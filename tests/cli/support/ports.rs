@@ -39,6 +39,10 @@ impl ClosedPort {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// Starts listening on the held port; needs a tokio runtime.
     pub fn listen(self) -> tokio::net::TcpListener {
         self.socket.listen(1024).expect("listen on a held port")
