@@ -15,7 +15,10 @@ pub fn run(cli: &Cli) -> Exit {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            eprintln!(
+                "{}",
+                crate::problem::Problem::new(format!("cannot start the async runtime: {e}"))
+            );
             return Exit::Error;
         }
     };
@@ -24,7 +27,7 @@ pub fn run(cli: &Cli) -> Exit {
         Ok(code) => code,
         Err(error) => {
             let mut stderr = std::io::stderr().lock();
-            let _ = writeln!(stderr, "{error}");
+            let _ = writeln!(stderr, "{}", error.render());
             Exit::Error
         }
     }

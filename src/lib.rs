@@ -23,6 +23,7 @@ pub(crate) mod fixtures;
 pub(crate) mod lifecycle;
 pub(crate) mod lock;
 pub(crate) mod logging;
+pub(crate) mod problem;
 pub mod provider;
 pub(crate) mod redact;
 pub(crate) mod report;

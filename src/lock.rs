@@ -132,28 +132,43 @@ pub struct LockedProbe {
 
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
-    #[error("error: cannot read {path}: {source}")]
+    #[error("cannot read {path}: {source}")]
     Read {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error(
-        "error: {path} is not a valid modelpin.lock: {message}\n  = help: `modelpin lock` records a fresh baseline; it keeps the unreadable file as {path}.unreadable-<time>"
-    )]
+    #[error("{path} is not a valid modelpin.lock: {message}")]
     Invalid { path: PathBuf, message: String },
     #[error(
-        "error: {path} has merge conflict markers at line {line}: resolve them (or run `modelpin lock` to record afresh)\n  = help: keep one side of each conflict (`<<<<<<<` … `=======` … `>>>>>>>`), or run `modelpin lock --pin ID` for the pins the two sides disagree on; other pins' baselines are kept"
+        "{path} has merge conflict markers at line {line}: resolve them (or run `modelpin lock` to record afresh)"
     )]
     Conflict { path: PathBuf, line: usize },
-    #[error(
-        "error: {path} is not read: {why}\n  = help: the lock must be a regular file; a symlink may not lead out of its directory"
-    )]
+    #[error("{path} is not read: {why}")]
     Refused { path: PathBuf, why: String },
-    #[error("error: cannot write {path}: {source}")]
+    #[error("cannot write {path}: {source}")]
     Write {
         path: PathBuf,
         source: std::io::Error,
     },
+}
+
+impl crate::problem::Explain for LockError {
+    fn help(&self) -> Option<String> {
+        match self {
+            LockError::Invalid { path, .. } => Some(format!(
+                "`modelpin lock` records a fresh baseline; it keeps the unreadable file as {}.unreadable-<time>",
+                path.display()
+            )),
+            LockError::Conflict { .. } => Some(
+                "keep one side of each conflict (`<<<<<<<` … `=======` … `>>>>>>>`), or run `modelpin lock --pin ID` for the pins the two sides disagree on; other pins' baselines are kept".to_owned(),
+            ),
+            LockError::Refused { .. } => Some(
+                "the lock must be a regular file; a symlink may not lead out of its directory"
+                    .to_owned(),
+            ),
+            LockError::Read { .. } | LockError::Write { .. } => None,
+        }
+    }
 }
 
 /// A lock read from disk, with the digest of its bytes.
@@ -493,6 +508,7 @@ pub fn digest(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::problem::Explain as _;
 
     fn sample() -> Lock {
         let probe = LockedProbe {
@@ -607,9 +623,9 @@ mod tests {
         assert!(read(&dir.path().join("none.lock")).unwrap().is_none());
         let path = dir.path().join("bad.lock");
         std::fs::write(&path, "{ not json").unwrap();
-        let err = read(&path).unwrap_err().to_string();
+        let err = read(&path).unwrap_err().problem().to_string();
         assert!(
-            err.contains("is not a valid modelpin.lock") && err.contains("modelpin lock"),
+            err.contains("is not a valid modelpin.lock") && err.contains("= help: `modelpin lock`"),
             "{err}"
         );
     }

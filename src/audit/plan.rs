@@ -18,10 +18,20 @@ pub enum AuditError {
         config: String,
         known: String,
     },
-    #[error(
-        "pin `{id}` in {config} names no probes, so nothing could be measured for it\n  = help: add `probes = [\"probes/*.toml\"]` to the pin (`modelpin init` writes example probes)"
-    )]
+    #[error("pin `{id}` in {config} names no probes, so nothing could be measured for it")]
     NoProbes { id: String, config: String },
+}
+
+impl crate::problem::Explain for AuditError {
+    fn help(&self) -> Option<String> {
+        match self {
+            AuditError::UnknownPin { .. } => None,
+            AuditError::NoProbes { .. } => Some(
+                "add `probes = [\"probes/*.toml\"]` to the pin (`modelpin init` writes example probes)"
+                    .to_owned(),
+            ),
+        }
+    }
 }
 
 /// The pins named on the command line, in config order; all when none are named.

@@ -112,7 +112,7 @@ pub async fn run(config_path: &Path, options: &CheckArgs, out: Output) -> Result
     if options.notify
         && let Err(e) = crate::cmd::alerts::notify(&config, &report, out).await
     {
-        eprintln!("{e}");
+        eprintln!("{}", e.render());
         report.exit_code = Exit::Error;
     }
     let human =

@@ -1,5 +1,8 @@
 //! The one error type of the commands: the tool itself failed (as opposed to a model drifting,
-//! which is a finding). `app` prints it and maps it to the exit code; each command only returns it.
+//! which is a finding). `app` prints it (`render`) and maps it to the exit code; each command
+//! only returns it.
+
+use crate::problem::{Explain, Problem};
 
 /// The tool itself failed (as opposed to a model drifting, which is a finding).
 #[derive(Debug, thiserror::Error)]
@@ -10,12 +13,34 @@ pub enum AppError {
     Lock(#[from] crate::lock::LockError),
     #[error("{0}")]
     Store(#[from] crate::store::StoreError),
-    #[error("error: {0}")]
+    #[error("{0}")]
     Usage(String),
-    #[error("error: {0}")]
+    #[error("{0}")]
     Audit(#[from] crate::audit::plan::AuditError),
     #[error("{0}")]
     Daemon(#[from] crate::daemon::DaemonError),
-    #[error("error: {0}")]
+    #[error("{0}")]
     Io(String),
+    /// Said with what is known about it and what to do.
+    #[error("{}", .0.message)]
+    Explained(Problem),
+}
+
+impl AppError {
+    /// As the user reads it, the one way every command's error is shown: a config's own
+    /// diagnostics (they point at file, line and column), else `error:`, notes and help.
+    #[must_use]
+    pub fn render(&self) -> String {
+        match self {
+            AppError::Config(e) => e.to_string(),
+            AppError::Daemon(e) => e.render(),
+            AppError::Lock(e) => e.problem().to_string(),
+            AppError::Store(e) => e.problem().to_string(),
+            AppError::Audit(e) => e.problem().to_string(),
+            AppError::Usage(message) | AppError::Io(message) => {
+                Problem::new(message.as_str()).to_string()
+            }
+            AppError::Explained(problem) => problem.to_string(),
+        }
+    }
 }

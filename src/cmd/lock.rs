@@ -12,6 +12,7 @@ use crate::cmd::{Output, transport_for};
 use crate::config::Config;
 use crate::exit::Exit;
 use crate::lock::{LOCK_VERSION, LoadedLock, Lock, LockError};
+use crate::problem::Problem;
 
 /// Exit 0 when every selected pin was recorded, 1 when a pinned model does not exist, 3 when a
 /// pin could not be measured (its previous baseline, if any, is kept).
@@ -118,23 +119,28 @@ fn recover_previous(
         .filter(|id| !relocked(id))
         .collect();
     if !selected.is_empty() && recovered.unknown {
-        return Err(AppError::Usage(format!(
-            "{error}\n  = note: its pins cannot be read at all, so `lock --pin` would drop the baselines of every other pin it holds\n  = help: fix the file, or run `modelpin lock` (every pin) to record all baselines afresh; the unreadable file is then kept aside"
-        )));
+        return Err(AppError::Explained(
+            Problem::new(error.to_string())
+                .note("its pins cannot be read at all, so `lock --pin` would drop the baselines of every other pin it holds")
+                .help("fix the file, or run `modelpin lock` (every pin) to record all baselines afresh; the unreadable file is then kept aside"),
+        ));
     }
     if !lost.is_empty() {
         let ids: Vec<&str> = lost.iter().map(|s| s.as_str()).collect();
         let flags: Vec<String> = ids.iter().map(|id| format!("--pin {id}")).collect();
-        return Err(AppError::Usage(format!(
-            "{error}\n  = note: the baselines of {} cannot be read back (damaged, or the two sides of a conflict disagree); re-locking only the pins asked for would drop them\n  = help: resolve the file, or re-lock those pins too: `modelpin lock {} {}`",
-            ids.join(", "),
-            selected
-                .iter()
-                .map(|id| format!("--pin {id}"))
-                .collect::<Vec<_>>()
-                .join(" "),
-            flags.join(" ")
-        )));
+        let asked: Vec<String> = selected.iter().map(|id| format!("--pin {id}")).collect();
+        return Err(AppError::Explained(
+            Problem::new(error.to_string())
+                .note(format!(
+                    "the baselines of {} cannot be read back (damaged, or the two sides of a conflict disagree); re-locking only the pins asked for would drop them",
+                    ids.join(", ")
+                ))
+                .help(format!(
+                    "resolve the file, or re-lock those pins too: `modelpin lock {} {}`",
+                    asked.join(" "),
+                    flags.join(" ")
+                )),
+        ));
     }
     let aside = crate::lock::set_aside(path).map_err(|e| {
         AppError::Io(format!(
@@ -146,7 +152,7 @@ fn recover_previous(
     out.progress(&format!(
         "warning: {} was unreadable ({}); kept as {}; recording a new baseline, with the baselines it still holds ({})",
         path.display(),
-        first_line(&error.to_string()),
+        error,
         aside.display(),
         if kept.is_empty() {
             "none".to_owned()
@@ -163,9 +169,4 @@ fn recover_previous(
         },
         digest: String::new(),
     })
-}
-
-fn first_line(text: &str) -> &str {
-    let line = text.lines().next().unwrap_or_default();
-    line.strip_prefix("error: ").unwrap_or(line)
 }

@@ -100,12 +100,17 @@ pub fn guard_spend(
     if let Some(cap) = cap
         && estimate.usd > cap
     {
-        return Err(AppError::Usage(format!(
-            "the plan ({}) is estimated at ${:.4}, over the spend cap of ${cap:.2} per audit; nothing was sent\nhelp: raise the cap for this run with `--max-cost {:.2}`, or set `max_cost_usd` in [settings]; lower `samples` to spend less",
-            crate::words::count(estimate.calls, "call"),
-            estimate.usd,
-            (estimate.usd * 1.2).max(0.01)
-        )));
+        return Err(AppError::Explained(
+            crate::problem::Problem::new(format!(
+                "the plan ({}) is estimated at ${:.4}, over the spend cap of ${cap:.2} per audit; nothing was sent",
+                crate::words::count(estimate.calls, "call"),
+                estimate.usd,
+            ))
+            .help(format!(
+                "raise the cap for this run with `--max-cost {:.2}`, or set `max_cost_usd` in [settings]; lower `samples` to spend less",
+                (estimate.usd * 1.2).max(0.01)
+            )),
+        ));
     }
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     if yes || !interactive || out.quiet || estimate.calls <= CONFIRM_ABOVE_CALLS {

@@ -35,12 +35,15 @@ pub async fn copy(src: &str, dst: &str, out: Output) -> Result<Exit, AppError> {
     source.close().await?;
     let contents = contents?;
     if contents.unreadable > 0 {
-        return Err(AppError::Io(format!(
-            "{from} holds {} audits, alert states or outbox entries that do not decode; nothing \
-             was copied, as the copy would leave them behind\n  = help: keep {from}, and report \
-             the store's damage; `modelpin history` there shows what still reads",
-            contents.unreadable
-        )));
+        return Err(AppError::Explained(
+            crate::problem::Problem::new(format!(
+                "{from} holds {} audits, alert states or outbox entries that do not decode; nothing was copied, as the copy would leave them behind",
+                contents.unreadable
+            ))
+            .help(format!(
+                "keep {from}, and report the store's damage; `modelpin history` there shows what still reads"
+            )),
+        ));
     }
     let copied = contents.counts();
     out.progress(&format!("read {copied} from {from}"));

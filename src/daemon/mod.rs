@@ -55,8 +55,21 @@ pub enum DaemonError {
     Config(#[from] crate::config::ConfigError),
     #[error("{0}")]
     Store(#[from] crate::store::StoreError),
-    #[error("error: {0}")]
+    #[error("{0}")]
     Io(String),
+}
+
+impl DaemonError {
+    /// As the user reads it: a config's own diagnostics (file, line, column), or one problem.
+    #[must_use]
+    pub fn render(&self) -> String {
+        use crate::problem::Explain as _;
+        match self {
+            DaemonError::Config(e) => e.to_string(),
+            DaemonError::Store(e) => e.problem().to_string(),
+            DaemonError::Io(message) => crate::problem::Problem::new(message.as_str()).to_string(),
+        }
+    }
 }
 
 /// Runs the daemon until SIGTERM or SIGINT; `Exit::Error` when it could not stop cleanly.

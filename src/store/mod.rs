@@ -101,6 +101,7 @@ impl Store {
             .map_err(|e| StoreError::Io {
                 path: path.to_owned(),
                 message: e.to_string(),
+                help: None,
             })?
             .map(Store::Sled)
     }
@@ -180,6 +181,7 @@ impl Store {
                         return Err(StoreError::Io {
                             path: path.clone(),
                             message: format!("cannot move the store aside: {io}"),
+                            help: None,
                         });
                     }
                 };

@@ -110,12 +110,9 @@ impl Failure {
         }
     }
 
-    /// The message, with its hint on a `help:` line.
-    fn with_hint(self) -> String {
-        match self.hint {
-            Some(hint) => format!("{}\n  = help: {}", self.message, hint.text()),
-            None => self.message,
-        }
+    /// The message, and what to do when the hint says.
+    fn explained(self) -> (String, Option<String>) {
+        (self.message, self.hint.map(|h| h.text().to_owned()))
     }
 }
 
@@ -246,10 +243,12 @@ impl PgStore {
     /// Connects to `target` and brings its schema up to date (refusing a newer one). Writes are
     /// not fenced until the process joins the fleet (`join_fleet`).
     pub async fn open(target: &Target, holder: Holder) -> Result<PgStore, StoreError> {
-        let opening = |message: String| StoreError::Io {
+        let explained = |(message, help): (String, Option<String>)| StoreError::Io {
             path: PathBuf::from(&target.url),
             message,
+            help,
         };
+        let opening = |message: String| explained((message, None));
         let config = connect_config(target).map_err(opening)?;
         // Without a password, a refusal the client cannot explain is most likely the server
         // asking for one ("password missing").
@@ -259,9 +258,9 @@ impl PgStore {
                 if failure.hint.is_none() && failure.unexplained && !has_password {
                     failure.hint = Some(Hint::Password);
                 }
-                failure.with_hint()
+                failure.explained()
             }
-            other => format!("{other:?}"),
+            other => (format!("{other:?}"), None),
         };
         let tls = tls::MakeRustls::for_target(target).map_err(opening)?;
         let manager = deadpool_postgres::Manager::from_config(
@@ -318,8 +317,8 @@ impl PgStore {
                 found,
                 known: schema::VERSION,
             }),
-            Ok(Err(schema::Refused::Failed(e))) => Err(opening(failed(Refused::from(e)))),
-            Err(refused) => Err(opening(failed(refused))),
+            Ok(Err(schema::Refused::Failed(e))) => Err(explained(failed(Refused::from(e)))),
+            Err(refused) => Err(explained(failed(refused))),
         }
     }
 
@@ -613,11 +612,14 @@ mod hint_tests {
         let Refused::Failed(failure) = Refused::from(e) else {
             panic!("a failure")
         };
-        let shown = failure.with_hint();
-        assert!(
-            shown.ends_with("\n  = help: check that PostgreSQL listens at the URL's host and port"),
-            "{shown}"
+        let (_, help) = failure.explained();
+        assert_eq!(
+            help.as_deref(),
+            Some("check that PostgreSQL listens at the URL's host and port")
         );
-        assert_eq!(Failure::new("as said".to_owned()).with_hint(), "as said");
+        assert_eq!(
+            Failure::new("as said".to_owned()).explained(),
+            ("as said".to_owned(), None)
+        );
     }
 }

@@ -231,7 +231,11 @@ fn classify_io(path: &Path, io: &std::io::Error) -> StoreError {
         std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof => {
             StoreError::Corrupt { path, message }
         }
-        _ => StoreError::Io { path, message },
+        _ => StoreError::Io {
+            path,
+            message,
+            help: None,
+        },
     }
 }
 
@@ -263,6 +267,7 @@ pub fn reset(path: &Path) -> std::io::Result<Option<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::problem::Explain as _;
     use crate::store::sled::SledStore;
 
     #[test]
@@ -276,6 +281,7 @@ mod tests {
         std::fs::write(garbage.join("db"), b"\xff\xfe not a sled database").unwrap();
         let err = SledStore::open(&garbage, Holder::Daemon)
             .unwrap_err()
+            .problem()
             .to_string();
         assert!(
             err.contains("is damaged") && err.contains("--reset-store"),
@@ -295,13 +301,16 @@ mod tests {
             (ErrorKind::NotFound, "cannot be opened", false),
         ];
         for (kind, says, reset) in cases {
-            let text = classify(path, &sled::Error::Io(Error::new(kind, "x"))).to_string();
+            let text = classify(path, &sled::Error::Io(Error::new(kind, "x")))
+                .problem()
+                .to_string();
             assert!(text.contains(says), "{kind:?}: {text}");
             assert_eq!(text.contains("--reset-store"), reset, "{kind:?}: {text}");
         }
         let corrupt = sled::Error::Corruption { at: None, bt: () };
         assert!(
             classify(path, &corrupt)
+                .problem()
                 .to_string()
                 .contains("--reset-store")
         );
