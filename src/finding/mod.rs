@@ -5,6 +5,7 @@
 
 pub mod action;
 pub mod evidence;
+pub mod headline;
 pub mod moved;
 pub mod reason;
 
