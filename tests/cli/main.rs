@@ -30,6 +30,7 @@ mod hostile_setup;
 mod ids;
 mod image;
 mod interrupt;
+mod layers;
 mod lifecycle;
 mod litellm;
 mod lockfile;

@@ -96,6 +96,59 @@ fn the_packed_archive_holds_the_binary_and_both_licenses_and_packs_the_same_twic
     );
 }
 
+/// Every document in the archive, unpacked as a user finds it: each relative link (and image)
+/// names a file the archive holds, so the README's links do not lead nowhere.
+#[test]
+fn every_link_of_the_unpacked_documents_resolves_inside_the_archive() {
+    let test = Test::new();
+    let out = release(test.dir.path());
+    let unpacked = test.path("unpacked");
+    std::fs::create_dir(&unpacked).unwrap();
+    ok(&run(Command::new("tar")
+        .arg("-xzf")
+        .arg(out.join(format!("modelpin-{}.tar.gz", target())))
+        .arg("-C")
+        .arg(&unpacked)));
+    let root = unpacked
+        .join(format!("modelpin-{}", target()))
+        .canonicalize()
+        .unwrap();
+    let mut documents = Vec::new();
+    let mut dirs = vec![root.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                documents.push(path);
+            }
+        }
+    }
+    let mut checked = 0;
+    for document in &documents {
+        let markdown = std::fs::read_to_string(document).unwrap();
+        for (line, target) in crate::support::markdown::links(&markdown) {
+            let file = target.split('#').next().unwrap_or_default();
+            if file.is_empty() {
+                continue;
+            }
+            let linked = document.parent().unwrap().join(file).canonicalize();
+            assert!(
+                linked.is_ok_and(|l| l.starts_with(&root)),
+                "{}:{line}: `{target}` is not in the archive",
+                document.strip_prefix(&root).unwrap().display()
+            );
+            checked += 1;
+        }
+    }
+    assert!(
+        documents.len() > 10 && checked > 50,
+        "{} documents, {checked} links: the archive lost its docs",
+        documents.len()
+    );
+}
+
 #[test]
 fn install_sh_installs_the_archive_for_this_platform_after_checking_its_sum() {
     let test = Test::new();
