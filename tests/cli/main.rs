@@ -41,6 +41,7 @@ mod outages;
 mod pair;
 mod real_model;
 mod real_model_server;
+mod reference;
 mod refused;
 mod release;
 mod retry;
