@@ -124,7 +124,7 @@ pub async fn run(config_path: &Path, options: &CheckArgs, out: Output) -> Result
     match &options.output {
         Some(path) => {
             std::fs::write(path, &text)
-                .map_err(|e| AppError::Io(format!("cannot write {}: {e}", path.display())))?;
+                .map_err(|e| AppError::io(format!("cannot write {}", path.display()), e))?;
             crate::cmd::emit(&human(&report));
         }
         None => crate::cmd::emit(&text),

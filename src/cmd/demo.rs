@@ -54,7 +54,7 @@ impl Place {
         let Some(dir) = keep else {
             return tempfile::tempdir()
                 .map(Place::Temporary)
-                .map_err(|e| AppError::Io(format!("cannot create a temporary directory: {e}")));
+                .map_err(|e| AppError::io("cannot create a temporary directory", e));
         };
         // Never overwrite a project: the demo writes pins.toml, probes/ and modelpin.lock.
         if let Some(taken) = ["pins.toml", "modelpin.lock", "probes"]
@@ -69,7 +69,7 @@ impl Place {
             )));
         }
         std::fs::create_dir_all(dir)
-            .map_err(|e| AppError::Io(format!("cannot create {}: {e}", dir.display())))?;
+            .map_err(|e| AppError::io(format!("cannot create {}", dir.display()), e))?;
         Ok(Place::Kept(dir.to_owned()))
     }
 
@@ -85,7 +85,7 @@ pub async fn run(out: Output, keep: Option<&Path>) -> Result<Exit, AppError> {
     let dir = Place::new(keep)?;
     let sim = Simulator::start(demo_world::before())
         .await
-        .map_err(|e| AppError::Io(format!("cannot start the simulator on loopback: {e}")))?;
+        .map_err(|e| AppError::io("cannot start the simulator on loopback", e))?;
     let today = Utc::now().date_naive();
     let ahead = today + chrono::Duration::days(30);
     let config = project(dir.path(), &sim, ahead)?;
@@ -265,7 +265,7 @@ fn write_project(
         let path = dir.join(name);
         std::fs::create_dir_all(path.parent().unwrap_or(dir))
             .and_then(|()| std::fs::write(&path, text))
-            .map_err(|e| AppError::Io(format!("cannot write {}: {e}", path.display())))
+            .map_err(|e| AppError::io(format!("cannot write {}", path.display()), e))
     };
     for (name, text) in init::EXAMPLE
         .iter()

@@ -95,10 +95,13 @@ fn writable(path: &Path) -> bool {
 /// The store's files copied into a new temporary directory (removed when dropped).
 fn read_only_copy(path: &Path) -> Result<tempfile::TempDir, AppError> {
     let fail = |e: std::io::Error| {
-        AppError::Io(format!(
-            "the store at {} is read-only to this user and could not be copied to read it: {e}",
-            path.display()
-        ))
+        AppError::io(
+            format!(
+                "the store at {} is read-only to this user and could not be copied to read it",
+                path.display()
+            ),
+            e,
+        )
     };
     let dir = tempfile::tempdir().map_err(fail)?;
     copy_tree(path, dir.path()).map_err(fail)?;
@@ -149,7 +152,7 @@ async fn from_daemon(
     let addr = settings.metrics;
     let base = format!("http://{addr}");
     let fail = |e: &dyn std::fmt::Display| {
-        AppError::Io(format!(
+        AppError::Failed(format!(
             "the store is in use by the daemon and its endpoint {base}/api/history did not answer: {e}"
         ))
     };

@@ -58,10 +58,10 @@ pub fn run(config_path: &Path, force: bool, out: Output) -> Result<Exit, AppErro
     for (path, text) in &targets {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
-                .map_err(|e| AppError::Io(format!("cannot create {}: {e}", parent.display())))?;
+                .map_err(|e| AppError::io(format!("cannot create {}", parent.display()), e))?;
         }
         std::fs::write(path, text)
-            .map_err(|e| AppError::Io(format!("cannot write {}: {e}", path.display())))?;
+            .map_err(|e| AppError::io(format!("cannot write {}", path.display()), e))?;
         out.progress(&format!("wrote {}", path.display()));
     }
     out.progress("next: set the key variables named by api_key_env, then run `modelpin lock`");

@@ -142,10 +142,10 @@ fn config_dir(config_path: &Path) -> PathBuf {
 fn write(path: &Path, text: &str, out: Output) -> Result<(), AppError> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
-            .map_err(|e| AppError::Io(format!("cannot create {}: {e}", parent.display())))?;
+            .map_err(|e| AppError::io(format!("cannot create {}", parent.display()), e))?;
     }
     std::fs::write(path, text)
-        .map_err(|e| AppError::Io(format!("cannot write {}: {e}", path.display())))?;
+        .map_err(|e| AppError::io(format!("cannot write {}", path.display()), e))?;
     out.progress(&format!("wrote {}", path.display()));
     Ok(())
 }

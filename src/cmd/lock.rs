@@ -38,7 +38,7 @@ pub async fn lock_pins(config: &Config, options: &LockArgs, out: Output) -> Resu
         })
     })
     .await
-    .map_err(|e| AppError::Io(format!("waiting for the lock file: {e}")))??;
+    .map_err(|e| AppError::Failed(format!("waiting for the lock file: {e}")))??;
     crate::lock::check_writable(path)?;
     let previous = match crate::lock::read(path) {
         Ok(previous) => previous,
@@ -143,10 +143,10 @@ fn recover_previous(
         ));
     }
     let aside = crate::lock::set_aside(path).map_err(|e| {
-        AppError::Io(format!(
-            "cannot move the unreadable {} aside: {e}",
-            path.display()
-        ))
+        AppError::io(
+            format!("cannot move the unreadable {} aside", path.display()),
+            e,
+        )
     })?;
     let kept: Vec<&str> = recovered.pins.keys().map(String::as_str).collect();
     out.progress(&format!(

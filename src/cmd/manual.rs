@@ -46,7 +46,7 @@ pub fn completions(shell: clap_complete::Shell) -> Result<Exit, AppError> {
             &completer,
             &mut script,
         )
-        .map_err(|e| AppError::Io(format!("cannot write the completion script: {e}")))?;
+        .map_err(|e| AppError::io("cannot write the completion script", e))?;
     write_out(&script)
 }
 
@@ -56,11 +56,11 @@ pub fn man(command: Option<&str>, all: bool, out_dir: Option<&Path>) -> Result<E
     let pages = pages();
     if let Some(dir) = out_dir {
         std::fs::create_dir_all(dir)
-            .map_err(|e| AppError::Io(format!("cannot create {}: {e}", dir.display())))?;
+            .map_err(|e| AppError::io(format!("cannot create {}", dir.display()), e))?;
         for page in &pages {
             let path = dir.join(format!("{}.1", page_name(page)));
             std::fs::write(&path, render(page)?)
-                .map_err(|e| AppError::Io(format!("cannot write {}: {e}", path.display())))?;
+                .map_err(|e| AppError::io(format!("cannot write {}", path.display()), e))?;
         }
         return Ok(Exit::Ok);
     }
@@ -120,7 +120,7 @@ fn render(cmd: &clap::Command) -> Result<Vec<u8>, AppError> {
         .source(format!("modelpin {}", env!("CARGO_PKG_VERSION")))
         .manual("modelpin manual");
     let mut page = Vec::new();
-    let fail = |e: std::io::Error| AppError::Io(format!("cannot render the manual page: {e}"));
+    let fail = |e: std::io::Error| AppError::io("cannot render the manual page", e);
     man.render_title(&mut page).map_err(fail)?;
     man.render_name_section(&mut page).map_err(fail)?;
     man.render_synopsis_section(&mut page).map_err(fail)?;
@@ -281,6 +281,6 @@ fn write_out(bytes: &[u8]) -> Result<Exit, AppError> {
     stdout
         .write_all(bytes)
         .and_then(|()| stdout.flush())
-        .map_err(|e| AppError::Io(format!("cannot write to stdout: {e}")))?;
+        .map_err(|e| AppError::io("cannot write to stdout", e))?;
     Ok(Exit::Ok)
 }

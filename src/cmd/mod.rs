@@ -53,7 +53,7 @@ pub fn warn_config(config: &Config, out: Output) {
 
 /// The one transport of a command, as the config asks for it.
 pub fn transport_for(config: &Config) -> Result<Transport, AppError> {
-    Transport::for_config(config).map_err(|f| AppError::Io(f.message))
+    Transport::for_config(config).map_err(|f| AppError::Failed(f.message))
 }
 
 /// Says what an audit will do (`estimate`, the plan's), refuses it when the estimate passes

@@ -17,7 +17,7 @@ pub async fn run(scenario: &Path, listen: SocketAddr, out: Output) -> Result<Exi
         )));
     }
     let text = std::fs::read_to_string(scenario)
-        .map_err(|e| AppError::Io(format!("cannot read {}: {e}", scenario.display())))?;
+        .map_err(|e| AppError::io(format!("cannot read {}", scenario.display()), e))?;
     let scenario: Scenario = serde_json::from_str(&text).map_err(|e| {
         AppError::Usage(format!(
             "{} is not a valid scenario: {e}",
@@ -26,7 +26,7 @@ pub async fn run(scenario: &Path, listen: SocketAddr, out: Output) -> Result<Exi
     })?;
     let sim = Simulator::start_on(listen, scenario)
         .await
-        .map_err(|e| AppError::Io(format!("cannot listen on {listen}: {e}")))?;
+        .map_err(|e| AppError::io(format!("cannot listen on {listen}"), e))?;
     // The address goes to stdout so a script can read it; the rest is progress.
     crate::cmd::emit(&format!("{}\n", sim.addr()));
     for kind in ProviderKind::ALL {
@@ -34,6 +34,6 @@ pub async fn run(scenario: &Path, listen: SocketAddr, out: Output) -> Result<Exi
     }
     tokio::signal::ctrl_c()
         .await
-        .map_err(|e| AppError::Io(format!("cannot wait for Ctrl-C: {e}")))?;
+        .map_err(|e| AppError::io("cannot wait for Ctrl-C", e))?;
     Ok(Exit::Ok)
 }

@@ -64,7 +64,7 @@ pub async fn copy(src: &str, dst: &str, out: Output) -> Result<Exit, AppError> {
     let held = outcome?;
     closed?;
     if held != copied {
-        return Err(AppError::Io(format!(
+        return Err(AppError::Failed(format!(
             "the copy at {write_to} holds {held}, not the {copied} of {from}"
         )));
     }
@@ -95,10 +95,13 @@ fn partial_of(path: &std::path::Path) -> Result<PathBuf, AppError> {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => {
-            return Err(AppError::Io(format!(
-                "cannot clear an earlier copy cut short at {}: {e}",
-                partial.display()
-            )));
+            return Err(AppError::io(
+                format!(
+                    "cannot clear an earlier copy cut short at {}",
+                    partial.display()
+                ),
+                e,
+            ));
         }
     }
     Ok(partial)
@@ -108,14 +111,17 @@ fn partial_of(path: &std::path::Path) -> Result<PathBuf, AppError> {
 fn finish(partial: &std::path::Path, path: &std::path::Path) -> Result<(), AppError> {
     if path.is_dir() {
         std::fs::remove_dir(path)
-            .map_err(|e| AppError::Io(format!("cannot replace {}: {e}", path.display())))?;
+            .map_err(|e| AppError::io(format!("cannot replace {}", path.display()), e))?;
     }
     std::fs::rename(partial, path).map_err(|e| {
-        AppError::Io(format!(
-            "the copy is whole at {} but cannot be renamed to {}: {e}",
-            partial.display(),
-            path.display()
-        ))
+        AppError::io(
+            format!(
+                "the copy is whole at {} but cannot be renamed to {}",
+                partial.display(),
+                path.display()
+            ),
+            e,
+        )
     })
 }
 

@@ -107,8 +107,9 @@ fn unmatched_lines(pairs: &[(crate::traffic::Unmatched, u64)]) -> Vec<String> {
 
 /// One OTLP/JSON export request per file, or one per line (the Collector's file exporter).
 fn read_spans(file: &Path) -> Result<Extracted, AppError> {
-    let fail =
-        |e: &dyn std::fmt::Display| AppError::Io(format!("cannot read {}: {e}", file.display()));
+    let fail = |e: &dyn std::fmt::Display| {
+        AppError::Failed(format!("cannot read {}: {e}", file.display()))
+    };
     let size = std::fs::metadata(file).map_err(|e| fail(&e))?.len();
     if size > MAX_FILE {
         return Err(AppError::Usage(format!(

@@ -31,7 +31,7 @@ pub async fn serve(out: Output, keep: Option<&Path>, port: u16) -> Result<Exit, 
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     let sim = Simulator::start_controlled(addr, demo_world::before())
         .await
-        .map_err(|e| AppError::Io(cannot_listen(port, &e)))?;
+        .map_err(|e| AppError::Failed(cannot_listen(port, &e)))?;
     let retires_on = Utc::now().date_naive() + chrono::Duration::days(RETIRES_IN_DAYS);
     let config = project(dir.path(), &sim, retires_on)?;
     out.progress(&format!(
@@ -41,7 +41,7 @@ pub async fn serve(out: Output, keep: Option<&Path>, port: u16) -> Result<Exit, 
     let locked =
         crate::cmd::lock::lock_pins(&config, &crate::cli::LockArgs::default(), out).await?;
     if locked != Exit::Ok {
-        return Err(AppError::Io(format!(
+        return Err(AppError::Failed(format!(
             "the demo could not lock its own simulator (lock exited {}); nothing to serve",
             locked.code()
         )));
@@ -139,7 +139,7 @@ impl Stop {
     fn new() -> Result<Stop, AppError> {
         use tokio::signal::unix::{SignalKind, signal};
         let take = |kind: SignalKind, name: &str| {
-            signal(kind).map_err(|e| AppError::Io(format!("cannot listen for {name}: {e}")))
+            signal(kind).map_err(|e| AppError::io(format!("cannot listen for {name}"), e))
         };
         Ok(Stop {
             int: take(SignalKind::interrupt(), "SIGINT")?,
@@ -166,7 +166,7 @@ impl Stop {
             tokio::signal::ctrl_c()
                 .await
                 .map(|()| "interrupted")
-                .map_err(|e| AppError::Io(format!("cannot wait for Ctrl-C: {e}")))
+                .map_err(|e| AppError::io("cannot wait for Ctrl-C", e))
         }
     }
 }
