@@ -165,27 +165,8 @@ fn is_loopback(host: &str) -> bool {
 mod tests {
     use std::time::Duration;
 
-    use chrono::DateTime;
-
     use super::{EmailChannel, SmtpOutcome, send};
-    use crate::alert::{AlertStatus, Notification};
-
-    fn notification() -> Notification {
-        Notification {
-            id: "ntf_1".into(),
-            channel: "mail".into(),
-            pin: "bot".into(),
-            provider: "p".into(),
-            model: "m".into(),
-            status: AlertStatus::Firing,
-            alerts: Vec::new(),
-            created_at: DateTime::from_timestamp(0, 0).unwrap(),
-            test: false,
-            audit_id: None,
-            source: None,
-            url: None,
-        }
-    }
+    use crate::alert::tests::notification;
 
     async fn send_to(smtp: &str) -> SmtpOutcome {
         let to = ["ops@example.com".to_owned()];
@@ -196,7 +177,7 @@ mod tests {
             username: None,
             password: None,
         };
-        send(&channel, &notification(), Duration::from_secs(10)).await
+        send(&channel, &notification(Vec::new()), Duration::from_secs(10)).await
     }
 
     /// A server on loopback that greets, reads the client's first command and then hangs up:

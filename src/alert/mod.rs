@@ -262,7 +262,8 @@ mod tests {
         }
     }
 
-    fn notification(alerts: Vec<AlertItem>) -> Notification {
+    /// A firing notification of pin `bot` holding `alerts`, for the channel `mail`.
+    pub(super) fn notification(alerts: Vec<AlertItem>) -> Notification {
         Notification {
             id: "ntf_1".into(),
             channel: "mail".into(),
