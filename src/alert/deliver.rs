@@ -373,7 +373,7 @@ async fn run_pin(store: &Store, deliverer: &Deliverer, queue: Vec<Queued>) -> Ve
             result,
         });
         if let Err(e) = store.update_delivery(&queued, &entry).await {
-            tracing::error!(error = %e, notification = %entry.notification.id, "outbox update failed");
+            tracing::error!(error = %e, help = crate::problem::Explain::help(&e).as_deref(), notification = %entry.notification.id, "outbox update failed");
             break;
         }
         if result == DeliveryResult::Retried {

@@ -251,7 +251,7 @@ mod tests {
     fn alert(code: &str, action: Option<&str>) -> AlertItem {
         AlertItem {
             fingerprint: code.into(),
-            code: code.parse().expect("a finding code"),
+            code: AlertCode::from(code),
             severity: Some(Severity::Error),
             status: AlertStatus::Firing,
             message: String::new(),

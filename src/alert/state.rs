@@ -55,17 +55,17 @@ pub fn step(
         0
     };
     let current = alerting_findings(&pin.id, &pin.findings, streak);
-    let mut firing: BTreeMap<Code, AlertState> = BTreeMap::new();
-    let mut new: BTreeSet<Code> = BTreeSet::new();
+    let mut firing: BTreeMap<AlertCode, AlertState> = BTreeMap::new();
+    let mut new: BTreeSet<AlertCode> = BTreeSet::new();
     for (code, finding) in &current {
         let state = if let Some(known) = before.firing.get(code) {
             known.clone()
         } else {
-            new.insert(*code);
+            new.insert(code.clone());
             AlertState {
                 fingerprint: fingerprint(&record.alert_subject(), code.as_str()),
                 pin: pin.id.clone(),
-                code: *code,
+                code: code.clone(),
                 severity: finding.severity,
                 starts_at: now,
                 message: String::new(),
@@ -81,7 +81,7 @@ pub fn step(
             action: finding.action.clone(),
             ..state
         };
-        firing.insert(*code, state);
+        firing.insert(code.clone(), state);
     }
     let resolved: Vec<&AlertState> = before
         .firing
@@ -121,13 +121,14 @@ pub fn step(
 
 /// The findings that alert, by code: everything with a severity, and `inconclusive` once the
 /// streak is long enough.
-fn alerting_findings(pin: &str, findings: &[Finding], streak: u32) -> BTreeMap<Code, Finding> {
+fn alerting_findings(pin: &str, findings: &[Finding], streak: u32) -> BTreeMap<AlertCode, Finding> {
     let mut out = BTreeMap::new();
     for f in findings {
         if f.code.is_unmeasured() {
             continue;
         }
-        out.entry(f.code).or_insert_with(|| f.clone());
+        out.entry(AlertCode::Finding(f.code))
+            .or_insert_with(|| f.clone());
     }
     if streak >= INCONCLUSIVE_STREAK {
         let first = findings.iter().find(|f| f.code.is_unmeasured());
@@ -138,7 +139,7 @@ fn alerting_findings(pin: &str, findings: &[Finding], streak: u32) -> BTreeMap<C
             latest_action: first.and_then(|f| f.action.clone()),
         };
         let finding = Finding::new(&Evidence::Inconclusive(streak), pin);
-        out.insert(Code::Inconclusive, finding);
+        out.insert(AlertCode::Finding(Code::Inconclusive), finding);
     }
     out
 }
@@ -160,7 +161,7 @@ fn admits(channel: &AlertChannel, severity: Option<Severity>) -> bool {
 fn item(state: &AlertState, status: AlertStatus, ends_at: Option<DateTime<Utc>>) -> AlertItem {
     AlertItem {
         fingerprint: state.fingerprint.clone(),
-        code: AlertCode::Finding(state.code),
+        code: state.code.clone(),
         severity: state.severity,
         status,
         message: state.message.clone(),
@@ -290,7 +291,7 @@ mod tests {
         let s3 = step(&s2.state, &drift, &[&ch], at(61));
         assert_eq!(codes(&s3, "ops").len(), 2, "repeated after 60 s");
         assert_eq!(
-            s3.state.firing[&Code::ServedModelMismatch].starts_at,
+            s3.state.firing[&AlertCode::Finding(Code::ServedModelMismatch)].starts_at,
             at(0),
             "same alert, same start"
         );

@@ -71,6 +71,10 @@ pub fn has_baseline(lock: Option<&LoadedLock>, pin: &Pin) -> bool {
 pub async fn audit(plan: &Plan<'_>, lock: Option<&LoadedLock>, ctx: &Context<'_>) -> Audited {
     let started_at = verdict::now();
     let (config, request) = (plan.config, &plan.request);
+    debug_assert!(
+        plan.pins.iter().all(|pin| has_baseline(lock, pin)),
+        "a plan for this lock (Plan::for_audit) calls only pins with a baseline"
+    );
     // Lookups are advisory and must not hold an interrupted audit: on a signal they give way to
     // the built-in table and no provider signals.
     let facts = async {

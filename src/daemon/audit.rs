@@ -21,7 +21,7 @@ pub async fn audit_pin(daemon: &Daemon, pin: &str) {
     let lock = match daemon.lock_file(&config.settings.lockfile) {
         Ok(lock) => lock,
         Err(e) => {
-            tracing::error!(pin, error = %e, "cannot read the lock: auditing without a baseline");
+            tracing::error!(pin, error = %e, help = crate::problem::Explain::help(&e).as_deref(), "cannot read the lock: auditing without a baseline");
             Arc::new(None)
         }
     };

@@ -79,7 +79,7 @@ pub async fn commit(
         }
         pause(daemon, record, patience, wait).await?;
         if let Err(e) = daemon.store.recover(generation).await {
-            tracing::warn!(error = %e, "store not reopened yet");
+            tracing::warn!(error = %e, help = crate::problem::Explain::help(&e).as_deref(), "store not reopened yet");
         }
         wait = (wait * 2).min(LAST_RETRY);
     }
@@ -113,7 +113,14 @@ async fn attempt(
     };
     done.map_err(|e| match e {
         crate::store::StoreError::Deposed { .. } => Attempt::Deposed,
-        e => Attempt::Failed(e.to_string()),
+        e => {
+            use crate::problem::Explain as _;
+            let problem = e.problem();
+            Attempt::Failed(match problem.help {
+                Some(help) => format!("{} (help: {help})", problem.message),
+                None => problem.message,
+            })
+        }
     })
 }
 

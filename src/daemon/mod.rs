@@ -101,11 +101,11 @@ pub async fn run(
     // outbox and are sent after a restart), then upkeep and the listener.
     background.stop().await;
     if let Err(e) = daemon.store.flush().await {
-        tracing::error!(error = %e, "final flush failed");
+        tracing::error!(error = %e, help = crate::problem::Explain::help(&e).as_deref(), "final flush failed");
         return Ok(Exit::Error);
     }
     if let Err(e) = daemon.store.close().await {
-        tracing::error!(error = %e, "the store was flushed but its header not written: the next start checks it as after a crash");
+        tracing::error!(error = %e, help = crate::problem::Explain::help(&e).as_deref(), "the store was flushed but its header not written: the next start checks it as after a crash");
         return Ok(Exit::Error);
     }
     tracing::info!("daemon stopped");

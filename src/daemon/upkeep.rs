@@ -99,7 +99,9 @@ async fn prune(daemon: &Daemon) {
     match daemon.store.prune(cutoff).await {
         Ok(0) => {}
         Ok(n) => tracing::info!(removed = n, "pruned audit history past the retention"),
-        Err(e) => tracing::error!(error = %e, "pruning failed"),
+        Err(e) => {
+            tracing::error!(error = %e, help = crate::problem::Explain::help(&e).as_deref(), "pruning failed");
+        }
     }
     match daemon.store.prune_outbox(cutoff).await {
         Ok(0) => {}
@@ -107,7 +109,9 @@ async fn prune(daemon: &Daemon) {
             removed = n,
             "pruned finished notifications past the retention"
         ),
-        Err(e) => tracing::error!(error = %e, "pruning the outbox failed"),
+        Err(e) => {
+            tracing::error!(error = %e, help = crate::problem::Explain::help(&e).as_deref(), "pruning the outbox failed");
+        }
     }
 }
 

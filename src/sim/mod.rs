@@ -65,14 +65,14 @@ struct Shared {
 const MAX_DRAW_STREAMS: usize = 65_536;
 
 impl Shared {
-    /// The stream and position of the next answer drawn for `ask`. Each kind of request (the
-    /// same flavour, model, system message, prompt, `max_tokens` and `top_logprobs`) draws from
-    /// a stream of its own, so concurrent requests of other kinds cannot change which answers
+    /// The stream and position of the next answer drawn for `ask`, sent to `path`. Each kind
+    /// of request (the same path, model, system message, prompt, `max_tokens` and
+    /// `top_logprobs`) draws from a stream of its own, so concurrent requests of other kinds cannot change which answers
     /// it gets: a scenario with a fixed seed replays the same answers per request whatever the
     /// order its requests arrive in, and a run (the demo's) is the same run every time.
-    fn draw(&self, ask: &Ask) -> (u64, u64) {
-        let mut key = vec![ask.flavour as u8];
-        for part in [&ask.model, &ask.system, &ask.prompt] {
+    fn draw(&self, path: &str, ask: &Ask) -> (u64, u64) {
+        let mut key = Vec::new();
+        for part in [path, &ask.model, &ask.system, &ask.prompt] {
             key.extend_from_slice(part.as_bytes());
             key.push(0xff);
         }
@@ -257,7 +257,7 @@ async fn handle(
         .and_then(|v| wire::read_ask(flavour, url_model, &v));
     shared.note(SeenRequest {
         method: method.to_string(),
-        path,
+        path: path.clone(),
         model: ask.as_ref().map(|a| a.model.clone()),
     });
     let Some(ask) = ask else {
@@ -299,7 +299,7 @@ async fn handle(
         Some(other) => return faulty(flavour, &ask, other).await,
         None => Vec::new(),
     };
-    let draw = shared.draw(&ask);
+    let draw = shared.draw(&path, &ask);
     let answer = answer(&scenario, route, model, &ask, serial, draw);
     json_response(200, &answer, &extra)
 }
@@ -641,6 +641,8 @@ mod tests {
         }
     }
 
+    const PATH: &str = "/openrouter/api/v1/chat/completions";
+
     fn ask(prompt: &str, max_tokens: u64) -> Ask {
         Ask {
             flavour: Flavour::OpenRouter,
@@ -656,14 +658,14 @@ mod tests {
     fn each_kind_of_request_draws_from_its_own_stream_whatever_else_arrives_between() {
         let border = ask("Q: name a city", 1);
         let (alone, mixed) = (shared(), shared());
-        let from_alone: Vec<(u64, u64)> = (0..5).map(|_| alone.draw(&border)).collect();
+        let from_alone: Vec<(u64, u64)> = (0..5).map(|_| alone.draw(PATH, &border)).collect();
         let from_mixed: Vec<(u64, u64)> = (0..5)
             .map(|i| {
                 for _ in 0..i {
-                    mixed.draw(&ask("Q: name a city", 64));
-                    mixed.draw(&ask("Q: name a town", 1));
+                    mixed.draw(PATH, &ask("Q: name a city", 64));
+                    mixed.draw(PATH, &ask("Q: name a town", 1));
                 }
-                mixed.draw(&border)
+                mixed.draw(PATH, &border)
             })
             .collect();
         assert_eq!(from_alone, from_mixed);
@@ -685,9 +687,14 @@ mod tests {
             },
         ]
         .iter()
-        .map(|a| shared().draw(a).0)
+        .map(|a| shared().draw(PATH, a).0)
+        .chain([shared().draw("/compat/v1/chat/completions", &border).0])
         .collect();
-        assert_eq!(streams.len(), 5, "every field makes another stream");
+        assert_eq!(
+            streams.len(),
+            6,
+            "every field, and the path, makes another stream"
+        );
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::severity::Severity;
 pub struct AlertState {
     pub fingerprint: String,
     pub pin: String,
-    pub code: Code,
+    pub code: AlertCode,
     pub severity: Option<Severity>,
     pub starts_at: DateTime<Utc>,
     pub message: String,
@@ -34,7 +34,7 @@ pub struct AlertState {
 #[serde(deny_unknown_fields)]
 pub struct PinAlerts {
     /// Firing alerts by code.
-    pub firing: BTreeMap<Code, AlertState>,
+    pub firing: BTreeMap<AlertCode, AlertState>,
     pub inconclusive_streak: u32,
 }
 
@@ -57,20 +57,23 @@ pub struct AlertItem {
     pub ends_at: Option<DateTime<Utc>>,
 }
 
-/// What a notification's alert is about: a finding, or the one `modelpin alerts test` sends.
-/// Written as the finding's code, or `test`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// What an alert is about: a finding, or the one `modelpin alerts test` sends. Written as the
+/// finding's code, or `test`. A code this build does not know (written by a newer modelpin of
+/// the same fleet) is kept as it was written, so reading it loses no other alert's state.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum AlertCode {
     Finding(Code),
     Test,
+    Other(String),
 }
 
 impl AlertCode {
     #[must_use]
-    pub fn as_str(self) -> &'static str {
+    pub fn as_str(&self) -> &str {
         match self {
             AlertCode::Finding(code) => code.as_str(),
             AlertCode::Test => "test",
+            AlertCode::Other(text) => text,
         }
     }
 }
@@ -87,26 +90,21 @@ impl Serialize for AlertCode {
     }
 }
 
-impl std::str::FromStr for AlertCode {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<AlertCode, String> {
+impl From<&str> for AlertCode {
+    fn from(text: &str) -> AlertCode {
         if text == AlertCode::Test.as_str() {
-            return Ok(AlertCode::Test);
+            return AlertCode::Test;
         }
         Code::ALL
             .into_iter()
             .find(|code| code.as_str() == text)
-            .map(AlertCode::Finding)
-            .ok_or_else(|| format!("`{text}` is neither a finding code nor `test`"))
+            .map_or_else(|| AlertCode::Other(text.to_owned()), AlertCode::Finding)
     }
 }
 
 impl<'de> Deserialize<'de> for AlertCode {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        String::deserialize(deserializer)?
-            .parse()
-            .map_err(serde::de::Error::custom)
+        Ok(AlertCode::from(String::deserialize(deserializer)?.as_str()))
     }
 }
 
@@ -159,23 +157,26 @@ mod tests {
     use super::*;
 
     /// Stored state keeps its JSON shape: codes as their names, map keys included, and the test
-    /// notification's `test`; anything else is refused, never read as another code.
+    /// notification's `test`; a code this build does not know is kept as written, never read as
+    /// another code or dropped with the rest of the state.
     #[test]
     fn codes_are_stored_by_name_and_read_back() {
         let stored = r#"{"firing":{"served_model_mismatch":{"fingerprint":"f","pin":"p","code":"served_model_mismatch","severity":"error","starts_at":"2026-01-01T00:00:00Z","message":"m","evidence":null,"notified":{}}},"inconclusive_streak":0}"#;
         let state: PinAlerts = serde_json::from_str(stored).unwrap();
-        assert_eq!(
-            state.firing[&Code::ServedModelMismatch].code,
-            Code::ServedModelMismatch
-        );
+        let code = AlertCode::Finding(Code::ServedModelMismatch);
+        assert_eq!(state.firing[&code].code, code);
         assert_eq!(serde_json::to_string(&state).unwrap(), stored);
         for (text, code) in [
             ("\"test\"", AlertCode::Test),
             ("\"cost_changed\"", AlertCode::Finding(Code::CostChanged)),
+            // A newer modelpin's code: kept, written back as it was.
+            (
+                "\"code_of_2030\"",
+                AlertCode::Other("code_of_2030".to_owned()),
+            ),
         ] {
             assert_eq!(serde_json::from_str::<AlertCode>(text).unwrap(), code);
             assert_eq!(serde_json::to_string(&code).unwrap(), text);
         }
-        assert!(serde_json::from_str::<AlertCode>("\"no_such_code\"").is_err());
     }
 }

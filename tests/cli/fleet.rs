@@ -824,7 +824,7 @@ fn tls_modes_work_against_a_real_server_and_a_refusal_names_why_without_the_pass
             url("127.0.0.1", "sslmode=disable"),
             "",
             "pg_hba.conf",
-            "pg_hba.conf refuses",
+            "pg_hba.conf admits",
         ),
         (
             url("127.0.0.1", "sslmode=require"),

@@ -55,26 +55,64 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The file's production code: without its trailing `#[cfg(test)] mod tests { … }`.
-fn production(text: &str) -> &str {
-    ["#[cfg(test)]\nmod tests {", "#[cfg(test)]\nmod "]
-        .iter()
-        .filter_map(|marker| text.find(marker))
-        .min()
-        .map_or(text, |at| &text[..at])
+/// The file's production code: each `#[cfg(test)]` item taken out, a `mod x;` or `use …;` to
+/// its `;`, a body to its closing brace (counted; the rest of the file when they never balance).
+fn production(text: &str) -> String {
+    const MARK: &str = "#[cfg(test)]";
+    let mut kept = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(MARK) {
+        kept.push_str(&rest[..at]);
+        let item = &rest[at + MARK.len()..];
+        let semicolon = item.find(';');
+        let brace = item.find('{');
+        let end = match (semicolon, brace) {
+            (Some(s), b) if b.is_none_or(|b| s < b) => Some(s + 1),
+            (_, Some(open)) => {
+                let mut depth = 0usize;
+                item[open..].char_indices().find_map(|(i, c)| {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => depth = depth.saturating_sub(1),
+                        _ => return None,
+                    }
+                    (depth == 0).then_some(open + i + 1)
+                })
+            }
+            _ => None,
+        };
+        let Some(end) = end else {
+            return kept;
+        };
+        rest = &item[end..];
+    }
+    kept.push_str(rest);
+    kept
 }
 
-/// Every top-level module a file names as `crate::NAME`.
+/// Every top-level module a file names as `crate::NAME`, or inside `crate::{A, B::…}`.
 fn used(text: &str) -> Vec<&str> {
-    text.match_indices("crate::")
-        .filter_map(|(at, _)| {
-            let rest = &text[at + "crate::".len()..];
-            let end = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len());
-            (end > 0).then(|| &rest[..end])
-        })
-        .collect()
+    fn ident(s: &str) -> &str {
+        let s = s.trim_start();
+        let end = s
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(s.len());
+        &s[..end]
+    }
+    let mut names = Vec::new();
+    for (at, _) in text.match_indices("crate::") {
+        let rest = &text[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let inside = &group[..group.find('}').unwrap_or(group.len())];
+            names.extend(inside.split(',').map(ident).filter(|n| !n.is_empty()));
+        } else {
+            let name = ident(rest);
+            if !name.is_empty() {
+                names.push(name);
+            }
+        }
+    }
+    names
 }
 
 #[test]
@@ -107,7 +145,7 @@ fn no_module_uses_one_above_its_layer() {
             continue;
         };
         let text = std::fs::read_to_string(file).unwrap();
-        for other in used(production(&text)) {
+        for other in used(&production(&text)) {
             if other == TEST_MODULE {
                 continue;
             }

@@ -122,10 +122,14 @@ impl Failure {
 enum Hint {
     /// The server's certificate was refused.
     Certificate,
-    /// Password authentication failed (28P01), or the server wants a password none was given.
+    /// Password authentication failed (28P01).
     Password,
-    /// pg_hba.conf refuses this user, database or encryption (28000).
-    PgHba,
+    /// No password was given, and the client could not say what went wrong: the server may
+    /// want one (tokio-postgres's "password missing" carries no kind of its own).
+    NoPassword,
+    /// The server refuses this user here (28000): pg_hba.conf, or a role that does not exist or
+    /// may not log in.
+    Refused,
     /// No such database (3D000).
     Database,
     /// Nothing answered at the address, or not in time.
@@ -141,8 +145,11 @@ impl Hint {
             Hint::Password => {
                 "set the password in PGPASSWORD, or in the variable `store_password_env` names"
             }
-            Hint::PgHba => {
-                "the server's pg_hba.conf refuses this user, database or encryption: ask its administrator, or set sslmode=require when it wants TLS"
+            Hint::NoPassword => {
+                "no password was given: if the server asks for one, set it in PGPASSWORD or in the variable `store_password_env` names"
+            }
+            Hint::Refused => {
+                "check that the role exists and may log in, and that the server's pg_hba.conf admits this user, database and encryption (ask its administrator); set sslmode=require when it wants TLS"
             }
             Hint::Database => "create the database first (createdb -O USER DB)",
             Hint::Unreachable => "check that PostgreSQL listens at the URL's host and port",
@@ -156,7 +163,7 @@ impl Hint {
         if let Some(code) = e.code() {
             return Ok(match code {
                 c if *c == SqlState::INVALID_PASSWORD => Some(Hint::Password),
-                c if *c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION => Some(Hint::PgHba),
+                c if *c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION => Some(Hint::Refused),
                 c if *c == SqlState::INVALID_CATALOG_NAME => Some(Hint::Database),
                 _ => None,
             });
@@ -250,13 +257,13 @@ impl PgStore {
         };
         let opening = |message: String| explained((message, None));
         let config = connect_config(target).map_err(opening)?;
-        // Without a password, a refusal the client cannot explain is most likely the server
-        // asking for one ("password missing").
+        // Without a password, a refusal the client cannot explain may be the server asking for
+        // one ("password missing"): the hint says so conditionally.
         let has_password = config.get_password().is_some();
         let failed = |refused: Refused| match refused {
             Refused::Failed(mut failure) => {
                 if failure.hint.is_none() && failure.unexplained && !has_password {
-                    failure.hint = Some(Hint::Password);
+                    failure.hint = Some(Hint::NoPassword);
                 }
                 failure.explained()
             }
