@@ -311,7 +311,27 @@ impl<'a> Plan<'a> {
         ctx: &run::Context<'_>,
         lock: Option<&crate::lock::LoadedLock>,
     ) -> Plan<'a> {
-        let mut plan = Plan::for_request(config, request, ctx, lock);
+        let watch = (ctx.cancel.clone(), ctx.progress.clone());
+        Plan::audit_of(config, request, watch, lock)
+    }
+
+    /// `for_audit` watched by `watch` (cancellation, progress) instead of a context's.
+    #[must_use]
+    pub fn audit_of(
+        config: &'a Config,
+        request: &run::Request<'a>,
+        watch: (CancellationToken, Arc<tally::Tally>),
+        lock: Option<&crate::lock::LoadedLock>,
+    ) -> Plan<'a> {
+        let mut plan = Plan::new(
+            config,
+            request.pins.clone(),
+            request.samples,
+            request.max_cost,
+            watch,
+            lock,
+        );
+        plan.request = request.clone();
         let (called, unbaselined) = request
             .pins
             .iter()

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::audit::judge::Case;
 use crate::audit::lifecycle::{Facts, load_facts, pin_lifecycle, provider_signals};
 use crate::audit::{Observation, Plan, observe, verdict};
-use crate::config::Pin;
+use crate::config::{Config, Pin};
 use crate::lock::LoadedLock;
 use crate::report::Report;
 use crate::transport::Transport;
@@ -55,6 +55,18 @@ pub struct Audited {
 pub fn price_of(pin: &Pin, lock: Option<&LoadedLock>) -> Option<crate::config::Price> {
     let locked = lock.and_then(|l| l.lock.pins.get(&pin.id));
     crate::audit::judge::reference_price(pin, locked)
+}
+
+/// What one audit of `request` against `lock` plans, said without running it: the estimate
+/// of the plan `Plan::for_audit` would make (the daemon states its spend per day from it).
+#[must_use]
+pub fn estimate(
+    config: &Config,
+    request: &Request<'_>,
+    lock: Option<&LoadedLock>,
+) -> crate::audit::plan::Estimate {
+    let watch = (CancellationToken::new(), Arc::default());
+    Plan::audit_of(config, request, watch, lock).estimate()
 }
 
 /// Whether `lock` holds a baseline recorded for the pin's current model: the only case in which

@@ -122,9 +122,51 @@ pub fn interval(schedule: &Schedule, now: DateTime<Utc>) -> Option<Duration> {
     (second - first).to_std().ok()
 }
 
+/// How many times the schedule runs in the `span` after `now`, counting at most `cap` (a
+/// schedule every second runs 86,400 times a day).
+#[must_use]
+pub fn runs_within(schedule: &Schedule, now: DateTime<Utc>, span: Duration, cap: u64) -> u64 {
+    let Ok(cron) = cron(&schedule.expression) else {
+        return 0;
+    };
+    let Ok(span) = chrono::Duration::from_std(span) else {
+        return cap;
+    };
+    let until = now + span;
+    let mut runs = 0;
+    for at in cron.iter_after(now) {
+        if at > until || runs >= cap {
+            break;
+        }
+        runs += 1;
+    }
+    runs
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_in_a_day_follow_the_schedule() {
+        let day = Duration::from_secs(86_400);
+        let now = DateTime::parse_from_rfc3339("2026-12-05T10:30:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        for (expression, runs) in [
+            ("0 0 * * * *", 24),
+            ("0 */15 * * * *", 96),
+            ("0 0 6 * * *", 1),
+            ("* * * * * *", 1_000),
+        ] {
+            let schedule = parse(expression).unwrap();
+            assert_eq!(
+                runs_within(&schedule, now, day, 1_000),
+                runs,
+                "{expression}"
+            );
+        }
+    }
 
     #[test]
     fn five_fields_get_seconds_and_six_stay() {

@@ -22,6 +22,7 @@ pub mod page;
 pub mod scheduler;
 mod selection;
 pub mod signals;
+pub mod spend;
 pub mod state;
 pub mod traffic;
 pub mod upkeep;
@@ -148,6 +149,19 @@ fn spawn_background(
     background.spawn(|stop| http::serve(daemon.clone(), listener, stop));
     background.spawn(|stop| fleet::run(daemon.clone(), stop));
     let config = daemon.config();
+    // What the schedules will spend, said before the first audit.
+    let lock = daemon.lock_file(&config.settings.lockfile).ok();
+    let daily = spend::Daily::of(
+        &config,
+        lock.as_deref().and_then(Option::as_ref),
+        chrono::Utc::now(),
+    );
+    tracing::info!(
+        calls_per_day = daily.calls,
+        usd_per_day = daily.usd,
+        "{}",
+        daily.describe()
+    );
     // The address actually bound: `metrics = "127.0.0.1:0"` picks a free port.
     tracing::info!(url = %format!("http://{address}/"), store = %config.settings.store, pins = config.pins.len(), "daemon started: status page, /metrics and /healthz listening");
     let chores = {

@@ -225,3 +225,68 @@ fn a_pin_priced_only_by_its_lock_is_estimated_capped_and_reported_at_that_price(
     );
     assert_eq!(sim.requests(), before);
 }
+
+/// The daemon says at start what its schedules will spend a day and a month: the plan `check`
+/// prints for one audit, times the schedule's runs in a day (hourly: 24).
+#[test]
+fn the_daemon_states_its_spend_a_day_and_a_month_from_the_audit_plan() {
+    let sim = Sim::start(single(ID, model(ID, 4.0, (2.5, 10.0))));
+    let settings = format!(
+        "{SETTINGS}\nschedule = \"0 0 * * * *\"\nmetrics = \"127.0.0.1:0\"\nstore = \"store\""
+    );
+    let test = Test::new()
+        .pins(&one_pin_with(
+            &settings,
+            ProviderKind::OpenAi,
+            &sim.url(ProviderKind::OpenAi),
+            ID,
+            "price = { input = 2.5, output = 10.0 }",
+        ))
+        .probes();
+    test.run(&["lock"]).code(0);
+    let check = test.run(&["check"]);
+    let plan = check
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("check: 1 pin: "))
+        .unwrap_or_else(|| panic!("a plan line:\n{}", check.stderr));
+    let calls: u64 = plan["check: 1 pin: ".len()..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("calls in {plan}"));
+    let usd: f64 = plan
+        .split("about $")
+        .nth(1)
+        .and_then(|rest| rest.split([',', ' ', ')']).next()?.parse().ok())
+        .unwrap_or_else(|| panic!("a cost in {plan}"));
+    let mut daemon = crate::support::daemon::Daemon::start(&test);
+    let log = daemon.log();
+    let said = log
+        .lines()
+        .find(|l| l.contains("planned spend at these schedules"))
+        .unwrap_or_else(|| panic!("no spend line:\n{log}"));
+    assert!(
+        said.contains(&format!("24 audits a day ({} calls", 24 * calls)),
+        "{said}\n(plan: {plan})"
+    );
+    // The plan line rounds one audit to $0.0001; the daemon counts unrounded, so its month is
+    // within 720 such roundings of 720 audits at the plan line's figure.
+    // "… about $DAY a day and $MONTH a month (30 days)"
+    let tail = said.split("about $").nth(1).unwrap_or_default();
+    let number = |text: &str| -> f64 {
+        text.split(' ')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no figure in {said}"))
+    };
+    let day = number(tail);
+    let month = number(tail.split("and $").nth(1).unwrap_or_default());
+    assert!((month - day * 30.0).abs() < 0.01, "{said}");
+    assert!(
+        (month - usd * 24.0 * 30.0).abs() <= 0.00005 * 720.0 + 0.005,
+        "{said}: expected about ${:.2} a month (plan: {plan})",
+        usd * 720.0
+    );
+    daemon.kill();
+}

@@ -1,0 +1,112 @@
+//! What the daemon will spend at the schedules in force, said once at start: calls, tokens and
+//! USD a day and a month, from the plan each pin's audit would make (`audit::run::estimate`)
+//! times the runs its schedule has in the next day.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::audit::run::{Request, estimate};
+use crate::config::Config;
+use crate::config::schedule::runs_within;
+use crate::daemon::state::schedule_of;
+use crate::lock::LoadedLock;
+
+const DAY: Duration = Duration::from_secs(86_400);
+/// Days a month is counted as.
+const MONTH_DAYS: u64 = 30;
+/// Runs a day counted at most per pin (a schedule every second has 86,400).
+const MAX_RUNS: u64 = 86_400;
+
+/// Planned spend over every pin for one day.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Daily {
+    pub audits: u64,
+    pub calls: u64,
+    pub tokens: u64,
+    /// USD for the priced pins.
+    pub usd: f64,
+    /// Pins with no price (their cost is not in `usd`).
+    pub unpriced: usize,
+    /// Pins without a baseline: no call until `modelpin lock`.
+    pub unbaselined: usize,
+}
+
+impl Daily {
+    /// Each pin's audit plan against `lock`, times its schedule's runs in the day after `now`.
+    #[must_use]
+    pub fn of(config: &Config, lock: Option<&LoadedLock>, now: DateTime<Utc>) -> Daily {
+        let mut daily = Daily::default();
+        for pin in &config.pins {
+            let Some(schedule) = schedule_of(config, &pin.id) else {
+                continue;
+            };
+            let runs = runs_within(&schedule, now, DAY, MAX_RUNS);
+            let request = Request {
+                pins: vec![pin],
+                samples: None,
+                max_cost: None,
+                strict: false,
+            };
+            let one = estimate(config, &request, lock);
+            daily.audits += runs;
+            daily.calls += one.calls * runs;
+            daily.tokens += one.tokens * runs;
+            daily.usd += one.usd * runs as f64;
+            daily.unpriced += usize::from(!one.unpriced.is_empty());
+            daily.unbaselined += one.unbaselined;
+        }
+        daily
+    }
+
+    /// The line the daemon logs at start.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let words = crate::words::count;
+        let mut line = format!(
+            "planned spend at these schedules: {} a day ({}, about {}), about ${:.4} a day and ${:.2} a month ({MONTH_DAYS} days)",
+            words(self.audits, "audit"),
+            words(self.calls, "call"),
+            words(self.tokens, "token"),
+            self.usd,
+            self.usd * MONTH_DAYS as f64
+        );
+        if self.unpriced > 0 {
+            let _ = write!(
+                line,
+                "; {} without a `price` not counted",
+                crate::words::count_of(self.unpriced, "pin")
+            );
+        }
+        if self.unbaselined > 0 {
+            let _ = write!(
+                line,
+                "; {} without a baseline make no call until `modelpin lock`",
+                crate::words::count_of(self.unbaselined, "pin")
+            );
+        }
+        line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Daily;
+
+    #[test]
+    fn the_line_says_a_day_and_a_month_and_what_it_leaves_out() {
+        let daily = Daily {
+            audits: 24,
+            calls: 7_584,
+            tokens: 91_008,
+            usd: 1.3,
+            unpriced: 1,
+            unbaselined: 0,
+        };
+        assert_eq!(
+            daily.describe(),
+            "planned spend at these schedules: 24 audits a day (7584 calls, about 91008 tokens), about $1.3000 a day and $39.00 a month (30 days); 1 pin without a `price` not counted"
+        );
+    }
+}
