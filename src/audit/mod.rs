@@ -287,12 +287,23 @@ impl<'a> Plan<'a> {
         ctx: &run::Context<'_>,
         lock: Option<&crate::lock::LoadedLock>,
     ) -> Plan<'a> {
+        let watch = (ctx.cancel.clone(), ctx.progress.clone());
+        Plan::requested(config, request, watch, lock)
+    }
+
+    /// The plan calling every pin of `request`, watched by `watch` (cancellation, progress).
+    fn requested(
+        config: &'a Config,
+        request: &run::Request<'a>,
+        watch: (CancellationToken, Arc<tally::Tally>),
+        lock: Option<&crate::lock::LoadedLock>,
+    ) -> Plan<'a> {
         let mut plan = Plan::new(
             config,
             request.pins.clone(),
             request.samples,
             request.max_cost,
-            (ctx.cancel.clone(), ctx.progress.clone()),
+            watch,
             lock,
         );
         plan.request = request.clone();
@@ -323,15 +334,7 @@ impl<'a> Plan<'a> {
         watch: (CancellationToken, Arc<tally::Tally>),
         lock: Option<&crate::lock::LoadedLock>,
     ) -> Plan<'a> {
-        let mut plan = Plan::new(
-            config,
-            request.pins.clone(),
-            request.samples,
-            request.max_cost,
-            watch,
-            lock,
-        );
-        plan.request = request.clone();
+        let mut plan = Plan::requested(config, request, watch, lock);
         let (called, unbaselined) = request
             .pins
             .iter()
