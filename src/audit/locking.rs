@@ -55,7 +55,7 @@ pub async fn lock(
     request: &Request<'_>,
     ctx: &Context<'_>,
 ) -> Locking {
-    let mut plan = Plan::for_request(config, request, ctx, None);
+    let mut plan = Plan::for_request(config, request, ctx.watch(), None);
     let discovery: BTreeMap<String, TierCalls> = request
         .pins
         .iter()
@@ -74,7 +74,7 @@ pub async fn lock(
             Some((pin.id.clone(), first_tokens::select(calls, obs)))
         })
         .collect();
-    let mut second = Plan::for_request(config, request, ctx, None);
+    let mut second = Plan::for_request(config, request, ctx.watch(), None);
     second.samples = Some(0);
     second.spend = plan.spend.clone();
     second.tiers = found

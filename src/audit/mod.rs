@@ -241,7 +241,7 @@ impl<'a> Plan<'a> {
         pins: Vec<&'a Pin>,
         samples: Option<u32>,
         max_cost: Option<f64>,
-        (cancel, progress): (CancellationToken, Arc<tally::Tally>),
+        (cancel, progress): run::Watch,
         lock: Option<&crate::lock::LoadedLock>,
     ) -> Plan<'a> {
         let prices = pins
@@ -279,23 +279,13 @@ impl<'a> Plan<'a> {
         }
     }
 
-    /// The plan for a request, in its context (cancellation, progress), every pin called.
+    /// The plan calling every pin of `request`, watched by `watch` (`Context::watch`:
+    /// cancellation, progress).
     #[must_use]
     pub fn for_request(
         config: &'a Config,
         request: &run::Request<'a>,
-        ctx: &run::Context<'_>,
-        lock: Option<&crate::lock::LoadedLock>,
-    ) -> Plan<'a> {
-        let watch = (ctx.cancel.clone(), ctx.progress.clone());
-        Plan::requested(config, request, watch, lock)
-    }
-
-    /// The plan calling every pin of `request`, watched by `watch` (cancellation, progress).
-    fn requested(
-        config: &'a Config,
-        request: &run::Request<'a>,
-        watch: (CancellationToken, Arc<tally::Tally>),
+        watch: run::Watch,
         lock: Option<&crate::lock::LoadedLock>,
     ) -> Plan<'a> {
         let mut plan = Plan::new(
@@ -319,22 +309,10 @@ impl<'a> Plan<'a> {
     pub fn for_audit(
         config: &'a Config,
         request: &run::Request<'a>,
-        ctx: &run::Context<'_>,
+        watch: run::Watch,
         lock: Option<&crate::lock::LoadedLock>,
     ) -> Plan<'a> {
-        let watch = (ctx.cancel.clone(), ctx.progress.clone());
-        Plan::audit_of(config, request, watch, lock)
-    }
-
-    /// `for_audit` watched by `watch` (cancellation, progress) instead of a context's.
-    #[must_use]
-    pub fn audit_of(
-        config: &'a Config,
-        request: &run::Request<'a>,
-        watch: (CancellationToken, Arc<tally::Tally>),
-        lock: Option<&crate::lock::LoadedLock>,
-    ) -> Plan<'a> {
-        let mut plan = Plan::requested(config, request, watch, lock);
+        let mut plan = Plan::for_request(config, request, watch, lock);
         let (called, unbaselined) = request
             .pins
             .iter()

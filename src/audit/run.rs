@@ -42,6 +42,17 @@ pub struct Context<'a> {
     pub progress: Arc<crate::audit::tally::Tally>,
 }
 
+/// What watches a plan's calls: cancellation and the progress tally.
+pub type Watch = (CancellationToken, Arc<crate::audit::tally::Tally>);
+
+impl Context<'_> {
+    /// The cancellation and progress a plan made in this context runs under.
+    #[must_use]
+    pub fn watch(&self) -> Watch {
+        (self.cancel.clone(), self.progress.clone())
+    }
+}
+
 /// An audit's report, and what the caller should tell the user about its inputs.
 pub struct Audited {
     pub report: Report,
@@ -66,7 +77,7 @@ pub fn estimate(
     lock: Option<&LoadedLock>,
 ) -> crate::audit::plan::Estimate {
     let watch = (CancellationToken::new(), Arc::default());
-    Plan::audit_of(config, request, watch, lock).estimate()
+    Plan::for_audit(config, request, watch, lock).estimate()
 }
 
 /// Whether `lock` holds a baseline recorded for the pin's current model: the only case in which
@@ -106,12 +117,14 @@ pub async fn audit(plan: &Plan<'_>, lock: Option<&LoadedLock>, ctx: &Context<'_>
     };
     let (observed, mut signals, facts) = tokio::join!(observe(plan, ctx.transport), signals, facts);
     let mut observed = observed.into_iter();
+    let unbaselined: std::collections::HashSet<&str> =
+        plan.unbaselined.iter().map(|p| p.id.as_str()).collect();
     let samples = |pin: &Pin| u64::from(request.samples.unwrap_or(pin.samples));
     let observations: Vec<Observation> = request
         .pins
         .iter()
         .map(|pin| {
-            if plan.unbaselined.iter().any(|p| p.id == pin.id) {
+            if unbaselined.contains(pin.id.as_str()) {
                 let planned = samples(pin) * config.probes_of(pin).len() as u64;
                 Observation::without_baseline(&pin.id, planned)
             } else {

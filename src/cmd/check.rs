@@ -76,7 +76,7 @@ pub async fn run(config_path: &Path, options: &CheckArgs, out: Output) -> Result
         cancel: crate::cmd::interrupt_token(),
         progress: Arc::default(),
     };
-    let plan = Plan::for_audit(&config, &request, &ctx, lock.as_ref());
+    let plan = Plan::for_audit(&config, &request, ctx.watch(), lock.as_ref());
     if lock.is_some() {
         warn_unbaselined(&config, &plan.unbaselined, out);
     }

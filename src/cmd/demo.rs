@@ -172,7 +172,7 @@ async fn audit_all(config: &Config, lock: Option<&LoadedLock>, ctx: &Context<'_>
         max_cost: None,
         strict: false,
     };
-    let plan = Plan::for_audit(config, &request, ctx, lock);
+    let plan = Plan::for_audit(config, &request, ctx.watch(), lock);
     audit(&plan, lock, ctx).await.report
 }
 

@@ -42,7 +42,7 @@ pub async fn audit_pin(daemon: &Daemon, pin: &str) {
         progress: Arc::default(),
     };
     let lock = lock.as_ref().as_ref();
-    let plan = Plan::for_audit(config, &request, &ctx, lock);
+    let plan = Plan::for_audit(config, &request, ctx.watch(), lock);
     let report = audit(&plan, lock, &ctx).await.report;
     if let Some(breakers) = snapshot.transport.breakers() {
         daemon.metrics.breakers(breakers);

@@ -20,7 +20,7 @@ const MONTH_DAYS: u64 = 30;
 const MAX_RUNS: u64 = 86_400;
 
 /// Planned spend over every pin for one day.
-#[derive(Debug, Default, Clone, PartialEq)]
+#[derive(Debug, Default)]
 pub struct Daily {
     pub audits: u64,
     pub calls: u64,

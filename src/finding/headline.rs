@@ -10,12 +10,12 @@ use crate::finding::{Code, Finding};
 pub const HEADLINE_LINES: usize = 3;
 
 impl Finding {
-    /// At most `HEADLINE_LINES` evidence lines (`path: value`) that decide the finding; the
-    /// first lines with a value when its decisive ones are absent (evidence stored by an older
-    /// modelpin).
+    /// At most `HEADLINE_LINES` of the finding's evidence `lines` (`evidence_lines`, as the
+    /// renderer flattened them to show) that decide it; the first lines with a value when its
+    /// decisive ones are absent (evidence stored by an older modelpin).
     #[must_use]
-    pub fn headline(&self) -> Vec<String> {
-        decisive(self.code, &self.evidence, &evidence_lines(&self.evidence))
+    pub fn headline(&self, lines: &[(String, String)]) -> Vec<String> {
+        decisive(self.code, &self.evidence, lines)
     }
 }
 

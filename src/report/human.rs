@@ -210,7 +210,7 @@ fn push_finding(out: &mut String, finding: &Finding, detail: Detail) {
     // (none when what moved is said: it is what decides a drift).
     let shown_of_all = match (detail.verbose, moved.is_empty()) {
         (true, _) => every(),
-        (false, true) => finding.headline(),
+        (false, true) => finding.headline(&all),
         (false, false) => Vec::new(),
     };
     let hidden = all.len().saturating_sub(shown_of_all.len());
