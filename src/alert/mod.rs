@@ -14,6 +14,7 @@
 
 pub mod deliver;
 pub mod email;
+pub mod lifetime;
 pub mod outbox;
 pub mod readable;
 pub mod sign;
@@ -212,17 +213,27 @@ pub enum Keep {
 }
 
 /// Runs one audit through the state machine and commits the audit (for `Keep::Audit`), the new
-/// alert state and the notifications in one transaction, flushed; returns the ids queued.
+/// alert state and the notifications in one transaction, flushed. With `weigh` (the daemon's
+/// probe audits), the audit's behaviour is first weighed into the pin's accumulated evidence
+/// (`lifetime::weigh`), which decides what the stored record says and is stored with the
+/// alert state.
 pub async fn process(
     store: &crate::store::Store,
     config: &crate::config::Config,
     record: &crate::store::AuditRecord,
     keep: Keep,
-) -> Result<Vec<String>, crate::store::StoreError> {
+    weigh: Option<&lifetime::Lifetime>,
+) -> Result<Processed, crate::store::StoreError> {
     let channels = channels_for(config, &record.pin.id);
     let subject = record.alert_subject();
     let before = store.alert_state(&subject).await?;
+    let weighed = weigh.map(|life| lifetime::weigh(before.accumulated.as_ref(), record, life));
+    let (record, accumulated) = match &weighed {
+        Some(w) => (&w.record, w.accumulated.clone()),
+        None => (record, before.accumulated.clone()),
+    };
     let mut step = state::step(&before, record, &channels, chrono::Utc::now());
+    step.state.accumulated = accumulated;
     for n in &mut step.notifications {
         n.url = config
             .settings
@@ -231,8 +242,12 @@ pub async fn process(
             .map(|base| pin_url(base, &n.pin));
     }
     let changed = step.state != before;
+    let stored = weighed.as_ref().map(|w| w.record.clone());
     if !changed && step.notifications.is_empty() && keep == Keep::AlertsOnly {
-        return Ok(Vec::new());
+        return Ok(Processed {
+            queued: Vec::new(),
+            record: stored,
+        });
     }
     let commit = crate::store::Commit {
         audit: (keep == Keep::Audit).then_some(record),
@@ -241,7 +256,19 @@ pub async fn process(
         notifications: &step.notifications,
     };
     outbox::commit(store, &commit).await?;
-    Ok(step.notifications.into_iter().map(|n| n.id).collect())
+    Ok(Processed {
+        queued: step.notifications.into_iter().map(|n| n.id).collect(),
+        record: stored,
+    })
+}
+
+/// What `process` stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Processed {
+    /// The notifications queued.
+    pub queued: Vec<String>,
+    /// The record as weighed and stored, when the accumulated evidence changed it.
+    pub record: Option<crate::store::AuditRecord>,
 }
 
 #[cfg(test)]

@@ -114,6 +114,7 @@ pub fn step(
         state: PinAlerts {
             firing,
             inconclusive_streak: streak,
+            accumulated: before.accumulated.clone(),
         },
         notifications,
     }
@@ -256,6 +257,7 @@ mod tests {
                     })
                     .collect(),
                 capped: std::collections::BTreeMap::new(),
+                lifetime: None,
             },
         }
     }

@@ -38,6 +38,7 @@ pub fn pin_report(case: &Case<'_>) -> PinReport {
         behaviour: verdict.as_ref().map(behaviour).unwrap_or_default(),
         findings,
         capped: std::collections::BTreeMap::new(),
+        lifetime: None,
     }
 }
 

@@ -175,7 +175,11 @@ async fn notify_on(
             source: None,
             pin: pin.clone(),
         };
-        queued.extend(crate::alert::process(store, config, &record, Keep::AlertsOnly).await?);
+        queued.extend(
+            crate::alert::process(store, config, &record, Keep::AlertsOnly, None)
+                .await?
+                .queued,
+        );
     }
     let deliverer = deliverer(config)?;
     let deadline = tokio::time::Instant::now() + WAIT;

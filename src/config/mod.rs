@@ -29,7 +29,7 @@ mod settings;
 pub(crate) use pins::DEFAULT_FIRST_TOKEN_SAMPLES;
 pub(crate) use pins::{FIRST_TOKEN_INPUTS, MAX_SAMPLES};
 pub(crate) use probe::probe_digest;
-pub use settings::DEFAULT_MAX_COST_USD;
+pub use settings::{DEFAULT_FALSE_ALARMS_PER_YEAR, DEFAULT_MAX_COST_USD};
 pub(crate) use settings::{DEFAULT_LEASE, DEFAULT_WARN_BEFORE_DAYS};
 mod source;
 mod traffic;
@@ -480,6 +480,9 @@ pub struct Settings {
     /// Spend cap per audit (`DEFAULT_MAX_COST_USD` when pins.toml names none).
     pub max_cost_usd: Option<f64>,
     pub alpha: f64,
+    /// The daemon's lifetime level: false `behavior_drift` alarms a pin's accumulated evidence
+    /// may raise a year, on average (`alert::lifetime`). `alpha` stays the level of one audit.
+    pub false_alarms_per_year: f64,
     pub warn_before: Vec<Duration>,
     pub deprecation_feeds: Vec<String>,
     pub metrics: std::net::SocketAddr,

@@ -65,6 +65,7 @@ pub(crate) struct RawSettings {
     pub retention: Option<Str>,
     pub max_cost_usd: Option<Spanned<f64>>,
     pub alpha: Option<Spanned<f64>>,
+    pub false_alarms_per_year: Option<Spanned<f64>>,
     pub warn_before: Option<Vec<Str>>,
     pub deprecation_feeds: Option<Vec<Str>>,
     pub metrics: Option<Str>,

@@ -20,6 +20,11 @@ pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 pub(crate) const DEFAULT_BUDGET: Duration = Duration::from_secs(10 * 60);
 pub(crate) const DEFAULT_CONCURRENCY: usize = 16;
 pub(crate) const DEFAULT_ALPHA: f64 = 0.001;
+/// One false alarm of a pin's accumulated evidence in a hundred years, on average: a team of 20
+/// pins is woken by it about once in five years.
+pub const DEFAULT_FALSE_ALARMS_PER_YEAR: f64 = 0.01;
+/// `false_alarms_per_year` accepted: from one in ten thousand years to one a month.
+pub(crate) const FALSE_ALARMS_PER_YEAR_RANGE: (f64, f64) = (0.0001, 12.0);
 /// One try and three retries: enough to ride out a blip, few enough to stay inside a budget.
 pub(crate) const DEFAULT_MAX_ATTEMPTS: u32 = 4;
 /// How long the daemon keeps audit history.
@@ -92,6 +97,10 @@ pub(crate) fn settings(check: &mut Check, raw: Option<RawSettings>, base: &Path)
             .alpha
             .and_then(|a| alpha(check, &a))
             .unwrap_or(DEFAULT_ALPHA),
+        false_alarms_per_year: raw
+            .false_alarms_per_year
+            .and_then(|r| false_alarms_per_year(check, &r))
+            .unwrap_or(DEFAULT_FALSE_ALARMS_PER_YEAR),
         warn_before: warn_before(check, raw.warn_before.as_deref()),
         deprecation_feeds: feeds(check, raw.deprecation_feeds.as_deref(), base),
         metrics: raw
@@ -255,6 +264,21 @@ fn alpha(check: &mut Check, value: &Spanned<f64>) -> Option<f64> {
             format!("`alpha` must be between 0 and 1 (exclusive), found {a:?}"),
         )
         .help("it is the false-alarm rate per pin per audit; 0.001 is the default");
+    None
+}
+
+fn false_alarms_per_year(check: &mut Check, value: &Spanned<f64>) -> Option<f64> {
+    let r = *value.get_ref();
+    let (low, high) = FALSE_ALARMS_PER_YEAR_RANGE;
+    if (low..=high).contains(&r) {
+        return Some(r);
+    }
+    check
+        .error(
+            value.span(),
+            format!("`false_alarms_per_year` must be between {low} and {high}, found {r:?}"),
+        )
+        .help("it is how often, on average, one pin's accumulated behaviour evidence may alarm for nothing in a year; 0.01 (once in a hundred years) is the default");
     None
 }
 

@@ -4,12 +4,15 @@
 
 use std::sync::Arc;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 
+use crate::alert::lifetime::Lifetime;
 use crate::audit::Plan;
 use crate::audit::run::{Context, Request, audit};
+use crate::config::Config;
 use crate::daemon::Daemon;
 use crate::daemon::commit::{self, Patience, audit_id};
+use crate::lock::LoadedLock;
 use crate::store::AuditRecord;
 
 /// Runs one pin's audit, stores it, and updates the metrics.
@@ -42,6 +45,7 @@ pub async fn audit_pin(daemon: &Daemon, pin: &str) {
         progress: Arc::default(),
     };
     let lock = lock.as_ref().as_ref();
+    let lifetime = lifetime_of(config, pin, lock, started);
     let plan = Plan::for_audit(config, &request, ctx.watch(), lock);
     let report = audit(&plan, lock, &ctx).await.report;
     if let Some(breakers) = snapshot.transport.breakers() {
@@ -60,23 +64,50 @@ pub async fn audit_pin(daemon: &Daemon, pin: &str) {
         source: None,
         pin: pin_report,
     };
-    store(daemon, config, &record).await;
+    store(daemon, config, &record, lifetime.as_ref()).await;
 }
 
-/// The audit in the metrics and the store; logged as stored only once it is on disk.
-async fn store(daemon: &Daemon, config: &crate::config::Config, record: &AuditRecord) {
+/// How the pin's behaviour evidence accumulates: against its lock entry, at its schedule's
+/// audits a year; `None` when it has no lock entry (no behaviour tests run).
+fn lifetime_of(
+    config: &Config,
+    pin: &str,
+    lock: Option<&LoadedLock>,
+    now: DateTime<Utc>,
+) -> Option<Lifetime> {
+    let entry = lock?.lock.pins.get(pin)?;
+    let bytes = serde_json::to_vec(entry).ok()?;
+    Some(Lifetime {
+        alpha: config.settings.alpha,
+        false_alarms_per_year: config.settings.false_alarms_per_year,
+        audits_per_year: crate::daemon::spend::audits_a_year(config, pin, now),
+        basis: crate::lock::digest(&bytes),
+    })
+}
+
+/// The audit, weighed into its pin's evidence, in the store and then the metrics; logged as
+/// stored only once it is on disk.
+async fn store(
+    daemon: &Daemon,
+    config: &Config,
+    record: &AuditRecord,
+    lifetime: Option<&Lifetime>,
+) {
     let pin = record.pin.id.as_str();
     daemon
         .last_audit
         .lock()
         .expect("last audit lock")
         .insert(pin.to_owned(), record.finished_at);
-    crate::daemon::metrics::record(&daemon.metrics, record);
     let keep = crate::alert::Keep::Audit;
-    let Ok(queued) = commit::commit(daemon, config, record, keep, Patience::UntilStored).await
+    let patience = Patience::UntilStored;
+    let Ok(processed) = commit::commit(daemon, config, record, keep, lifetime, patience).await
     else {
         return;
     };
+    let record = processed.record.as_ref().unwrap_or(record);
+    crate::daemon::metrics::record(&daemon.metrics, record);
+    let queued = processed.queued;
     tracing::info!(
         pin,
         audit_id = %record.audit_id,

@@ -16,7 +16,8 @@ use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use crate::alert::Keep;
+use crate::alert::lifetime::Lifetime;
+use crate::alert::{Keep, Processed};
 use crate::config::Config;
 use crate::daemon::Daemon;
 use crate::store::AuditRecord;
@@ -45,28 +46,30 @@ pub enum NotStored {
     Deposed,
 }
 
-/// Stores `record` (for `Keep::Audit`) with its alert state and notifications; returns the
-/// notification ids queued.
+/// Stores `record` (for `Keep::Audit`), weighed into its pin's accumulated evidence when
+/// `weigh` says how, with its alert state and notifications; returns the notification ids
+/// queued and the record as stored.
 pub async fn commit(
     daemon: &Daemon,
     config: &Config,
     record: &AuditRecord,
     keep: Keep,
+    weigh: Option<&Lifetime>,
     patience: Patience,
-) -> Result<Vec<String>, NotStored> {
+) -> Result<Processed, NotStored> {
     let mut wait = FIRST_RETRY;
     loop {
         if patience.passed() {
             return Err(NotStored::OutOfTime);
         }
         let generation = daemon.store.generation();
-        match attempt(daemon, config, record, keep, patience).await {
-            Ok(queued) => {
+        match attempt(daemon, config, record, keep, weigh, patience).await {
+            Ok(processed) => {
                 crate::fault::at(crate::fault::Point::AfterFlush);
-                if !queued.is_empty() {
+                if !processed.queued.is_empty() {
                     daemon.outbox_wake.send_modify(|n| *n += 1);
                 }
-                return Ok(queued);
+                return Ok(processed);
             }
             Err(Attempt::Deposed) => {
                 tracing::warn!(pin = %record.pin.id, audit_id = %record.audit_id, "{} NOT stored: this daemon no longer leads its fleet; the leader audits again", what(record));
@@ -97,9 +100,10 @@ async fn attempt(
     config: &Config,
     record: &AuditRecord,
     keep: Keep,
+    weigh: Option<&Lifetime>,
     patience: Patience,
-) -> Result<Vec<String>, Attempt> {
-    let process = crate::alert::process(&daemon.store, config, record, keep);
+) -> Result<Processed, Attempt> {
+    let process = crate::alert::process(&daemon.store, config, record, keep, weigh);
     let done = match patience {
         Patience::UntilStored => process.await,
         Patience::Until(deadline) => match tokio::time::timeout_at(deadline, process).await {
@@ -201,10 +205,11 @@ mod tests {
             &config,
             &audit,
             Keep::Audit,
+            None,
             Patience::UntilStored,
         )
         .await;
-        assert_eq!(stored, Ok(Vec::new()));
+        assert_eq!(stored.map(|s| s.queued), Ok(Vec::new()));
         assert_eq!(metric(&t.daemon, FAILURES), Some(3.0));
         assert_eq!(
             start.elapsed(),
@@ -232,11 +237,12 @@ mod tests {
                 &config,
                 &audit,
                 Keep::Audit,
+                None,
                 Patience::UntilStored
             ),
             stop
         );
-        assert_eq!(stored, Err(NotStored::Stopping));
+        assert_eq!(stored.map(|s| s.queued), Err(NotStored::Stopping));
         // Attempts at 0, 0.5, 1.5, 3.5, 7.5 and 15.5 s, then every 10 s: 10 within the minute.
         assert_eq!(metric(&t.daemon, FAILURES), Some(10.0));
         assert!(

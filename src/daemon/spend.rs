@@ -33,6 +33,14 @@ pub struct Daily {
     pub unbaselined: usize,
 }
 
+/// Audits a year at `pin`'s schedule: its runs in the day after `now`, times 365 (at least one,
+/// so a schedule that runs less than daily still weighs its audits).
+#[must_use]
+pub fn audits_a_year(config: &Config, pin: &str, now: DateTime<Utc>) -> f64 {
+    let runs = schedule_of(config, pin).map_or(0, |s| runs_within(&s, now, DAY, MAX_RUNS));
+    (runs as f64 * 365.0).max(1.0)
+}
+
 impl Daily {
     /// Each pin's audit plan against `lock`, times its schedule's runs in the day after `now`.
     #[must_use]

@@ -27,7 +27,10 @@ impl Evidence {
             Evidence::UpstreamMismatch(_) => format!(
                 "add the host to the pin's `upstream` if it is acceptable, or restrict the provider routing to the hosts you trust; then run {relock}"
             ),
-            Evidence::TokenizerChanged(_) | Evidence::CostChanged(_) | Evidence::BehaviorDrift(_) => {
+            Evidence::TokenizerChanged(_)
+            | Evidence::CostChanged(_)
+            | Evidence::BehaviorDrift(_)
+            | Evidence::DriftAccumulated(_) => {
                 format!(
                     "another model (or template) answers: confirm with the provider; if the change is wanted, run {relock}"
                 )

@@ -24,6 +24,9 @@ pub enum Evidence {
     TokenizerChanged(TokenizerChanged),
     CostChanged(CostChanged),
     BehaviorDrift(Box<DriftVerdict>),
+    /// `behavior_drift` raised by the evidence accumulated over a pin's audits on an audit that
+    /// did not reject on its own.
+    DriftAccumulated(DriftAccumulated),
     ModelNotFound(NotFound),
     RetiredStillServed(StillServed),
     DeprecationScheduled(Box<Lifecycle>),
@@ -44,7 +47,7 @@ impl Evidence {
             Evidence::UpstreamMismatch(_) => Code::UpstreamMismatch,
             Evidence::TokenizerChanged(_) => Code::TokenizerChanged,
             Evidence::CostChanged(_) => Code::CostChanged,
-            Evidence::BehaviorDrift(_) => Code::BehaviorDrift,
+            Evidence::BehaviorDrift(_) | Evidence::DriftAccumulated(_) => Code::BehaviorDrift,
             Evidence::ModelNotFound(_) => Code::ModelNotFound,
             Evidence::RetiredStillServed(_) => Code::RetiredStillServed,
             Evidence::DeprecationScheduled(_) => Code::DeprecationScheduled,
@@ -83,6 +86,7 @@ impl Evidence {
             Evidence::TokenizerChanged(e) => e.message(),
             Evidence::CostChanged(e) => e.message(),
             Evidence::BehaviorDrift(v) => drift_message(v),
+            Evidence::DriftAccumulated(e) => e.message(),
             Evidence::ModelNotFound(e) => e.message(),
             Evidence::RetiredStillServed(e) => e.message(),
             Evidence::DeprecationScheduled(life) => scheduled_message(life),
@@ -105,6 +109,7 @@ impl Evidence {
             Evidence::TokenizerChanged(e) => serde_json::to_value(e),
             Evidence::CostChanged(e) => serde_json::to_value(e),
             Evidence::BehaviorDrift(e) => return drift_json(e),
+            Evidence::DriftAccumulated(e) => Ok(serde_json::json!({ "accumulated": e })),
             Evidence::ModelNotFound(e) => serde_json::to_value(e),
             Evidence::RetiredStillServed(e) => serde_json::to_value(e),
             Evidence::DeprecationScheduled(e) => serde_json::to_value(e),
@@ -739,6 +744,64 @@ impl Unmeasured {
 }
 
 /// The headline: what the first rejected test saw move, which test it was and how sure.
+/// The behaviour evidence accumulated since the lock, where it alarmed (`alert::lifetime`): the
+/// `accumulated` object of a daemon's `behavior_drift`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DriftAccumulated {
+    /// `first_audit` (the first audit after the lock rejected on its own) or `accumulated`.
+    pub cause: &'static str,
+    /// Audits weighed since the lock when it alarmed, and now.
+    pub audits_at_alarm: u64,
+    pub audits: u64,
+    pub alarm_at: chrono::DateTime<chrono::Utc>,
+    /// The Shiryaev–Roberts statistic now, and its threshold.
+    pub statistic: f64,
+    pub threshold: f64,
+    /// Since when the statistic has stayed at 1 or above.
+    pub since: Option<chrono::DateTime<chrono::Utc>>,
+    /// Mean years to a false alarm of the accumulated evidence at this schedule, at least.
+    pub years_to_false_alarm: f64,
+}
+
+impl DriftAccumulated {
+    /// The sentence for an alarm the audit at hand did not raise on its own.
+    #[must_use]
+    pub fn message(&self) -> String {
+        let since = self
+            .since
+            .map(|s| format!(", building since {}", s.format("%Y-%m-%d %H:%M UTC")))
+            .unwrap_or_default();
+        match self.cause {
+            "first_audit" => format!(
+                "the answers changed: the first audit after the lock rejected on its own ({} since; re-lock once confirmed)",
+                crate::words::count(self.audits, "audit")
+            ),
+            _ => format!(
+                "the answers changed gradually: the evidence of {} since the lock reached {:.3e} at {}{since}, past its threshold {:.3e} (a false alarm at that level comes once in {:.0} years on average)",
+                crate::words::count(self.audits_at_alarm, "audit"),
+                self.statistic,
+                self.alarm_at.format("%Y-%m-%d %H:%M UTC"),
+                self.threshold,
+                self.years_to_false_alarm
+            ),
+        }
+    }
+
+    /// The clause added to an audit's own `behavior_drift` message.
+    #[must_use]
+    pub fn clause(&self) -> String {
+        match self.cause {
+            "first_audit" => "; the first audit after the lock".to_owned(),
+            _ => format!(
+                "; evidence of {} since the lock: {:.3e}, threshold {:.3e}",
+                crate::words::count(self.audits, "audit"),
+                self.statistic,
+                self.threshold
+            ),
+        }
+    }
+}
+
 fn drift_message(verdict: &DriftVerdict) -> String {
     let mut rejected = verdict.tests.iter().filter(|t| t.rejected);
     let Some(first) = rejected.next() else {

@@ -79,6 +79,12 @@ fn decisive_paths(code: Code, evidence: &Value) -> Vec<String> {
             "input_cost_per_call.locked_usd",
             "input_cost_per_call.now_usd",
         ],
+        Code::BehaviorDrift if evidence["tests"].is_null() => &[
+            "accumulated.statistic",
+            "accumulated.threshold",
+            "accumulated.audits_at_alarm",
+            "accumulated.since",
+        ],
         Code::BehaviorDrift => {
             // The first test that rejected: which, on which probes, at what adjusted p.
             let k = evidence["tests"]

@@ -7,6 +7,7 @@
 pub mod github;
 pub mod human;
 pub mod junit;
+mod lifetime;
 #[cfg(test)]
 mod props;
 
@@ -16,6 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::exit::Exit;
 use crate::finding::{Code, Finding, PinStatus};
+
+pub use lifetime::{Alarm, AlarmCause, LifetimeEvidence};
 
 pub const SCHEMA: &str = "modelpin.report/v1";
 
@@ -58,6 +61,10 @@ pub struct PinReport {
     /// `upstreams`); absent when nothing was (every probe audit).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub capped: BTreeMap<String, Others>,
+    /// What this audit added to the behaviour evidence accumulated since the lock (daemon
+    /// audits only; `alert::lifetime`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifetime: Option<LifetimeEvidence>,
 }
 
 /// What one map or list of a traffic record lost to its byte budget (`traffic::budget`).

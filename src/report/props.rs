@@ -71,6 +71,7 @@ fn pin() -> impl Strategy<Value = PinReport> {
                 behaviour: Vec::new(),
                 findings,
                 capped: BTreeMap::new(),
+                lifetime: None,
             },
         )
 }

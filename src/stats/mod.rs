@@ -25,6 +25,7 @@ mod mmd;
 mod permutation;
 pub mod rng;
 pub mod sampling;
+pub mod sequential;
 
 use serde::{Deserialize, Serialize};
 

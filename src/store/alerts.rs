@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::finding::Code;
+pub use crate::report::{Alarm, AlarmCause};
 use crate::severity::Severity;
 
 /// One alert's stored state.
@@ -36,6 +37,31 @@ pub struct PinAlerts {
     /// Firing alerts by code.
     pub firing: BTreeMap<AlertCode, AlertState>,
     pub inconclusive_streak: u32,
+    /// The behaviour evidence accumulated over the pin's audits since its lock
+    /// (`alert::lifetime`); absent before the first weighed audit and in older stores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accumulated: Option<Accumulated>,
+}
+
+/// A pin's accumulated behaviour evidence, as `alert::lifetime` leaves it after an audit.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Accumulated {
+    /// Digest of the pin's lock entry the audits were judged against: another lock starts the
+    /// evidence afresh.
+    pub basis: String,
+    /// Audits weighed, by bin of strangeness (`stats::sequential::bin_of`): at most
+    /// `stats::sequential::BINS` entries however long the pin is watched.
+    pub seen: BTreeMap<u16, u64>,
+    /// The Shiryaev–Roberts statistic after the last audit.
+    pub statistic: f64,
+    /// When the statistic last rose to 1 or above and has stayed there: how long the evidence
+    /// has been building. `None` while it is below 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<DateTime<Utc>>,
+    /// The alarm, once raised: it stands until the pin is locked again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alarm: Option<Alarm>,
 }
 
 /// One alert inside a notification.

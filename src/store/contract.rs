@@ -334,9 +334,36 @@ async fn the_last_audit_looks_past_traffic_verdicts_the_latest_key_does_not(back
 
 async fn one_commit_holds_the_record_the_state_and_the_notifications(backend: &Backend) {
     let store = backend.open().await;
-    let audit = record("bot", 100, "a1");
+    let mut audit = record("bot", 100, "a1");
+    let at = chrono::DateTime::from_timestamp(100, 0).unwrap();
+    let alarm = crate::report::Alarm {
+        at,
+        cause: crate::report::AlarmCause::Accumulated,
+        audit_id: "a1".into(),
+        audits: 40,
+    };
+    audit.pin.lifetime = Some(crate::report::LifetimeEvidence {
+        audits: 40,
+        smallest_p: Some(0.004),
+        conformal_p: Some(0.012),
+        e_value: Some(3.9),
+        statistic: 9.1e5,
+        threshold: 8.76e5,
+        since: Some(at),
+        years_to_false_alarm: 100.0,
+        held_back: false,
+        alarm: Some(alarm.clone()),
+    });
+    // The accumulated evidence travels with the alert state, whatever the backend.
     let state = PinAlerts {
         inconclusive_streak: 2,
+        accumulated: Some(crate::store::alerts::Accumulated {
+            basis: "sha256:pin".into(),
+            seen: [(0, 30), (22, 9), (255, 1)].into(),
+            statistic: 9.1e5,
+            since: Some(at),
+            alarm: Some(alarm),
+        }),
         ..PinAlerts::default()
     };
     let n = notification("n1", "bot", 1, "x");
@@ -347,7 +374,10 @@ async fn one_commit_holds_the_record_the_state_and_the_notifications(backend: &B
         notifications: std::slice::from_ref(&n),
     };
     store.commit(&commit, &[]).await.unwrap();
-    assert_eq!(store.history(Some("bot"), None).await.unwrap(), [audit]);
+    assert_eq!(
+        store.history(Some("bot"), None).await.unwrap(),
+        [audit.clone()]
+    );
     assert_eq!(store.alert_state("bot").await.unwrap(), state);
     assert_eq!(
         store.alert_state("bot\0traffic").await.unwrap(),
@@ -358,6 +388,16 @@ async fn one_commit_holds_the_record_the_state_and_the_notifications(backend: &B
         store.channels_waiting().await.unwrap(),
         BTreeSet::from(["hook".to_owned()])
     );
+    // A copy (`modelpin store copy`) and a restart keep the evidence as it was.
+    let elsewhere = Backend::sled();
+    let copy = elsewhere.open().await;
+    copy.import(&store.export().await.unwrap()).await.unwrap();
+    assert_eq!(copy.alert_state("bot").await.unwrap(), state);
+    assert_eq!(copy.history(Some("bot"), None).await.unwrap(), [audit]);
+    store.close().await.unwrap();
+    drop(store);
+    let reopened = backend.open().await;
+    assert_eq!(reopened.alert_state("bot").await.unwrap(), state);
 }
 
 async fn each_channel_queue_keeps_creation_order_per_pin(backend: &Backend) {

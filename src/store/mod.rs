@@ -445,6 +445,7 @@ pub(crate) mod tests {
                 behaviour: Vec::new(),
                 findings: Vec::new(),
                 capped: std::collections::BTreeMap::new(),
+                lifetime: None,
             },
         }
     }

@@ -190,6 +190,7 @@ mod tests {
             ],
             findings: Vec::new(),
             capped: std::collections::BTreeMap::new(),
+            lifetime: None,
         };
         statistics_and_lifecycle(&m, &report);
         let text = m.render();

@@ -90,6 +90,7 @@ fn pin(i: usize, now: DateTime<Utc>) -> PinView {
             }],
             findings,
             capped: std::collections::BTreeMap::new(),
+            lifetime: None,
         },
     };
     PinView {

@@ -411,15 +411,19 @@ async fn judge_pin(daemon: &Daemon, pin: &str, spans: &[GenAiSpan], deadline: In
         Kept::Skip => crate::alert::Keep::AlertsOnly,
     };
     let patience = Patience::Until(deadline);
-    let Ok(queued) = commit::commit(daemon, config, &record, keep, patience).await else {
+    let Ok(processed) = commit::commit(daemon, config, &record, keep, None, patience).await else {
         // The count held back goes with the next record instead.
         if let Kept::Write { unkept } = kept {
             daemon.traffic.hold_back(pin, unkept);
         }
         return false;
     };
-    if !queued.is_empty() {
-        tracing::info!(pin, queued = queued.len(), "traffic: notifications queued");
+    if !processed.queued.is_empty() {
+        tracing::info!(
+            pin,
+            queued = processed.queued.len(),
+            "traffic: notifications queued"
+        );
     }
     true
 }

@@ -100,6 +100,7 @@ fn record(served: BTreeMap<String, u64>, findings: Vec<Finding>) -> AuditRecord 
             behaviour: Vec::new(),
             findings,
             capped: BTreeMap::new(),
+            lifetime: None,
         },
         source: Some(crate::store::RecordSource::Traffic),
     }

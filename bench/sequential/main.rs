@@ -1,0 +1,196 @@
+//! Lifetime false alarms and detection delay of the daemon's accumulated evidence
+//! (`modelpin::stats::sequential`), at the statistics layer.
+//!
+//! The audits are not simulated from a model of ours: each simulated audit is an audit of the
+//! real-model run (`real_audits.tsv`, from BENCHMARKS.md "Detection on a real model"), drawn
+//! with replacement from the audits of its case, its smallest p-value jittered by a factor
+//! `e^N(0, 0.1²)` so that no two simulated years replay the same ties. A simulated pin-year is
+//! 8,760 hourly audits against one lock; each starts with a lock drawn afresh (the unchanged
+//! server or the jittering one, the two nulls of that run).
+//!
+//! Run: `cargo run --release --example sequential [pin-years]` (about 2 minutes on 2 cores for
+//! the default 10,000). Prints the markdown section for BENCHMARKS.md.
+
+use std::collections::BTreeMap;
+
+use modelpin::stats::rng::Rng;
+use modelpin::stats::sequential::{Detector, threshold};
+
+const AUDITS: &str = include_str!("real_audits.tsv");
+const HOURS_A_YEAR: u64 = 8_760;
+const RATE: f64 = modelpin::config::DEFAULT_FALSE_ALARMS_PER_YEAR;
+const ALPHA: f64 = 0.001;
+
+/// Each case's audits, as their smallest Holm-adjusted p-value (`m · min p`, capped at 1: Holm's
+/// first step).
+fn cases() -> BTreeMap<String, Vec<f64>> {
+    let mut cases: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for line in AUDITS.lines().filter(|l| !l.starts_with('#')) {
+        let mut fields = line.split('\t');
+        let (Some(case), Some(m), Some(p)) = (fields.next(), fields.next(), fields.next()) else {
+            continue;
+        };
+        let m: f64 = m.parse().expect("tests");
+        let p: f64 = p.parse().expect("p");
+        cases
+            .entry(case.to_owned())
+            .or_default()
+            .push((m * p).min(1.0));
+    }
+    cases
+}
+
+fn draw(rng: &mut Rng, audits: &[f64]) -> f64 {
+    let p = audits[(rng.next_u64() % audits.len() as u64) as usize];
+    // Box–Muller: one normal draw.
+    let (u, v) = (rng.next_f64().max(1e-300), rng.next_f64());
+    let z = (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos();
+    (p * (0.1 * z).exp()).min(1.0)
+}
+
+struct Null {
+    years: u64,
+    detector: u64,
+    first_look: u64,
+    /// How many false alarms each 1,000 pin-years saw, to show they do not come in runs.
+    worst_thousand: u64,
+}
+
+fn null(cases: &BTreeMap<String, Vec<f64>>, years: u64, seed: u64) -> Null {
+    let locks = [&cases["base"], &cases["jitter"]];
+    let mut rng = Rng::new(seed);
+    let limit = threshold(HOURS_A_YEAR as f64, RATE);
+    let (mut detector, mut first, mut per_thousand, mut worst) = (0, 0, 0, 0);
+    for year in 0..years {
+        let lock = locks[(rng.next_u64() % 2) as usize];
+        let mut d = Detector::default();
+        for hour in 0..HOURS_A_YEAR {
+            let p = draw(&mut rng, lock);
+            // The first audit's own look, as the daemon takes it (`alert::lifetime`).
+            if hour == 0 && p <= ALPHA {
+                first += 1;
+            }
+            if d.step(p, rng.next_f64().max(f64::EPSILON)).statistic >= limit {
+                detector += 1;
+                per_thousand += 1;
+                // A team re-locks after an alarm: the evidence starts afresh.
+                d = Detector::default();
+            }
+        }
+        if (year + 1) % 1000 == 0 {
+            worst = worst.max(per_thousand);
+            per_thousand = 0;
+        }
+    }
+    Null {
+        years,
+        detector,
+        first_look: first,
+        worst_thousand: worst,
+    }
+}
+
+/// Audits from the change to the alarm, for a change after `before` unchanged audits; `None`
+/// when none within `horizon`.
+fn delay(
+    rng: &mut Rng,
+    unchanged: &[f64],
+    changed: &[f64],
+    before: u64,
+    horizon: u64,
+) -> Option<u64> {
+    let limit = threshold(HOURS_A_YEAR as f64, RATE);
+    let mut d = Detector::default();
+    for _ in 0..before {
+        if d.step(draw(rng, unchanged), rng.next_f64().max(f64::EPSILON))
+            .statistic
+            >= limit
+        {
+            return Some(0);
+        }
+    }
+    (1..=horizon).find(|_| {
+        d.step(draw(rng, changed), rng.next_f64().max(f64::EPSILON))
+            .statistic
+            >= limit
+    })
+}
+
+fn main() {
+    let years: u64 = std::env::args()
+        .nth(1)
+        .map_or(10_000, |y| y.parse().expect("pin-years"));
+    let cases = cases();
+    let started = std::time::Instant::now();
+    let halves: Vec<Null> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..2u64)
+            .map(|i| {
+                let cases = &cases;
+                s.spawn(move || null(cases, years / 2, 0x5EED + i))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("thread"))
+            .collect()
+    });
+    let (years_run, detector, first, worst) = halves.iter().fold((0, 0, 0, 0), |a, n| {
+        (
+            a.0 + n.years,
+            a.1 + n.detector,
+            a.2 + n.first_look,
+            a.3.max(n.worst_thousand),
+        )
+    });
+    println!("### Lifetime false alarms (statistics layer)\n");
+    println!(
+        "{years_run} pin-years of hourly audits ({} audits), false_alarms_per_year = {RATE}, first look at alpha = {ALPHA}; {:.0} s.\n",
+        years_run * HOURS_A_YEAR,
+        started.elapsed().as_secs_f64()
+    );
+    println!("| source | false alarms | per pin-year |\n|---|---|---|");
+    let per = |n: u64| n as f64 / years_run as f64;
+    println!(
+        "| accumulated evidence (Shiryaev–Roberts ≥ {:.0}) | {detector} | {:.4} |",
+        threshold(HOURS_A_YEAR as f64, RATE),
+        per(detector)
+    );
+    println!(
+        "| first audit after each lock (one per pin-year here) | {first} | {:.4} |",
+        per(first)
+    );
+    println!(
+        "| both | {} | {:.4} |\n\nMost false alarms of the detector in any 1,000 pin-years: {worst}.\n",
+        detector + first,
+        per(detector + first)
+    );
+
+    println!("### Detection delay (audits from the change to the alarm)\n");
+    println!("| change | after unchanged audits | median | 95th percentile | missed in 14 days |");
+    println!("|---|---|---|---|---|");
+    let mut rng = Rng::new(0xDE1A);
+    let runs = 400;
+    for case in ["requant", "temperature", "family", "system"] {
+        for before in [24u64, 168, 720, 4_380] {
+            let mut delays: Vec<u64> = Vec::new();
+            let mut missed = 0;
+            for _ in 0..runs {
+                match delay(&mut rng, &cases["base"], &cases[case], before, 24 * 14) {
+                    Some(d) => delays.push(d),
+                    None => missed += 1,
+                }
+            }
+            delays.sort_unstable();
+            let at = |q: f64| {
+                delays
+                    .get(((delays.len() as f64 * q) as usize).min(delays.len().saturating_sub(1)))
+                    .map_or("–".to_owned(), u64::to_string)
+            };
+            println!(
+                "| {case} | {before} | {} | {} | {missed} of {runs} |",
+                at(0.5),
+                at(0.95)
+            );
+        }
+    }
+}

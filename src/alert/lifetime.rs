@@ -1,0 +1,369 @@
+//! When a daemon audit's behaviour verdict wakes someone.
+//!
+//! `alpha` is a false-alarm rate per audit: a daemon auditing hourly at 0.001 would raise about
+//! 8.8 false `behavior_drift` alarms per pin a year, in runs when the lock happened to be
+//! unusual. So in the daemon an audit's own rejection does not alarm by itself. The audits since
+//! the pin's lock feed one detector (`stats::sequential`: conformal p-values, calibrated to
+//! e-values, in a Shiryaev–Roberts statistic) whose mean time to a false alarm is at least its
+//! threshold `A = audits a year / false_alarms_per_year` audits, given the lock, however unusual.
+//! `behavior_drift` is raised when
+//!
+//! - the **first** audit weighed after a lock rejects on its own at `alpha` (a change already
+//!   there when the daemon began, which the detector cannot see: every later audit would be
+//!   equally strange); one look per lock, so at most `alpha` false alarms per lock; or
+//! - the statistic reaches `A`.
+//!
+//! The alarm then stands, on every later audit's record, until the pin is locked again (another
+//! lock entry, another `basis`): the evidence starts afresh. An audit that rejected on its own
+//! without an alarm says so (`held_back`) in its record's `lifetime`, which the status page plots.
+//! The state lives with the pin's alert state, so it is stored in the audit's transaction and
+//! survives restarts, failover and `store copy` with it.
+
+use crate::finding::evidence::DriftAccumulated;
+use crate::finding::{Code, Evidence, Finding, PinStatus};
+use crate::report::{Alarm, AlarmCause, BehaviourTest, LifetimeEvidence};
+use crate::stats::sequential::{Detector, threshold, tie_break};
+use crate::store::AuditRecord;
+use crate::store::alerts::Accumulated;
+
+/// What the accumulated evidence of one pin is weighed with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lifetime {
+    /// The level of the first audit's own look.
+    pub alpha: f64,
+    pub false_alarms_per_year: f64,
+    /// Audits a year at the pin's schedule.
+    pub audits_per_year: f64,
+    /// Digest of the pin's lock entry.
+    pub basis: String,
+}
+
+impl Lifetime {
+    fn threshold(&self) -> f64 {
+        threshold(self.audits_per_year, self.false_alarms_per_year)
+    }
+
+    fn years_to_false_alarm(&self) -> f64 {
+        let threshold = self.threshold();
+        threshold / self.audits_per_year.max(1.0)
+    }
+}
+
+/// Whether the first audit after a lock, smallest adjusted p-value `p`, rejects on its own.
+#[must_use]
+pub fn first_look(p: f64, alpha: f64) -> bool {
+    p <= alpha
+}
+
+/// The record as the daemon stores it, and the pin's evidence after it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Weighed {
+    pub record: AuditRecord,
+    pub accumulated: Option<Accumulated>,
+}
+
+/// Weighs one probe audit's behaviour tests into the pin's evidence `before` and decides what the
+/// record says: its own `behavior_drift` held back, kept (with the accumulated evidence), or
+/// raised by the evidence alone; the pin's status follows. Deterministic: weighing the same
+/// audit on the same state again (a retried write) gives the same record and state.
+#[must_use]
+pub fn weigh(before: Option<&Accumulated>, record: &AuditRecord, lifetime: &Lifetime) -> Weighed {
+    let mut acc = match before {
+        Some(a) if a.basis == lifetime.basis => a.clone(),
+        _ => Accumulated {
+            basis: lifetime.basis.clone(),
+            ..Accumulated::default()
+        },
+    };
+    let smallest = smallest_p(&record.pin.behaviour);
+    if smallest.is_none() && acc.seen.is_empty() {
+        // Nothing weighed yet and nothing to weigh: the record stands as judged.
+        return Weighed {
+            record: record.clone(),
+            accumulated: before.cloned(),
+        };
+    }
+    let mut detector = Detector {
+        seen: std::mem::take(&mut acc.seen),
+        statistic: acc.statistic,
+    };
+    detector.bound();
+    let first = detector.audits() == 0;
+    let step = smallest.map(|p| detector.step(p, tie_break(&record.audit_id)));
+    let audits = detector.audits();
+    acc.seen = detector.seen;
+    acc.statistic = detector.statistic;
+    acc.since = if acc.statistic >= 1.0 {
+        acc.since.or(Some(record.started_at))
+    } else {
+        None
+    };
+    let threshold = lifetime.threshold();
+    let own = record
+        .pin
+        .findings
+        .iter()
+        .any(|f| f.code == Code::BehaviorDrift);
+    if acc.alarm.is_none() && step.is_some() {
+        let cause = if first && own && smallest.is_some_and(|p| first_look(p, lifetime.alpha)) {
+            Some(AlarmCause::FirstAudit)
+        } else if acc.statistic >= threshold {
+            Some(AlarmCause::Accumulated)
+        } else {
+            None
+        };
+        acc.alarm = cause.map(|cause| Alarm {
+            at: record.finished_at,
+            cause,
+            audit_id: record.audit_id.clone(),
+            audits,
+        });
+    }
+    let summary = LifetimeEvidence {
+        audits,
+        smallest_p: smallest,
+        conformal_p: step.map(|s| s.conformal_p),
+        e_value: step.map(|s| s.e_value),
+        statistic: acc.statistic,
+        threshold,
+        since: acc.since,
+        years_to_false_alarm: lifetime.years_to_false_alarm(),
+        held_back: own && acc.alarm.is_none(),
+        alarm: acc.alarm.clone(),
+    };
+    let mut record = record.clone();
+    let pin = &mut record.pin;
+    match &acc.alarm {
+        None => pin.findings.retain(|f| f.code != Code::BehaviorDrift),
+        Some(alarm) => {
+            let evidence = accumulated(alarm, &summary);
+            let json = serde_json::to_value(&evidence).unwrap_or_default();
+            if let Some(finding) = pin
+                .findings
+                .iter_mut()
+                .find(|f| f.code == Code::BehaviorDrift)
+            {
+                finding.message.push_str(&evidence.clause());
+                if let Some(object) = finding.evidence.as_object_mut() {
+                    object.insert("accumulated".to_owned(), json);
+                }
+            } else {
+                let at = pin
+                    .findings
+                    .iter()
+                    .position(|f| f.code.is_unmeasured())
+                    .unwrap_or(pin.findings.len());
+                let finding = Finding::new(&Evidence::DriftAccumulated(evidence), &pin.id);
+                pin.findings.insert(at, finding);
+            }
+        }
+    }
+    pin.status = PinStatus::of(&pin.findings);
+    pin.lifetime = Some(summary);
+    Weighed {
+        record,
+        accumulated: Some(acc),
+    }
+}
+
+/// The smallest Holm-adjusted p-value of the tests in the family; `None` without one.
+fn smallest_p(tests: &[BehaviourTest]) -> Option<f64> {
+    tests
+        .iter()
+        .filter_map(|t| t.adjusted_p)
+        .filter(|p| !p.is_nan())
+        .min_by(f64::total_cmp)
+}
+
+fn accumulated(alarm: &Alarm, summary: &LifetimeEvidence) -> DriftAccumulated {
+    DriftAccumulated {
+        cause: match alarm.cause {
+            AlarmCause::FirstAudit => "first_audit",
+            AlarmCause::Accumulated => "accumulated",
+        },
+        audits_at_alarm: alarm.audits,
+        audits: summary.audits,
+        alarm_at: alarm.at,
+        statistic: summary.statistic,
+        threshold: summary.threshold,
+        since: summary.since,
+        years_to_false_alarm: summary.years_to_false_alarm,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::Severity;
+    use crate::stats::TestKind;
+
+    fn lifetime(basis: &str) -> Lifetime {
+        Lifetime {
+            alpha: 0.001,
+            false_alarms_per_year: 0.01,
+            audits_per_year: 8_760.0,
+            basis: basis.into(),
+        }
+    }
+
+    /// An audit whose one behaviour test has adjusted p `p`, rejecting (with its own
+    /// `behavior_drift`) when `p ≤ 0.001`.
+    fn audit(n: i64, p: Option<f64>) -> AuditRecord {
+        let mut r = crate::store::tests::record("bot", 1_000_000 + n * 3600, &format!("a{n}"));
+        if let Some(p) = p {
+            r.pin.behaviour.push(BehaviourTest {
+                test: TestKind::Answers,
+                probes: vec!["capital".into()],
+                p_value: p,
+                adjusted_p: Some(p),
+                rejected: p <= 0.001,
+            });
+            if p <= 0.001 {
+                r.pin.findings.push(Finding {
+                    code: Code::BehaviorDrift,
+                    severity: Some(Severity::Error),
+                    message: "the answers changed".into(),
+                    evidence: serde_json::json!({"tests": []}),
+                    action: None,
+                });
+                r.pin.status = PinStatus::Drift;
+            }
+        }
+        r
+    }
+
+    fn run(
+        mut state: Option<Accumulated>,
+        from: i64,
+        ps: &[Option<f64>],
+        life: &Lifetime,
+    ) -> (Option<Accumulated>, Vec<AuditRecord>) {
+        let mut records = Vec::new();
+        for (i, p) in ps.iter().enumerate() {
+            let w = weigh(state.as_ref(), &audit(from + i64::try_from(i).unwrap(), *p), life);
+            state = w.accumulated;
+            records.push(w.record);
+        }
+        (state, records)
+    }
+
+    fn quiet(n: usize) -> Vec<Option<f64>> {
+        // Ordinary audits: adjusted p spread over (0.02, 1].
+        (0..n)
+            .map(|i| Some(0.02 + 0.98 * ((i * 37 % 101) as f64 / 100.0)))
+            .collect()
+    }
+
+    #[test]
+    fn a_later_audit_rejecting_on_its_own_is_held_back_not_an_alarm() {
+        let life = lifetime("sha256:a");
+        let (state, _) = run(None, 0, &quiet(30), &life);
+        let w = weigh(state.as_ref(), &audit(30, Some(0.0005)), &life);
+        assert!(w.record.pin.findings.is_empty());
+        assert_eq!(w.record.pin.status, PinStatus::Ok);
+        let summary = w.record.pin.lifetime.unwrap();
+        assert!(summary.held_back);
+        assert_eq!(summary.audits, 31);
+        assert!(summary.alarm.is_none());
+        assert!(summary.statistic < summary.threshold);
+        assert!((summary.threshold - 876_000.0).abs() < 1e-6);
+        assert!((summary.years_to_false_alarm - 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_first_audit_after_a_lock_alarms_on_its_own_and_the_alarm_stands_until_a_new_lock() {
+        let life = lifetime("sha256:a");
+        let (state, records) = run(None, 0, &[Some(0.0002), Some(0.6), None], &life);
+        for r in &records {
+            assert_eq!(r.pin.status, PinStatus::Drift, "{:?}", r.pin.findings);
+            let f = &r.pin.findings[0];
+            assert_eq!(f.code, Code::BehaviorDrift);
+            assert_eq!(f.evidence["accumulated"]["cause"], "first_audit");
+        }
+        assert!(
+            records[0].pin.findings[0]
+                .message
+                .contains("first audit after the lock")
+        );
+        let alarm = state.as_ref().unwrap().alarm.clone().unwrap();
+        assert_eq!(
+            (alarm.cause, alarm.audit_id.as_str()),
+            (AlarmCause::FirstAudit, "a0")
+        );
+        // Locked again: afresh, and the next audit's own look decides.
+        let (state, records) = run(state, 3, &[Some(0.5)], &lifetime("sha256:b"));
+        assert_eq!(records[0].pin.status, PinStatus::Ok);
+        let state = state.unwrap();
+        assert_eq!((state.basis.as_str(), state.alarm), ("sha256:b", None));
+        assert_eq!(state.seen.values().sum::<u64>(), 1);
+    }
+
+    #[test]
+    fn a_change_after_quiet_audits_builds_to_an_alarm_the_audit_alone_would_not_raise() {
+        let life = lifetime("sha256:a");
+        let (state, _) = run(None, 0, &quiet(300), &life);
+        // Changed: every audit stranger than any before, yet none below alpha on its own.
+        let changed = vec![Some(0.004); 40];
+        let (state, records) = run(state, 300, &changed, &life);
+        let raised = records
+            .iter()
+            .position(|r| r.pin.status == PinStatus::Drift)
+            .expect("an alarm within 40 audits");
+        assert!(raised >= 3, "not on the first changed audit: {raised}");
+        let f = &records[raised].pin.findings[0];
+        assert_eq!(f.evidence["accumulated"]["cause"], "accumulated");
+        assert!(f.message.contains("changed gradually"), "{}", f.message);
+        assert!(f.evidence["accumulated"]["statistic"].as_f64().unwrap() >= 876_000.0);
+        let since = records[raised]
+            .pin
+            .lifetime
+            .as_ref()
+            .unwrap()
+            .since
+            .unwrap();
+        assert!(since <= records[raised].started_at);
+        assert!(
+            records[raised..]
+                .iter()
+                .all(|r| r.pin.status == PinStatus::Drift)
+        );
+        assert_eq!(state.unwrap().alarm.unwrap().cause, AlarmCause::Accumulated);
+    }
+
+    #[test]
+    fn an_audit_without_behaviour_tests_leaves_the_evidence_as_it_was() {
+        let life = lifetime("sha256:a");
+        let w = weigh(None, &audit(0, None), &life);
+        assert_eq!((w.accumulated, w.record.pin.lifetime), (None, None));
+        let (state, _) = run(None, 0, &quiet(5), &life);
+        let w = weigh(state.as_ref(), &audit(5, None), &life);
+        let after = w.accumulated.unwrap();
+        let before = state.unwrap();
+        assert_eq!(
+            (after.seen, after.statistic),
+            (before.seen, before.statistic)
+        );
+        assert_eq!(w.record.pin.lifetime.unwrap().conformal_p, None);
+    }
+
+    #[test]
+    fn weighing_the_same_audit_again_gives_the_same_answer() {
+        let life = lifetime("sha256:a");
+        let (state, _) = run(None, 0, &quiet(20), &life);
+        let a = weigh(state.as_ref(), &audit(20, Some(0.01)), &life);
+        let b = weigh(state.as_ref(), &audit(20, Some(0.01)), &life);
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn the_threshold_is_audits_a_year_over_the_rate() {
+        for (audits, rate, threshold) in [
+            (8_760.0, 0.01, 876_000.0),
+            (365.0, 0.01, 36_500.0),
+            (24.0, 12.0, 2.0),
+            (1.0, 12.0, 1.0),
+        ] {
+            assert!((super::threshold(audits, rate) - threshold).abs() < 1e-9);
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! The accumulated-evidence part of a daemon audit's record: what the audit added to the pin's
+//! evidence since its lock, for the status page's plot and the alert's "since when".
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// What one audit added to the pin's accumulated behaviour evidence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LifetimeEvidence {
+    /// Audits weighed since the lock, this one included.
+    pub audits: u64,
+    /// This audit's smallest Holm-adjusted p-value against the lock; `None` when it measured no
+    /// behaviour test (the evidence then stood still).
+    pub smallest_p: Option<f64>,
+    /// Where that p-value ranks among the audits since the lock (uniform while nothing changed).
+    pub conformal_p: Option<f64>,
+    /// The e-value the rank was turned into.
+    pub e_value: Option<f64>,
+    /// The Shiryaev–Roberts statistic after this audit, and the threshold it alarms at.
+    pub statistic: f64,
+    pub threshold: f64,
+    /// Since when the statistic has stayed at 1 or above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<DateTime<Utc>>,
+    /// Mean years to a false alarm of the accumulated evidence at the pin's schedule, at least.
+    pub years_to_false_alarm: f64,
+    /// This audit rejected on its own at `alpha` but is not an alarm: the evidence since the
+    /// lock is below its threshold.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held_back: bool,
+    /// The alarm, once raised; it stands until the pin is locked again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alarm: Option<Alarm>,
+}
+
+/// When and why the accumulated evidence raised `behavior_drift`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Alarm {
+    pub at: DateTime<Utc>,
+    pub cause: AlarmCause,
+    /// The audit that raised it.
+    pub audit_id: String,
+    /// Audits weighed since the lock when it was raised.
+    pub audits: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlarmCause {
+    /// The first audit after the lock rejected on its own, at `alpha`.
+    FirstAudit,
+    /// The statistic crossed its threshold.
+    Accumulated,
+}
