@@ -240,7 +240,11 @@ mod tests {
     ) -> (Option<Accumulated>, Vec<AuditRecord>) {
         let mut records = Vec::new();
         for (i, p) in ps.iter().enumerate() {
-            let w = weigh(state.as_ref(), &audit(from + i64::try_from(i).unwrap(), *p), life);
+            let w = weigh(
+                state.as_ref(),
+                &audit(from + i64::try_from(i).unwrap(), *p),
+                life,
+            );
             state = w.accumulated;
             records.push(w.record);
         }

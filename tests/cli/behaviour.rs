@@ -5,6 +5,8 @@ use modelpin::provider::ProviderKind;
 use modelpin::sim::scenario::{AnswerRule, Reported};
 
 use crate::harness::{Sim, Test};
+use crate::schema::Record;
+use crate::support::daemon::Daemon;
 use crate::support::pins::Pins;
 use crate::world::{model, reroute, single};
 
@@ -43,15 +45,8 @@ fn project_asking(sim: &Sim, samples: u32) -> Test {
         .probes()
 }
 
-#[test]
-fn a_masked_swap_with_the_same_id_and_tokenizer_is_caught_by_behaviour() {
-    let sim = Sim::start(single(ID, honest()));
-    // 20 answers a probe: enough that the swap's p-value is far below 0.001 whatever the
-    // permutations draw, not at the permutation tests' floor.
-    let test = project_asking(&sim, 20);
-    test.run(&["lock", "--samples", "30"]).code(0);
-    test.run(&["check"]).code(0);
-    // Another model behind the same ID, same tokenizer and price: only its answers differ.
+/// Another model behind the same ID, same tokenizer and price: only its answers differ.
+fn impostor() -> modelpin::sim::scenario::SimModel {
     let mut impostor = honest();
     impostor.id = "acme-chat-small".into();
     impostor.answers = vec![
@@ -64,12 +59,22 @@ fn a_masked_swap_with_the_same_id_and_tokenizer_is_caught_by_behaviour() {
             answers: vec![("Sydney".into(), 0.95), ("Perth".into(), 0.05)],
         },
     ];
-    sim.set(reroute(
-        sim.sim.scenario(),
-        ID,
-        impostor,
-        Reported::Requested,
-    ));
+    impostor
+}
+
+fn swap_in(sim: &Sim, model: modelpin::sim::scenario::SimModel) {
+    sim.set(reroute(sim.sim.scenario(), ID, model, Reported::Requested));
+}
+
+#[test]
+fn a_masked_swap_with_the_same_id_and_tokenizer_is_caught_by_behaviour() {
+    let sim = Sim::start(single(ID, honest()));
+    // 20 answers a probe: enough that the swap's p-value is far below 0.001 whatever the
+    // permutations draw, not at the permutation tests' floor.
+    let test = project_asking(&sim, 20);
+    test.run(&["lock", "--samples", "30"]).code(0);
+    test.run(&["check"]).code(0);
+    swap_in(&sim, impostor());
     let run = test.run(&["check", "--format", "json"]);
     run.code(1);
     let report = run.json();
@@ -254,4 +259,107 @@ fn evidence_keeps_its_fields(evidence: &serde_json::Value) -> bool {
     ["alpha", "seed", "drift", "tests", "skipped"]
         .iter()
         .all(|k| evidence.get(k).is_some())
+}
+
+fn weighed(records: &[Record]) -> Vec<&Record> {
+    records
+        .iter()
+        .filter(|r| r.pin.lifetime.is_some())
+        .collect()
+}
+
+/// The daemon's side of the same swap. After the first audit of a lock, one audit's own
+/// rejection is held back (recorded, not alarmed) while the evidence accumulated since the lock is
+/// below its threshold; that evidence survives a restart; and after a new lock, the first audit
+/// looks on its own, so a change already there then alarms at once and stays alarmed.
+#[test]
+fn the_daemon_holds_back_one_audits_rejection_keeps_its_evidence_and_looks_first_after_a_lock() {
+    let sim = Sim::start(single(ID, honest()));
+    let test = Pins::one(ProviderKind::OpenAi, &sim.url(ProviderKind::OpenAi), ID)
+        .short()
+        .daemon()
+        .each_pin("samples", 20)
+        .test()
+        .probes();
+    test.run(&["lock", "--samples", "30"]).code(0);
+    let daemon = Daemon::start(&test);
+    let clean = daemon.wait_records("3 weighed audits", |r| weighed(r).len() >= 3);
+    for (i, r) in weighed(&clean).iter().enumerate() {
+        let life = r.pin.lifetime.as_ref().unwrap();
+        assert_eq!(life.audits, i as u64 + 1, "counted since the lock");
+        assert_eq!(r.pin.status, "ok", "{:?}", r.pin.findings);
+        assert!(life.alarm.is_none());
+        // Every second: 31.5 million audits a year at 0.01 false alarms a year.
+        assert!(life.threshold > 3e9, "threshold {}", life.threshold);
+        assert!(life.conformal_p.is_some_and(|p| p > 0.0 && p <= 1.0));
+    }
+
+    swap_in(&sim, impostor());
+    let records = daemon.wait_records("an audit holding back its own rejection", |r| {
+        r.iter()
+            .any(|r| r.pin.lifetime.as_ref().is_some_and(|l| l.held_back))
+    });
+    let held = records
+        .iter()
+        .find(|r| r.pin.lifetime.as_ref().is_some_and(|l| l.held_back))
+        .unwrap();
+    assert!(
+        held.pin.behaviour.iter().any(|t| t.rejected),
+        "it rejected on its own"
+    );
+    assert_eq!(held.pin.status, "ok", "but is not an alarm");
+    assert!(!held.has_finding("behavior_drift"));
+
+    // Restarted on the same store: the evidence goes on from where it was.
+    let before: Vec<String> = daemon
+        .records()
+        .iter()
+        .map(|r| r.audit_id.clone())
+        .collect();
+    let counted = daemon
+        .records()
+        .iter()
+        .filter_map(|r| r.pin.lifetime.as_ref().map(|l| l.audits))
+        .max()
+        .unwrap();
+    drop(daemon);
+    let daemon = Daemon::start(&test);
+    let records = daemon.wait_records("an audit after the restart", |r| {
+        weighed(r).iter().any(|r| !before.contains(&r.audit_id))
+    });
+    let next = weighed(&records)
+        .into_iter()
+        .find(|r| !before.contains(&r.audit_id))
+        .unwrap();
+    assert_eq!(
+        next.pin.lifetime.as_ref().unwrap().audits,
+        counted + 1,
+        "the evidence was kept across the restart"
+    );
+    drop(daemon);
+
+    // Locked again on what answers now, then the honest model back: the first audit after the
+    // new lock sees the change on its own and alarms, and the alarm stands.
+    let old = held.lock_digest.clone();
+    test.run(&["lock", "--samples", "30"]).code(0);
+    swap_in(&sim, honest());
+    let daemon = Daemon::start(&test);
+    let records = daemon.wait_records("2 audits after the new lock", |r| {
+        r.iter().filter(|r| r.lock_digest != old).count() >= 2
+    });
+    let after: Vec<&Record> = records.iter().filter(|r| r.lock_digest != old).collect();
+    let first = after[0].pin.lifetime.as_ref().unwrap();
+    assert_eq!(first.audits, 1, "a new lock starts the evidence afresh");
+    let alarm = first.alarm.as_ref().expect("the first audit alarms");
+    assert_eq!(alarm.cause, "first_audit");
+    for r in &after {
+        assert_eq!(r.pin.status, "drift");
+        let finding = r
+            .pin
+            .findings
+            .iter()
+            .find(|f| f.code == "behavior_drift")
+            .unwrap();
+        assert_eq!(finding.evidence["accumulated"]["cause"], "first_audit");
+    }
 }

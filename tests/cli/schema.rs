@@ -41,6 +41,34 @@ pub struct Pin {
     /// Traffic records only: what the byte budget summed into `(others)`, by field.
     #[serde(default)]
     pub capped: BTreeMap<String, Others>,
+    /// Daemon audits only: what the audit added to the evidence accumulated since the lock.
+    #[serde(default)]
+    pub lifetime: Option<Lifetime>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lifetime {
+    pub audits: u64,
+    pub smallest_p: Option<f64>,
+    pub conformal_p: Option<f64>,
+    pub e_value: Option<f64>,
+    pub statistic: f64,
+    pub threshold: f64,
+    pub since: Option<String>,
+    pub years_to_false_alarm: f64,
+    #[serde(default)]
+    pub held_back: bool,
+    pub alarm: Option<Alarm>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Alarm {
+    pub at: String,
+    pub cause: String,
+    pub audit_id: String,
+    pub audits: u64,
 }
 
 #[derive(Debug, Deserialize)]
