@@ -195,6 +195,38 @@ fn charts(out: &mut String, history: &PinHistory) {
             },
         ),
     );
+    evidence_chart(out, records);
+}
+
+/// The behaviour evidence accumulated since the lock against its threshold, when the daemon
+/// weighed any of these audits.
+fn evidence_chart(out: &mut String, records: &[AuditRecord]) {
+    let Some(last) = records.iter().rev().find_map(|r| r.pin.lifetime.as_ref()) else {
+        return;
+    };
+    let values: Vec<Option<f64>> = records
+        .iter()
+        .map(|r| r.pin.lifetime.as_ref().map(|l| l.statistic))
+        .collect();
+    let since = last
+        .since
+        .map(|s| format!(", building since {}", s.format("%Y-%m-%d %H:%M UTC")))
+        .unwrap_or_default();
+    let alarm = match &last.alarm {
+        Some(a) => format!("; alarmed {}", a.at.format("%Y-%m-%d %H:%M UTC")),
+        None => String::new(),
+    };
+    let title = format!(
+        "Behaviour evidence since the lock (Shiryaev–Roberts statistic, log scale, 1 at the top): {:.3e} after {}{since}; an alarm below the dashed line at {:.3e}, where a false alarm comes once in {:.0} years on average{alarm}",
+        last.statistic,
+        crate::words::count(last.audits, "audit"),
+        last.threshold,
+        last.years_to_false_alarm
+    );
+    let scale = Scale::Evidence {
+        threshold: last.threshold,
+    };
+    figure(out, &title, &chart(&title, &values, scale));
 }
 
 /// The served IDs seen in the most audits (at most `LEGEND_IDS`) in order of first sight, with
@@ -355,5 +387,59 @@ mod tests {
         let html = super::page(&history, &meta);
         assert!(html.len() <= MAX_PAGE_BYTES, "{} bytes", html.len());
         assert!(html.contains("and 983 more served IDs"), "the rest counted");
+    }
+
+    #[test]
+    fn the_evidence_since_the_lock_is_plotted_against_its_threshold_once_the_daemon_weighed_it() {
+        let records: Vec<_> = (0..5u32)
+            .map(|i| {
+                let mut r = crate::store::tests::record("p", 1_800_000_000 + i64::from(i), "a");
+                r.pin.lifetime = (i > 0).then(|| crate::report::LifetimeEvidence {
+                    audits: u64::from(i),
+                    smallest_p: Some(0.5),
+                    conformal_p: Some(0.5),
+                    e_value: Some(0.64),
+                    statistic: 10f64.powi(i32::try_from(i).unwrap()),
+                    threshold: 876_000.0,
+                    since: None,
+                    years_to_false_alarm: 100.0,
+                    held_back: i == 4,
+                    alarm: None,
+                });
+                r
+            })
+            .collect();
+        let page = |records: Vec<crate::store::AuditRecord>| {
+            let mut view = crate::daemon::page::tests::view("p", None, None);
+            view.latest = records.last().cloned();
+            let history = PinHistory {
+                view,
+                records,
+                alpha: 0.001,
+            };
+            let meta = Meta {
+                generated: chrono::Utc::now(),
+                etag: String::new(),
+            };
+            super::page(&history, &meta)
+        };
+        let html = page(records.clone());
+        assert!(
+            html.contains("Behaviour evidence since the lock (Shiryaev–Roberts statistic, log scale, 1 at the top): 1.000e4 after 4 audits; an alarm below the dashed line at 8.760e5, where a false alarm comes once in 100 years on average"),
+            "{html}"
+        );
+        let at = html.find("Behaviour evidence since the lock").unwrap();
+        let figure = &html[at..at + html[at..].find("</svg>").unwrap()];
+        assert!(figure.contains("class=\"alpha\""), "the threshold line");
+        // The audit the daemon did not weigh is left out of the line: one polyline.
+        assert_eq!(figure.matches("<polyline").count(), 1, "{figure}");
+        let unweighed: Vec<_> = records
+            .into_iter()
+            .map(|mut r| {
+                r.pin.lifetime = None;
+                r
+            })
+            .collect();
+        assert!(!page(unweighed).contains("Behaviour evidence since the lock"));
     }
 }

@@ -58,6 +58,21 @@ pub enum Scale {
     /// p-values on a log scale, `p = 1` (no sign of drift) at the top down to `1e-8` at the
     /// bottom, with a dashed line at the given alpha and the drift side below it shaded.
     PValue { alpha: f64 },
+    /// Accumulated evidence on a log scale, 1 or less at the top down to ten times the
+    /// threshold at the bottom, with a dashed line at the threshold and the alarm side below it
+    /// shaded.
+    Evidence { threshold: f64 },
+}
+
+impl Scale {
+    /// Where the dashed line goes, if anywhere.
+    fn marker(self) -> Option<f64> {
+        match self {
+            Scale::Linear => None,
+            Scale::PValue { alpha } => Some(alpha),
+            Scale::Evidence { threshold } => Some(threshold),
+        }
+    }
 }
 
 /// A small line chart of `values` (oldest first; `None` where an audit has no value), described
@@ -69,8 +84,8 @@ pub fn chart(title: &str, values: &[Option<f64>], scale: Scale) -> String {
         esc(title)
     );
     let y = y_of(values, scale);
-    if let Scale::PValue { alpha } = scale {
-        let line = y(alpha);
+    if let Some(marker) = scale.marker() {
+        let line = y(marker);
         let _ = write!(
             out,
             "<rect class=\"zone\" y=\"{line:.1}\" width=\"{CHART_W}\" height=\"{:.1}\"/><line class=\"alpha\" x1=\"0\" x2=\"{CHART_W}\" y1=\"{line:.1}\" y2=\"{line:.1}\"/>",
@@ -127,6 +142,13 @@ fn y_of(values: &[Option<f64>], scale: Scale) -> Box<dyn Fn(f64) -> f64> {
             let depth = (-p.max(1e-300).log10()).clamp(0.0, 8.0) / 8.0;
             PAD + depth * span
         }),
+        Scale::Evidence { threshold } => {
+            let bottom = (threshold.max(10.0) * 10.0).log10();
+            Box::new(move |v| {
+                let depth = (v.max(1.0).log10() / bottom).clamp(0.0, 1.0);
+                PAD + depth * span
+            })
+        }
     }
 }
 
@@ -300,6 +322,12 @@ mod tests {
         assert!(svg.contains("<circle"), "a lone value is a dot: {svg}");
         assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
         let p = chart("p", &[Some(0.0), Some(1.0)], Scale::PValue { alpha: 0.001 });
+        let e = chart(
+            "e",
+            &[Some(0.0), Some(1e300), Some(f64::INFINITY)],
+            Scale::Evidence { threshold: 0.0 },
+        );
+        assert!(!e.contains("NaN") && !e.contains("inf"), "{e}");
         assert!(p.contains("class=\"alpha\""), "{p}");
         assert!(!chart("empty", &[], Scale::Linear).contains("NaN"));
     }
