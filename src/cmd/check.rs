@@ -90,6 +90,7 @@ pub async fn run(config_path: &Path, options: &CheckArgs, out: Output) -> Result
         ctx.progress.clone(),
         out,
     )?;
+    watched(&config, &request.pins, lock.as_ref(), out);
     let planned = estimate.calls;
     let cancel = ctx.cancel.clone();
     let Audited {
@@ -180,6 +181,20 @@ pub(crate) fn append_step_summary(report: &Report, out: Output) {
             "warning: cannot append to $GITHUB_STEP_SUMMARY: {e}"
         ));
     }
+}
+
+/// What watching `pins` would spend: the daemon's plan at their schedules, a day and a month.
+pub(crate) fn watched(
+    config: &Config,
+    pins: &[&crate::config::Pin],
+    lock: Option<&crate::lock::LoadedLock>,
+    out: Output,
+) {
+    let daily = crate::daemon::spend::Daily::of_pins(config, pins, lock, chrono::Utc::now());
+    out.progress(&format!(
+        "watched by `modelpin daemon` at these schedules: {}",
+        daily.figures()
+    ));
 }
 
 #[cfg(test)]

@@ -88,6 +88,9 @@ pub async fn lock_pins(config: &Config, options: &LockArgs, out: Output) -> Resu
     } else {
         crate::lock::write(&config.settings.lockfile, &locking.lock)?;
         out.progress(&format!("wrote {path}"));
+        if let Ok(Some(written)) = crate::lock::read(&config.settings.lockfile) {
+            crate::cmd::check::watched(config, &request.pins, Some(&written), out);
+        }
     }
     Ok(match locking.worst {
         Locked::Recorded => Exit::Ok,

@@ -8,8 +8,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::audit::run::{Request, estimate};
-use crate::config::Config;
 use crate::config::schedule::runs_within;
+use crate::config::{Config, Pin};
 use crate::daemon::state::schedule_of;
 use crate::lock::LoadedLock;
 
@@ -45,8 +45,20 @@ impl Daily {
     /// Each pin's audit plan against `lock`, times its schedule's runs in the day after `now`.
     #[must_use]
     pub fn of(config: &Config, lock: Option<&LoadedLock>, now: DateTime<Utc>) -> Daily {
+        let pins: Vec<&Pin> = config.pins.iter().collect();
+        Daily::of_pins(config, &pins, lock, now)
+    }
+
+    /// `of`, for `pins` only.
+    #[must_use]
+    pub fn of_pins(
+        config: &Config,
+        pins: &[&Pin],
+        lock: Option<&LoadedLock>,
+        now: DateTime<Utc>,
+    ) -> Daily {
         let mut daily = Daily::default();
-        for pin in &config.pins {
+        for &pin in pins {
             let Some(schedule) = schedule_of(config, &pin.id) else {
                 continue;
             };
@@ -71,9 +83,16 @@ impl Daily {
     /// The line the daemon logs at start.
     #[must_use]
     pub fn describe(&self) -> String {
+        format!("planned spend at these schedules: {}", self.figures())
+    }
+
+    /// The figures: audits, calls and tokens a day, USD a day and a month, and what they leave
+    /// out.
+    #[must_use]
+    pub fn figures(&self) -> String {
         let words = crate::words::count;
         let mut line = format!(
-            "planned spend at these schedules: {} a day ({}, about {}), about ${:.4} a day and ${:.2} a month ({MONTH_DAYS} days)",
+            "{} a day ({}, about {}), about ${:.4} a day and ${:.2} a month ({MONTH_DAYS} days)",
             words(self.audits, "audit"),
             words(self.calls, "call"),
             words(self.tokens, "token"),

@@ -243,7 +243,8 @@ fn the_daemon_states_its_spend_a_day_and_a_month_from_the_audit_plan() {
             "price = { input = 2.5, output = 10.0 }",
         ))
         .probes();
-    test.run(&["lock"]).code(0);
+    let lock = test.run(&["lock"]);
+    lock.code(0);
     let check = test.run(&["check"]);
     let plan = check
         .stderr
@@ -288,5 +289,26 @@ fn the_daemon_states_its_spend_a_day_and_a_month_from_the_audit_plan() {
         "{said}: expected about ${:.2} a month (plan: {plan})",
         usd * 720.0
     );
+    // `lock` and `check` say the same day and month before anything runs unattended.
+    let figures = said
+        .split("planned spend at these schedules: ")
+        .nth(1)
+        .unwrap_or_default()
+        .trim_end_matches('"');
+    for (command, run) in [("lock", &lock), ("check", &check)] {
+        let line = run
+            .stderr
+            .lines()
+            .find(|l| l.contains("watched by `modelpin daemon` at these schedules: "))
+            .unwrap_or_else(|| panic!("{command} states no daily spend:\n{}", run.stderr));
+        assert!(
+            line.contains(&format!("24 audits a day ({} calls", 24 * calls)),
+            "{command}: {line}"
+        );
+        assert!(
+            line.contains(&format!("and ${month:.2} a month (30 days)")),
+            "{command}: {line} (daemon: {figures})"
+        );
+    }
     daemon.kill();
 }
