@@ -41,12 +41,13 @@ pub fn page(history: &PinHistory, meta: &Meta) -> String {
         .map_or("never".to_owned(), |r| time_tag(r.finished_at));
     let _ = write!(
         main,
-        "<table><caption>Now</caption><tbody><tr><th scope=\"row\">Provider · model</th><td>{} · {}</td></tr><tr><th scope=\"row\">Served now</th><td>{}</td></tr><tr><th scope=\"row\">At lock</th><td>{}</td></tr><tr><th scope=\"row\">Last audit</th><td>{last}</td></tr><tr><th scope=\"row\">Retirement</th><td>{}</td></tr></tbody></table>",
+        "<table><caption>Now</caption><tbody><tr><th scope=\"row\">Provider · model</th><td>{} · {}</td></tr><tr><th scope=\"row\">Served now</th><td>{}</td></tr><tr><th scope=\"row\">At lock</th><td>{}</td></tr><tr><th scope=\"row\">Last audit</th><td>{last}</td></tr><tr><th scope=\"row\">Retirement</th><td>{}</td></tr><tr><th scope=\"row\">Spent in the last 24 hours</th><td>{}</td></tr></tbody></table>",
         id_text(&view.provider),
         id_code(&view.model, Fit::Full),
         served_cell(view, Fit::Full),
         locked_cell(view, Fit::Full),
-        retirement_cell(view, Fit::Full)
+        retirement_cell(view, Fit::Full),
+        spend_text(&history.records, meta.generated)
     );
     if let Some(aside) = &view.aside {
         let _ = write!(
@@ -68,6 +69,43 @@ pub fn page(history: &PinHistory, meta: &Meta) -> String {
     served_table(&mut main, &history.records);
     audits_table(&mut main, &history.records);
     document(&format!("{} · modelpin", view.id), meta, &main)
+}
+
+/// What the pin's audits spent in the day before `now`: USD (where priced), audits and calls,
+/// and the month at that rate; "at least" when the day reaches past the records kept.
+fn spend_text(records: &[AuditRecord], now: chrono::DateTime<chrono::Utc>) -> String {
+    let from = now - chrono::Duration::days(1);
+    let day: Vec<&AuditRecord> = records
+        .iter()
+        .filter(|r| r.source.is_none() && r.finished_at > from && r.finished_at <= now)
+        .collect();
+    let calls: u64 = day.iter().map(|r| r.pin.calls.sent).sum();
+    let priced: Vec<f64> = day.iter().filter_map(|r| r.pin.cost_usd).collect();
+    let partial = records.len() >= crate::daemon::page::PIN_AUDITS
+        && records.first().is_some_and(|r| r.finished_at > from);
+    let counted = format!(
+        "{}{} ({})",
+        if partial { "at least " } else { "" },
+        crate::words::count(day.len() as u64, "audit"),
+        crate::words::count(calls, "call")
+    );
+    if priced.is_empty() {
+        return format!("{counted}; no price, so no cost");
+    }
+    let usd: f64 = priced.iter().sum();
+    let unpriced = day.len() - priced.len();
+    let rest = if unpriced > 0 {
+        format!(
+            "; {} without a cost",
+            crate::words::count(unpriced as u64, "audit")
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "${usd:.4} in {counted}, about ${:.2} a month (30 days) at that rate{rest}",
+        usd * 30.0
+    )
 }
 
 /// Per audit: a value per successful call, `None` when no call succeeded.
@@ -441,5 +479,35 @@ mod tests {
             })
             .collect();
         assert!(!page(unweighed).contains("Behaviour evidence since the lock"));
+    }
+
+    #[test]
+    fn the_day_s_spend_counts_the_audits_of_the_last_24_hours() {
+        let now = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let at = |hours_ago: i64, cost: Option<f64>| {
+            let mut r = crate::store::tests::record("p", 1_800_000_000 - hours_ago * 3600, "a");
+            r.pin.calls.sent = 316;
+            r.pin.cost_usd = cost;
+            r
+        };
+        for (records, text) in [
+            (
+                vec![at(30, Some(9.0)), at(20, Some(0.05)), at(1, Some(0.05))],
+                "$0.1000 in 2 audits (632 calls), about $3.00 a month (30 days) at that rate",
+            ),
+            (
+                vec![at(2, None), at(1, Some(0.05))],
+                "$0.0500 in 2 audits (632 calls), about $1.50 a month (30 days) at that rate; 1 audit without a cost",
+            ),
+            (
+                vec![at(1, None)],
+                "1 audit (316 calls); no price, so no cost",
+            ),
+            (vec![], "0 audits (0 calls); no price, so no cost"),
+        ] {
+            assert_eq!(super::spend_text(&records, now), text);
+        }
+        let full: Vec<_> = (0..PIN_AUDITS).map(|_| at(1, Some(0.01))).collect();
+        assert!(super::spend_text(&full, now).contains("in at least 100 audits"));
     }
 }
