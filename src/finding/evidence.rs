@@ -793,10 +793,13 @@ impl DriftAccumulated {
         match self.cause {
             "first_audit" => "; the first audit after the lock".to_owned(),
             _ => format!(
-                "; evidence of {} since the lock: {:.3e}, threshold {:.3e}",
+                "; evidence of {} since the lock: {:.3e}, threshold {:.3e}{}",
                 crate::words::count(self.audits, "audit"),
                 self.statistic,
-                self.threshold
+                self.threshold,
+                self.since
+                    .map(|s| format!(", building since {}", s.format("%Y-%m-%d %H:%M UTC")))
+                    .unwrap_or_default()
             ),
         }
     }

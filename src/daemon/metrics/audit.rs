@@ -116,6 +116,12 @@ fn spend_and_calls(m: &Metrics, p: &PinReport) {
 }
 
 fn statistics_and_lifecycle(m: &Metrics, p: &PinReport) {
+    if let Some(life) = &p.lifetime {
+        m.behaviour_evidence
+            .set(PinLabel::of(&p.id), life.statistic);
+        m.behaviour_evidence_threshold
+            .set(PinLabel::of(&p.id), life.threshold);
+    }
     m.probe_p_value.retain(|l| l.pin != p.id);
     for t in &p.behaviour {
         let tier = Tier::of_test(t.test);
@@ -190,11 +196,24 @@ mod tests {
             ],
             findings: Vec::new(),
             capped: std::collections::BTreeMap::new(),
-            lifetime: None,
+            lifetime: Some(crate::report::LifetimeEvidence {
+                audits: 40,
+                smallest_p: Some(0.75),
+                conformal_p: Some(0.5),
+                e_value: Some(0.64),
+                statistic: 12.5,
+                threshold: 876_000.0,
+                since: None,
+                years_to_false_alarm: 100.0,
+                held_back: false,
+                alarm: None,
+            }),
         };
         statistics_and_lifecycle(&m, &report);
         let text = m.render();
         for line in [
+            "modelpin_behaviour_evidence{pin=\"bot\"} 12.5\n",
+            "modelpin_behaviour_evidence_threshold{pin=\"bot\"} 876000\n",
             "modelpin_probe_p_value{pin=\"bot\",probes=\"arith\",test=\"pass_rate\",tier=\"probes\"} 0.75\n",
             "modelpin_probe_p_value{pin=\"bot\",probes=\"\",test=\"first_tokens\",tier=\"first_tokens\"} 0.75\n",
             "modelpin_probe_p_value{pin=\"bot\",probes=\"\",test=\"sampling\",tier=\"first_tokens\"} 0.75\n",

@@ -51,6 +51,8 @@ pub struct Metrics {
     last_audit_timestamp_seconds: Family<PinLabel, Gauge>,
     audit_duration_seconds: Family<PinLabel, Gauge>,
     probe_p_value: Family<ProbeLabels, Gauge>,
+    behaviour_evidence: Family<PinLabel, Gauge>,
+    behaviour_evidence_threshold: Family<PinLabel, Gauge>,
     notifications_total: Family<NotificationLabels, Counter>,
     store_write_failures_total: Family<NoLabels, Counter>,
     traffic_spans_total: Family<TrafficServedLabels, Counter>,
@@ -176,6 +178,14 @@ impl Metrics {
                 "modelpin_probe_p_value",
                 "Adjusted p-value of each behaviour test in the pin's last audit.",
             ),
+            behaviour_evidence: Family::new(
+                "modelpin_behaviour_evidence",
+                "Behaviour evidence accumulated since the pin's lock (Shiryaev-Roberts statistic); behavior_drift at modelpin_behaviour_evidence_threshold.",
+            ),
+            behaviour_evidence_threshold: Family::new(
+                "modelpin_behaviour_evidence_threshold",
+                "The accumulated evidence's alarm threshold: at least this many audits to a false alarm on average.",
+            ),
             notifications_total: Family::new(
                 "modelpin_notifications_total",
                 "Alert notifications, by channel and result.",
@@ -233,7 +243,7 @@ impl Metrics {
 
     /// Every family, for the exposition. Destructured whole, so a family added to the struct
     /// does not compile until it is listed here too.
-    fn families(&self) -> [&dyn Exposed; 27] {
+    fn families(&self) -> [&dyn Exposed; 29] {
         let Metrics {
             pin_status,
             served_model_info,
@@ -250,6 +260,8 @@ impl Metrics {
             last_audit_timestamp_seconds,
             audit_duration_seconds,
             probe_p_value,
+            behaviour_evidence,
+            behaviour_evidence_threshold,
             notifications_total,
             store_write_failures_total,
             traffic_spans_total,
@@ -280,6 +292,8 @@ impl Metrics {
             last_audit_timestamp_seconds,
             audit_duration_seconds,
             probe_p_value,
+            behaviour_evidence,
+            behaviour_evidence_threshold,
             notifications_total,
             store_write_failures_total,
             traffic_spans_total,
@@ -471,7 +485,7 @@ mod tests {
         let text = m.render();
         let names: std::collections::BTreeSet<&str> =
             m.families().iter().map(|f| f.name()).collect();
-        assert_eq!(names.len(), 27, "each family registered once");
+        assert_eq!(names.len(), 29, "each family registered once");
         for name in names {
             assert!(text.contains(&format!("# HELP {name} ")), "{text}");
             assert!(text.contains(&format!("# TYPE {name} ")), "{text}");
