@@ -24,7 +24,7 @@ use crate::finding::{Code, Evidence, Finding, PinStatus};
 use crate::report::{Alarm, AlarmCause, BehaviourTest, LifetimeEvidence};
 use crate::stats::sequential::{Detector, threshold, tie_break};
 use crate::store::AuditRecord;
-use crate::store::alerts::Accumulated;
+use crate::store::alerts::{Accumulated, LastAudit};
 
 /// What the accumulated evidence of one pin is weighed with.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,32 +64,59 @@ pub struct Weighed {
 
 /// Weighs one probe audit's behaviour tests into the pin's evidence `before` and decides what the
 /// record says: its own `behavior_drift` held back, kept (with the accumulated evidence), or
-/// raised by the evidence alone; the pin's status follows. Deterministic: weighing the same
-/// audit on the same state again (a retried write) gives the same record and state.
+/// raised by the evidence alone; the pin's status follows.
+///
+/// Only audits that ran the same tests as the first one weighed step the detector (a probe that
+/// failed this time changes what the smallest p-value is the smallest of); three such audits in
+/// a row mean the plan changed, and the ranks start again on the new tests. An audit weighed
+/// already (a write that landed but was reported failed, then retried) gets its stored result,
+/// never a second step.
 #[must_use]
 pub fn weigh(before: Option<&Accumulated>, record: &AuditRecord, lifetime: &Lifetime) -> Weighed {
-    let mut acc = match before {
-        Some(a) if a.basis == lifetime.basis => a.clone(),
-        _ => Accumulated {
-            basis: lifetime.basis.clone(),
-            ..Accumulated::default()
-        },
-    };
-    let smallest = smallest_p(&record.pin.behaviour);
-    if smallest.is_none() && acc.seen.is_empty() {
-        // Nothing weighed yet and nothing to weigh: the record stands as judged.
-        return Weighed {
-            record: record.clone(),
-            accumulated: before.cloned(),
-        };
+    let same_basis = before.filter(|a| a.basis == lifetime.basis);
+    let mut acc = same_basis.cloned().unwrap_or_else(|| Accumulated {
+        basis: lifetime.basis.clone(),
+        ..Accumulated::default()
+    });
+    if let Some(last) = acc.last.as_ref().filter(|l| l.audit_id == record.audit_id) {
+        let summary = last.evidence.clone();
+        return decide(record, acc, summary);
     }
+    let smallest = smallest_p(&record.pin.behaviour);
+    let tests = family(&record.pin.behaviour);
+    let first = acc.family.is_empty();
     let mut detector = Detector {
         seen: std::mem::take(&mut acc.seen),
         statistic: acc.statistic,
     };
     detector.bound();
-    let first = detector.audits() == 0;
-    let step = smallest.map(|p| detector.step(p, tie_break(&record.audit_id)));
+    let step = match smallest {
+        None => None,
+        Some(p) if first || tests == acc.family => {
+            acc.family = tests;
+            acc.unlike = 0;
+            Some(detector.step(p, tie_break(&record.audit_id)))
+        }
+        Some(p) => {
+            acc.unlike += 1;
+            if acc.unlike < PLAN_CHANGED {
+                None
+            } else {
+                detector = Detector::default();
+                acc.since = None;
+                acc.family = tests;
+                acc.unlike = 0;
+                Some(detector.step(p, tie_break(&record.audit_id)))
+            }
+        }
+    };
+    if acc.family.is_empty() && acc.alarm.is_none() {
+        // Nothing weighed against this lock yet, nor now: the record stands as judged.
+        return Weighed {
+            record: record.clone(),
+            accumulated: same_basis.cloned(),
+        };
+    }
     let audits = detector.audits();
     acc.seen = detector.seen;
     acc.statistic = detector.statistic;
@@ -121,7 +148,7 @@ pub fn weigh(before: Option<&Accumulated>, record: &AuditRecord, lifetime: &Life
     }
     let summary = LifetimeEvidence {
         audits,
-        smallest_p: smallest,
+        smallest_p: step.and(smallest),
         conformal_p: step.map(|s| s.conformal_p),
         e_value: step.map(|s| s.e_value),
         statistic: acc.statistic,
@@ -131,6 +158,20 @@ pub fn weigh(before: Option<&Accumulated>, record: &AuditRecord, lifetime: &Life
         held_back: own && acc.alarm.is_none(),
         alarm: acc.alarm.clone(),
     };
+    acc.last = Some(LastAudit {
+        audit_id: record.audit_id.clone(),
+        evidence: summary.clone(),
+    });
+    decide(record, acc, summary)
+}
+
+/// Audits in a row whose tests differ from the detector's before it starts again on theirs.
+const PLAN_CHANGED: u32 = 3;
+
+/// The record as the evidence `acc` and this audit's `summary` say: its own `behavior_drift`
+/// removed (no alarm) or carrying the accumulated evidence, one made when the alarm stands and
+/// the audit did not reject; the status follows.
+fn decide(record: &AuditRecord, acc: Accumulated, summary: LifetimeEvidence) -> Weighed {
     let mut record = record.clone();
     let pin = &mut record.pin;
     match &acc.alarm {
@@ -166,6 +207,18 @@ pub fn weigh(before: Option<&Accumulated>, record: &AuditRecord, lifetime: &Life
     }
 }
 
+/// Which tests of the family ran, as `test:probes` lines in order: what the smallest p-value is
+/// the smallest of.
+fn family(tests: &[BehaviourTest]) -> String {
+    let mut lines: Vec<String> = tests
+        .iter()
+        .filter(|t| t.adjusted_p.is_some())
+        .map(|t| format!("{}:{}", t.test.as_str(), t.probes.join(",")))
+        .collect();
+    lines.sort();
+    lines.join("\n")
+}
+
 /// The smallest Holm-adjusted p-value of the tests in the family; `None` without one.
 fn smallest_p(tests: &[BehaviourTest]) -> Option<f64> {
     tests
@@ -180,6 +233,7 @@ fn accumulated(alarm: &Alarm, summary: &LifetimeEvidence) -> DriftAccumulated {
         cause: match alarm.cause {
             AlarmCause::FirstAudit => "first_audit",
             AlarmCause::Accumulated => "accumulated",
+            AlarmCause::Other => "other",
         },
         audits_at_alarm: alarm.audits,
         audits: summary.audits,
@@ -284,11 +338,10 @@ mod tests {
             assert_eq!(f.code, Code::BehaviorDrift);
             assert_eq!(f.evidence["accumulated"]["cause"], "first_audit");
         }
-        assert!(
-            records[0].pin.findings[0]
-                .message
-                .contains("first audit after the lock")
-        );
+        for r in &records {
+            let message = &r.pin.findings[0].message;
+            assert!(message.contains("first audit after the lock"), "{message}");
+        }
         let alarm = state.as_ref().unwrap().alarm.clone().unwrap();
         assert_eq!(
             (alarm.cause, alarm.audit_id.as_str()),
@@ -351,12 +404,58 @@ mod tests {
     }
 
     #[test]
-    fn weighing_the_same_audit_again_gives_the_same_answer() {
+    fn weighing_the_same_audit_again_gives_the_same_answer_and_never_a_second_step() {
         let life = lifetime("sha256:a");
         let (state, _) = run(None, 0, &quiet(20), &life);
         let a = weigh(state.as_ref(), &audit(20, Some(0.01)), &life);
         let b = weigh(state.as_ref(), &audit(20, Some(0.01)), &life);
         assert_eq!(a, b);
+        // The write landed but was reported failed: the retry reads the state it wrote.
+        let again = weigh(a.accumulated.as_ref(), &audit(20, Some(0.01)), &life);
+        assert_eq!(again, a);
+        assert_eq!(again.accumulated.unwrap().seen.values().sum::<u64>(), 21);
+    }
+
+    #[test]
+    fn only_audits_running_the_same_tests_step_and_a_lasting_change_of_plan_starts_afresh() {
+        let life = lifetime("sha256:a");
+        let (state, _) = run(None, 0, &quiet(10), &life);
+        let other = |n: i64| {
+            let mut r = audit(n, Some(0.3));
+            r.pin.behaviour[0].test = TestKind::Length;
+            r
+        };
+        let w = weigh(state.as_ref(), &other(10), &life);
+        let acc = w.accumulated.clone().unwrap();
+        assert_eq!(acc.seen.values().sum::<u64>(), 10, "not weighed");
+        assert_eq!(acc.unlike, 1);
+        let summary = w.record.pin.lifetime.unwrap();
+        assert_eq!((summary.audits, summary.conformal_p), (10, None));
+        // Back to the usual tests: weighed again, and the count of others reset.
+        let w = weigh(Some(&acc), &audit(11, Some(0.3)), &life);
+        let acc = w.accumulated.unwrap();
+        assert_eq!((acc.seen.values().sum::<u64>(), acc.unlike), (11, 0));
+        // Three in a row: the plan changed, and the ranks start on the new tests.
+        let mut state = Some(acc);
+        for n in 12..15 {
+            state = weigh(state.as_ref(), &other(n), &life).accumulated;
+        }
+        let acc = state.unwrap();
+        assert_eq!(acc.seen.values().sum::<u64>(), 1);
+        assert_eq!(acc.family, "length:capital");
+        assert!(
+            acc.alarm.is_none(),
+            "no first look again: the lock is the same"
+        );
+    }
+
+    #[test]
+    fn a_new_lock_with_nothing_to_weigh_drops_the_old_lock_s_evidence_and_alarm() {
+        let (state, _) = run(None, 0, &[Some(0.0002)], &lifetime("sha256:a"));
+        assert!(state.as_ref().unwrap().alarm.is_some());
+        let w = weigh(state.as_ref(), &audit(1, None), &lifetime("sha256:b"));
+        assert_eq!(w.accumulated, None);
+        assert_eq!(w.record.pin.status, PinStatus::Ok);
     }
 
     #[test]

@@ -267,7 +267,7 @@ pub async fn process(
 pub struct Processed {
     /// The notifications queued.
     pub queued: Vec<String>,
-    /// The record as weighed and stored, when the accumulated evidence changed it.
+    /// The record as weighed and stored, when it was weighed (`weigh` given).
     pub record: Option<crate::store::AuditRecord>,
 }
 

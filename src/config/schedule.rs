@@ -143,9 +143,46 @@ pub fn runs_within(schedule: &Schedule, now: DateTime<Utc>, span: Duration, cap:
     runs
 }
 
+/// Runs a year on average, from the span the next `runs` runs after `now` take: a weekly or a
+/// weekday schedule is counted over its whole pattern, not by the day after `now` alone.
+/// `None` when the schedule never runs again.
+#[must_use]
+pub fn runs_a_year(schedule: &Schedule, now: DateTime<Utc>, runs: usize) -> Option<f64> {
+    let cron = cron(&schedule.expression).ok()?;
+    let mut last = now;
+    let mut counted = 0usize;
+    for at in cron.iter_after(now).take(runs.max(1)) {
+        last = at;
+        counted += 1;
+    }
+    let span = (last - now).num_milliseconds() as f64 / 1000.0;
+    (counted > 0 && span > 0.0).then(|| counted as f64 * 365.0 * 86_400.0 / span)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_a_year_average_over_the_schedule_s_pattern() {
+        let now = DateTime::parse_from_rfc3339("2026-12-04T10:30:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        for (expression, per_year) in [
+            ("0 0 * * * *", 8_760.0),
+            ("* * * * * *", 31_536_000.0),
+            // Weekly, from a Friday: 52 a year, not 0 (none in the next day).
+            ("0 0 9 * * MON", 52.14),
+            // Weekdays at 09:00: 5 of 7 days.
+            ("0 0 9 * * MON-FRI", 260.7),
+        ] {
+            let got = runs_a_year(&parse(expression).unwrap(), now, 1_000).unwrap();
+            assert!(
+                (got - per_year).abs() / per_year < 0.01,
+                "{expression}: {got}"
+            );
+        }
+    }
 
     #[test]
     fn runs_in_a_day_follow_the_schedule() {

@@ -85,8 +85,8 @@ fn lifetime_of(
     })
 }
 
-/// The audit, weighed into its pin's evidence, in the store and then the metrics; logged as
-/// stored only once it is on disk.
+/// The audit's spend in the metrics; then the audit, weighed into its pin's evidence, in the
+/// store, and what it found in the metrics; logged as stored only once it is on disk.
 async fn store(
     daemon: &Daemon,
     config: &Config,
@@ -99,6 +99,8 @@ async fn store(
         .lock()
         .expect("last audit lock")
         .insert(pin.to_owned(), record.finished_at);
+    // Spend is known now; what the audit found waits for the store to weigh and keep it.
+    crate::daemon::metrics::spent(&daemon.metrics, record);
     let keep = crate::alert::Keep::Audit;
     let patience = Patience::UntilStored;
     let Ok(processed) = commit::commit(daemon, config, record, keep, lifetime, patience).await
@@ -106,7 +108,7 @@ async fn store(
         return;
     };
     let record = processed.record.as_ref().unwrap_or(record);
-    crate::daemon::metrics::record(&daemon.metrics, record);
+    crate::daemon::metrics::judged(&daemon.metrics, record);
     let queued = processed.queued;
     tracing::info!(
         pin,

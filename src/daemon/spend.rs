@@ -8,7 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::audit::run::{Request, estimate};
-use crate::config::schedule::runs_within;
+use crate::config::schedule::{runs_a_year, runs_within};
 use crate::config::{Config, Pin};
 use crate::daemon::state::schedule_of;
 use crate::lock::LoadedLock;
@@ -33,12 +33,14 @@ pub struct Daily {
     pub unbaselined: usize,
 }
 
-/// Audits a year at `pin`'s schedule: its runs in the day after `now`, times 365 (at least one,
-/// so a schedule that runs less than daily still weighs its audits).
+/// Audits a year at `pin`'s schedule, averaged over its next 1,000 runs (a weekly or weekday
+/// schedule over its whole pattern); at least one.
 #[must_use]
 pub fn audits_a_year(config: &Config, pin: &str, now: DateTime<Utc>) -> f64 {
-    let runs = schedule_of(config, pin).map_or(0, |s| runs_within(&s, now, DAY, MAX_RUNS));
-    (runs as f64 * 365.0).max(1.0)
+    schedule_of(config, pin)
+        .and_then(|s| runs_a_year(&s, now, 1_000))
+        .unwrap_or(1.0)
+        .max(1.0)
 }
 
 impl Daily {

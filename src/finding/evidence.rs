@@ -743,7 +743,6 @@ impl Unmeasured {
     }
 }
 
-/// The headline: what the first rejected test saw move, which test it was and how sure.
 /// The behaviour evidence accumulated since the lock, where it alarmed (`alert::lifetime`): the
 /// `accumulated` object of a daemon's `behavior_drift`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -791,7 +790,10 @@ impl DriftAccumulated {
     #[must_use]
     pub fn clause(&self) -> String {
         match self.cause {
-            "first_audit" => "; the first audit after the lock".to_owned(),
+            "first_audit" => format!(
+                "; alarmed since the first audit after the lock ({})",
+                self.alarm_at.format("%Y-%m-%d %H:%M UTC")
+            ),
             _ => format!(
                 "; evidence of {} since the lock: {:.3e}, threshold {:.3e}{}",
                 crate::words::count(self.audits, "audit"),
@@ -805,6 +807,7 @@ impl DriftAccumulated {
     }
 }
 
+/// The headline: what the first rejected test saw move, which test it was and how sure.
 fn drift_message(verdict: &DriftVerdict) -> String {
     let mut rejected = verdict.tests.iter().filter(|t| t.rejected);
     let Some(first) = rejected.next() else {

@@ -35,7 +35,6 @@ pub struct LifetimeEvidence {
 
 /// When and why the accumulated evidence raised `behavior_drift`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Alarm {
     pub at: DateTime<Utc>,
     pub cause: AlarmCause,
@@ -52,4 +51,7 @@ pub enum AlarmCause {
     FirstAudit,
     /// The statistic crossed its threshold.
     Accumulated,
+    /// A cause a newer modelpin of the same fleet wrote.
+    #[serde(other)]
+    Other,
 }

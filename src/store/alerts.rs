@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::finding::Code;
-pub use crate::report::{Alarm, AlarmCause};
+pub use crate::report::{Alarm, AlarmCause, LifetimeEvidence};
 use crate::severity::Severity;
 
 /// One alert's stored state.
@@ -30,9 +30,9 @@ pub struct AlertState {
     pub notified: BTreeMap<String, DateTime<Utc>>,
 }
 
-/// A pin's stored alerting state.
+/// A pin's stored alerting state. Fields a newer modelpin of the same fleet adds are dropped
+/// when read, not a reason to read the whole state as empty.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct PinAlerts {
     /// Firing alerts by code.
     pub firing: BTreeMap<AlertCode, AlertState>,
@@ -45,7 +45,6 @@ pub struct PinAlerts {
 
 /// A pin's accumulated behaviour evidence, as `alert::lifetime` leaves it after an audit.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Accumulated {
     /// Digest of the pin's lock entry the audits were judged against: another lock starts the
     /// evidence afresh.
@@ -62,6 +61,28 @@ pub struct Accumulated {
     /// The alarm, once raised: it stands until the pin is locked again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alarm: Option<Alarm>,
+    /// The tests the detector's audits ran (`test:probes` lines): only audits running the same
+    /// step it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub family: String,
+    /// Audits in a row since that ran other tests.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unlike: u32,
+    /// The audit weighed last and what it added: a retried write gets this back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last: Option<LastAudit>,
+}
+
+/// The audit weighed last.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LastAudit {
+    pub audit_id: String,
+    pub evidence: LifetimeEvidence,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// One alert inside a notification.

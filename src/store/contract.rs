@@ -363,6 +363,12 @@ async fn one_commit_holds_the_record_the_state_and_the_notifications(backend: &B
             statistic: 9.1e5,
             since: Some(at),
             alarm: Some(alarm),
+            family: "answers:capital".into(),
+            unlike: 1,
+            last: Some(crate::store::alerts::LastAudit {
+                audit_id: "a1".into(),
+                evidence: audit.pin.lifetime.clone().unwrap(),
+            }),
         }),
         ..PinAlerts::default()
     };

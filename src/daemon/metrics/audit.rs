@@ -14,15 +14,31 @@ use crate::store::AuditRecord;
 
 /// Updates every series one stored audit touches.
 pub fn record(m: &Metrics, record: &AuditRecord) {
+    spent(m, record);
+    judged(m, record);
+}
+
+/// What the audit spent and when it ran: known as soon as it ends, whether or not the store
+/// takes it.
+pub fn spent(m: &Metrics, record: &AuditRecord) {
     let p = &record.pin;
-    status_and_identity(m, p);
-    findings(m, p);
     spend_and_calls(m, p);
-    statistics_and_lifecycle(m, p);
     m.last_audit_timestamp_seconds
         .set(PinLabel::of(&p.id), record.finished_at.timestamp() as f64);
     let took = (record.finished_at - record.started_at).num_milliseconds() as f64 / 1000.0;
     m.audit_duration_seconds.set(PinLabel::of(&p.id), took);
+}
+
+/// What the audit found, as stored (in the daemon, weighed into the pin's accumulated evidence).
+pub fn judged(m: &Metrics, record: &AuditRecord) {
+    let p = &record.pin;
+    status_and_identity(m, p);
+    findings(m, p);
+    m.audits_total.inc(AuditLabels {
+        pin: p.id.clone(),
+        result: p.status,
+    });
+    statistics_and_lifecycle(m, p);
 }
 
 fn status_and_identity(m: &Metrics, p: &PinReport) {
@@ -95,10 +111,6 @@ fn spend_and_calls(m: &Metrics, p: &PinReport) {
         };
         m.tokens_spent_total.inc_by(labels, tokens as f64);
     }
-    m.audits_total.inc(AuditLabels {
-        pin: pin(),
-        result: p.status,
-    });
     for (outcome, calls) in [
         (CallOutcome::Ok, p.calls.ok),
         (CallOutcome::Failed, p.calls.failed),

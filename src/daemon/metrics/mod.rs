@@ -12,7 +12,7 @@ mod family;
 pub mod labels;
 
 use audit::mismatch;
-pub use audit::record;
+pub use audit::{judged, record, spent};
 
 use std::collections::BTreeMap;
 
