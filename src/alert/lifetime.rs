@@ -2,15 +2,17 @@
 //!
 //! `alpha` is a false-alarm rate per audit: a daemon auditing hourly at 0.001 would raise about
 //! 8.8 false `behavior_drift` alarms per pin a year, in runs when the lock happened to be
-//! unusual. So in the daemon an audit's own rejection does not alarm by itself. The audits since
-//! the pin's lock feed one detector (`stats::sequential`: conformal p-values, calibrated to
+//! unusual. So in the daemon an audit's own rejection alarms only early after a lock. The audits
+//! since the pin's lock feed one detector (`stats::sequential`: conformal p-values, calibrated to
 //! e-values, in a Shiryaev–Roberts statistic) whose mean time to a false alarm is at least its
 //! threshold `A = audits a year / false_alarms_per_year` audits, given the lock, however unusual.
 //! `behavior_drift` is raised when
 //!
-//! - the **first** audit weighed after a lock rejects on its own at `alpha` (a change already
-//!   there when the daemon began, which the detector cannot see: every later audit would be
-//!   equally strange); one look per lock, so at most `alpha` false alarms per lock; or
+//! - one of the first `EARLY_AUDITS` (72) audits weighed after a lock rejects on its own: the
+//!   first at `alpha`, the rest at `alpha / 8` (`stats::sequential::own_look`). The detector cannot
+//!   see a change already there when the daemon began (every later audit would be equally
+//!   strange) and sees one soon after the lock slowly (changed audits join its ranks); about
+//!   9.9 × `alpha` false alarms per lock, on average over locks; or
 //! - the statistic reaches `A`.
 //!
 //! The alarm then stands, on every later audit's record, until the pin is locked again (another
@@ -22,7 +24,7 @@
 use crate::finding::evidence::DriftAccumulated;
 use crate::finding::{Code, Evidence, Finding, PinStatus};
 use crate::report::{Alarm, AlarmCause, BehaviourTest, LifetimeEvidence};
-use crate::stats::sequential::{Detector, threshold, tie_break};
+use crate::stats::sequential::{Detector, own_look, threshold, tie_break};
 use crate::store::AuditRecord;
 use crate::store::alerts::{Accumulated, LastAudit};
 
@@ -47,12 +49,6 @@ impl Lifetime {
         let threshold = self.threshold();
         threshold / self.audits_per_year.max(1.0)
     }
-}
-
-/// Whether the first audit after a lock, smallest adjusted p-value `p`, rejects on its own.
-#[must_use]
-pub fn first_look(p: f64, alpha: f64) -> bool {
-    p <= alpha
 }
 
 /// The record as the daemon stores it, and the pin's evidence after it.
@@ -85,6 +81,7 @@ pub fn weigh(before: Option<&Accumulated>, record: &AuditRecord, lifetime: &Life
     let smallest = smallest_p(&record.pin.behaviour);
     let tests = family(&record.pin.behaviour);
     let first = acc.family.is_empty();
+    let before_step = if first { 0 } else { detector_audits(&acc) };
     let mut detector = Detector {
         seen: std::mem::take(&mut acc.seen),
         statistic: acc.statistic,
@@ -132,8 +129,12 @@ pub fn weigh(before: Option<&Accumulated>, record: &AuditRecord, lifetime: &Life
         .iter()
         .any(|f| f.code == Code::BehaviorDrift);
     if acc.alarm.is_none() && step.is_some() {
-        let cause = if first && own && smallest.is_some_and(|p| first_look(p, lifetime.alpha)) {
+        let level = own_look(before_step + 1, lifetime.alpha);
+        let looked = own && smallest.zip(level).is_some_and(|(p, level)| p <= level);
+        let cause = if looked && before_step == 0 {
             Some(AlarmCause::FirstAudit)
+        } else if looked {
+            Some(AlarmCause::EarlyAudit)
         } else if acc.statistic >= threshold {
             Some(AlarmCause::Accumulated)
         } else {
@@ -163,6 +164,11 @@ pub fn weigh(before: Option<&Accumulated>, record: &AuditRecord, lifetime: &Life
         evidence: summary.clone(),
     });
     decide(record, acc, summary)
+}
+
+/// Audits weighed into `acc` so far.
+fn detector_audits(acc: &Accumulated) -> u64 {
+    acc.seen.values().fold(0, |a, n| a.saturating_add(*n))
 }
 
 /// Audits in a row whose tests differ from the detector's before it starts again on theirs.
@@ -232,6 +238,7 @@ fn accumulated(alarm: &Alarm, summary: &LifetimeEvidence) -> DriftAccumulated {
     DriftAccumulated {
         cause: match alarm.cause {
             AlarmCause::FirstAudit => "first_audit",
+            AlarmCause::EarlyAudit => "early_audit",
             AlarmCause::Accumulated => "accumulated",
             AlarmCause::Other => "other",
         },
@@ -340,7 +347,11 @@ mod tests {
         }
         for r in &records {
             let message = &r.pin.findings[0].message;
-            assert!(message.contains("first audit after the lock"), "{message}");
+            assert!(
+                message.contains("first audit after the lock")
+                    || message.contains("alarmed since audit 1 after the lock"),
+                "{message}"
+            );
         }
         let alarm = state.as_ref().unwrap().alarm.clone().unwrap();
         assert_eq!(
@@ -353,6 +364,32 @@ mod tests {
         let state = state.unwrap();
         assert_eq!((state.basis.as_str(), state.alarm), ("sha256:b", None));
         assert_eq!(state.seen.values().sum::<u64>(), 1);
+    }
+
+    #[test]
+    fn the_first_72_audits_look_on_their_own_at_an_eighth_of_alpha_and_later_ones_do_not() {
+        let life = lifetime("sha256:a");
+        for (quiet_before, p, cause) in [
+            (30, 0.0001, Some(AlarmCause::EarlyAudit)),
+            (30, 0.0005, None),
+            (71, 0.0001, Some(AlarmCause::EarlyAudit)),
+            (72, 0.0001, None),
+            (0, 0.0009, Some(AlarmCause::FirstAudit)),
+        ] {
+            let (state, _) = run(None, 0, &quiet(quiet_before), &life);
+            let w = weigh(state.as_ref(), &audit(1000, Some(p)), &life);
+            let summary = w.record.pin.lifetime.unwrap();
+            assert_eq!(
+                summary.alarm.map(|a| a.cause),
+                cause,
+                "audit {} at p = {p}",
+                quiet_before + 1
+            );
+            assert_eq!(summary.held_back, cause.is_none());
+        }
+        assert_eq!(own_look(1, 0.001), Some(0.001));
+        assert_eq!(own_look(72, 0.001), Some(0.000_125));
+        assert_eq!(own_look(73, 0.001), None);
     }
 
     #[test]

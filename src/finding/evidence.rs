@@ -747,7 +747,8 @@ impl Unmeasured {
 /// `accumulated` object of a daemon's `behavior_drift`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DriftAccumulated {
-    /// `first_audit` (the first audit after the lock rejected on its own) or `accumulated`.
+    /// `first_audit` (the first audit after the lock rejected on its own at `alpha`),
+    /// `early_audit` (one of the next 71 did, at `alpha / 8`) or `accumulated`.
     pub cause: &'static str,
     /// Audits weighed since the lock when it alarmed, and now.
     pub audits_at_alarm: u64,
@@ -775,6 +776,11 @@ impl DriftAccumulated {
                 "the answers changed: the first audit after the lock rejected on its own ({} since; re-lock once confirmed)",
                 crate::words::count(self.audits, "audit")
             ),
+            "early_audit" => format!(
+                "the answers changed: audit {} after the lock rejected on its own at alpha/8, as the first 72 after a lock do ({} since; re-lock once confirmed)",
+                self.audits_at_alarm,
+                crate::words::count(self.audits, "audit")
+            ),
             _ => format!(
                 "the answers changed gradually: the evidence of {} since the lock reached {:.3e} at {}{since}, past its threshold {:.3e} (a false alarm at that level comes once in {:.0} years on average)",
                 crate::words::count(self.audits_at_alarm, "audit"),
@@ -790,8 +796,9 @@ impl DriftAccumulated {
     #[must_use]
     pub fn clause(&self) -> String {
         match self.cause {
-            "first_audit" => format!(
-                "; alarmed since the first audit after the lock ({})",
+            "first_audit" | "early_audit" => format!(
+                "; alarmed since audit {} after the lock ({})",
+                self.audits_at_alarm,
                 self.alarm_at.format("%Y-%m-%d %H:%M UTC")
             ),
             _ => format!(

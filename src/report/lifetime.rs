@@ -49,6 +49,9 @@ pub struct Alarm {
 pub enum AlarmCause {
     /// The first audit after the lock rejected on its own, at `alpha`.
     FirstAudit,
+    /// One of the next early audits (`alert::lifetime::EARLY_AUDITS`) rejected on its own, at
+    /// `alpha / 8`.
+    EarlyAudit,
     /// The statistic crossed its threshold.
     Accumulated,
     /// A cause a newer modelpin of the same fleet wrote.
