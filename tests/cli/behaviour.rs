@@ -261,6 +261,20 @@ fn evidence_keeps_its_fields(evidence: &serde_json::Value) -> bool {
         .all(|k| evidence.get(k).is_some())
 }
 
+/// Why the record's `behavior_drift` stands, as its accumulated evidence says.
+fn drift_cause(record: &Record) -> String {
+    let finding = record
+        .pin
+        .findings
+        .iter()
+        .find(|f| f.code == "behavior_drift")
+        .unwrap_or_else(|| panic!("no behavior_drift: {:?}", record.pin.findings));
+    finding.evidence["accumulated"]["cause"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
 fn weighed(records: &[Record]) -> Vec<&Record> {
     records
         .iter()
@@ -268,12 +282,12 @@ fn weighed(records: &[Record]) -> Vec<&Record> {
         .collect()
 }
 
-/// The daemon's side of the same swap. After the first audit of a lock, one audit's own
-/// rejection is held back (recorded, not alarmed) while the evidence accumulated since the lock is
-/// below its threshold; that evidence survives a restart; and after a new lock, the first audit
-/// looks on its own, so a change already there then alarms at once and stays alarmed.
+/// The daemon's side of the same swap: the evidence since the lock counts on across a restart;
+/// a swap in the first days after a lock is caught by the audit's own look (at alpha/8 for audits
+/// 2 to 72) and the alarm stands; a new lock starts afresh, and its first audit alarms on a
+/// change already there. (A later audit's own rejection is held back: `alert::lifetime`'s tests.)
 #[test]
-fn the_daemon_holds_back_one_audits_rejection_keeps_its_evidence_and_looks_first_after_a_lock() {
+fn the_daemon_keeps_its_evidence_across_a_restart_and_looks_on_its_own_early_after_a_lock() {
     let sim = Sim::start(single(ID, honest()));
     let test = Pins::one(ProviderKind::OpenAi, &sim.url(ProviderKind::OpenAi), ID)
         .short()
@@ -293,22 +307,6 @@ fn the_daemon_holds_back_one_audits_rejection_keeps_its_evidence_and_looks_first
         assert!(life.threshold > 3e9, "threshold {}", life.threshold);
         assert!(life.conformal_p.is_some_and(|p| p > 0.0 && p <= 1.0));
     }
-
-    swap_in(&sim, impostor());
-    let records = daemon.wait_records("an audit holding back its own rejection", |r| {
-        r.iter()
-            .any(|r| r.pin.lifetime.as_ref().is_some_and(|l| l.held_back))
-    });
-    let held = records
-        .iter()
-        .find(|r| r.pin.lifetime.as_ref().is_some_and(|l| l.held_back))
-        .unwrap();
-    assert!(
-        held.pin.behaviour.iter().any(|t| t.rejected),
-        "it rejected on its own"
-    );
-    assert_eq!(held.pin.status, "ok", "but is not an alarm");
-    assert!(!held.has_finding("behavior_drift"));
 
     // Restarted on the same store: the evidence goes on from where it was.
     let before: Vec<String> = daemon
@@ -336,11 +334,36 @@ fn the_daemon_holds_back_one_audits_rejection_keeps_its_evidence_and_looks_first
         counted + 1,
         "the evidence was kept across the restart"
     );
+
+    // Swapped a few audits after the lock: an early audit's own look alarms, and it stands.
+    let clean: Vec<String> = daemon
+        .records()
+        .iter()
+        .map(|r| r.audit_id.clone())
+        .collect();
+    swap_in(&sim, impostor());
+    let records = daemon.wait_records("2 audits after the swap", |r| {
+        r.iter().filter(|r| !clean.contains(&r.audit_id)).count() >= 3
+    });
+    // The first may have started before the swap.
+    let swapped: Vec<&Record> = records
+        .iter()
+        .filter(|r| !clean.contains(&r.audit_id))
+        .skip(1)
+        .collect();
+    for r in &swapped {
+        assert_eq!(r.pin.status, "drift", "{:?}", r.pin.findings);
+        let life = r.pin.lifetime.as_ref().unwrap();
+        let alarm = life.alarm.as_ref().expect("an alarm");
+        assert_eq!(alarm.cause, "early_audit");
+        assert!(alarm.audits > 1 && alarm.audits <= 72, "{}", alarm.audits);
+        assert_eq!(drift_cause(r), "early_audit");
+    }
+    let old = swapped[0].lock_digest.clone();
     drop(daemon);
 
     // Locked again on what answers now, then the honest model back: the first audit after the
     // new lock sees the change on its own and alarms, and the alarm stands.
-    let old = held.lock_digest.clone();
     test.run(&["lock", "--samples", "30"]).code(0);
     swap_in(&sim, honest());
     let daemon = Daemon::start(&test);
@@ -354,12 +377,6 @@ fn the_daemon_holds_back_one_audits_rejection_keeps_its_evidence_and_looks_first
     assert_eq!(alarm.cause, "first_audit");
     for r in &after {
         assert_eq!(r.pin.status, "drift");
-        let finding = r
-            .pin
-            .findings
-            .iter()
-            .find(|f| f.code == "behavior_drift")
-            .unwrap();
-        assert_eq!(finding.evidence["accumulated"]["cause"], "first_audit");
+        assert_eq!(drift_cause(r), "first_audit");
     }
 }

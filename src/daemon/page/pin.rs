@@ -384,6 +384,23 @@ mod tests {
     use crate::daemon::page::{MAX_PAGE_BYTES, Meta, PIN_AUDITS, PinHistory};
     use crate::finding::{Code, Finding};
 
+    /// Pin `p`'s page over `records` (its latest the newest), rendered now.
+    fn page_of(records: Vec<crate::store::AuditRecord>, locked: Option<Vec<String>>) -> String {
+        let mut view = crate::daemon::page::tests::view("p", None, None);
+        view.latest = records.last().cloned();
+        view.locked = locked;
+        let history = PinHistory {
+            view,
+            records,
+            alpha: 0.001,
+        };
+        let meta = Meta {
+            generated: chrono::Utc::now(),
+            etag: String::new(),
+        };
+        super::page(&history, &meta)
+    }
+
     /// A page of the longest records anything could have stored before the budget: a thousand
     /// served IDs of markup per audit, every finding code with a long message of markup.
     #[test]
@@ -410,19 +427,7 @@ mod tests {
                 r
             })
             .collect();
-        let mut view = crate::daemon::page::tests::view("p", None, None);
-        view.latest = records.last().cloned();
-        view.locked = Some(vec!["m".to_owned()]);
-        let history = PinHistory {
-            view,
-            records,
-            alpha: 0.001,
-        };
-        let meta = Meta {
-            generated: chrono::Utc::now(),
-            etag: String::new(),
-        };
-        let html = super::page(&history, &meta);
+        let html = page_of(records, Some(vec!["m".to_owned()]));
         assert!(html.len() <= MAX_PAGE_BYTES, "{} bytes", html.len());
         assert!(html.contains("and 983 more served IDs"), "the rest counted");
     }
@@ -447,20 +452,7 @@ mod tests {
                 r
             })
             .collect();
-        let page = |records: Vec<crate::store::AuditRecord>| {
-            let mut view = crate::daemon::page::tests::view("p", None, None);
-            view.latest = records.last().cloned();
-            let history = PinHistory {
-                view,
-                records,
-                alpha: 0.001,
-            };
-            let meta = Meta {
-                generated: chrono::Utc::now(),
-                etag: String::new(),
-            };
-            super::page(&history, &meta)
-        };
+        let page = |records| page_of(records, None);
         let html = page(records.clone());
         assert!(
             html.contains("Behaviour evidence since the lock (Shiryaev–Roberts statistic, log scale, 1 at the top): 1.000e4 after 4 audits; an alarm below the dashed line at 8.760e5, where a false alarm comes once in 100 years on average"),
