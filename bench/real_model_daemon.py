@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The daemon on a real model, time compressed: `modelpin daemon` at the pins.toml `modelpin init`
 writes, auditing every --every seconds against llama-cpp-python's own server (unmodified, behind
-tests/realmodel/stack.py's proxy, as bench/real_model.py). The threshold of the accumulated
-evidence is held at its hourly value (`false_alarms_per_year` scaled by the compressed schedule),
-so each audit stands for an hour.
+tests/realmodel/stack.py's proxy, as bench/real_model.py). Every tick is a behaviour audit
+(`behavior_calls_per_day` set past what the schedule spends) and the threshold of the accumulated
+evidence is held at its value for the defaults, one behaviour audit a day
+(`false_alarms_per_year` scaled by the compressed schedule): each audit stands for a day.
 
 --null audits of the unchanged model, then --swap answers behind the same ID until the daemon
 raises `behavior_drift` or --after more audits pass. Prints the false alarms among the unchanged
@@ -32,7 +33,8 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import real_model  # noqa: E402  (the server, the project and the lock of the other benchmark)
 
-HOURLY_THRESHOLD = 8_760 / 0.01
+# One behaviour audit a day (an hourly schedule at the default budget), 0.01 false alarms a year.
+DAILY_THRESHOLD = 365 / 0.01
 PRICE = 'price = { input = 5.0, output = 30.0 }\n'
 
 
@@ -70,6 +72,20 @@ def drift(record):
     return any(f["code"] == "behavior_drift" for f in record["pin"]["findings"])
 
 
+def progress(records, path):
+    """The unchanged audits so far, for a run watched while it goes."""
+    if not path:
+        return
+    weighed = [r["pin"]["lifetime"] for r in records if r["pin"].get("lifetime")]
+    line = {"audits": len(records), "weighed": len(weighed),
+            "false_alarms": sum(drift(r) for r in records),
+            "held_back": sum(bool(w.get("held_back")) for w in weighed),
+            "largest_statistic": max((w["statistic"] for w in weighed), default=None),
+            "statuses": sorted({r["pin"]["status"] for r in records})}
+    with open(path, "w") as f:
+        json.dump(line, f)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--python", default=os.environ.get("MODELPIN_LLAMA_PYTHON"))
@@ -78,6 +94,7 @@ def main():
     parser.add_argument("--every", type=int, default=20, help="seconds between audits")
     parser.add_argument("--null", type=int, default=150, help="audits of the unchanged model")
     parser.add_argument("--swap", default="requant", choices=real_model.VARIANTS)
+    parser.add_argument("--progress", help="a file the unchanged audits so far are written to")
     parser.add_argument("--after", type=int, default=40, help="audits of the swap at most")
     args = parser.parse_args()
     if not args.python or not args.models:
@@ -101,12 +118,17 @@ def main():
             pins = f.read()
         settings = (f'[settings]\nschedule = "*/{args.every} * * * * *"\n'
                     f'metrics = "127.0.0.1:0"\nstore = "store"\n'
-                    f"false_alarms_per_year = {per_year / HOURLY_THRESHOLD:.6f}\n\n")
+                    f"false_alarms_per_year = {per_year / DAILY_THRESHOLD:.6f}\n"
+                    f"behavior_calls_per_day = 100000000\n\n")
         with open(os.path.join(project, "pins.toml"), "w") as f:
             f.write(pins.replace("version = 1\n", "version = 1\n\n" + settings, 1))
         locked = real_model.lock(args.modelpin, base, project, "base")
         daemon, api = start_daemon(args.modelpin, project)
-        while len(history(api)) < args.null:
+        while True:
+            records = history(api)
+            progress(records, args.progress)
+            if len(records) >= args.null:
+                break
             time.sleep(args.every / 2)
         real_model.post(base + "/admin/variant", {"variant": args.swap})
         changed_at = history(api)[-1]["started_at"]
@@ -142,7 +164,7 @@ def main():
     print(f"| false `behavior_drift` among them | {len(false)} |")
     print(f"| audits that rejected on their own, held back | {len(held)} |")
     if statistics:
-        print(f"| largest statistic while unchanged (threshold {HOURLY_THRESHOLD:.0f}) | "
+        print(f"| largest statistic while unchanged (threshold {DAILY_THRESHOLD:.0f}) | "
               f"{max(statistics):.3g} |")
     print(f"| `{args.swap}`: audits to `behavior_drift` | "
           f"{delay if delay else f'none in {len(after)}'} ({cause or '–'}) |")

@@ -483,6 +483,10 @@ pub struct Settings {
     /// The daemon's lifetime level: false `behavior_drift` alarms a pin's accumulated evidence
     /// may raise a year, on average (`alert::lifetime`). `alpha` stays the level of one audit.
     pub false_alarms_per_year: f64,
+    /// The daemon's behaviour budget: calls a day per pin beyond the identity calls every tick
+    /// makes (`daemon::budget`). A behaviour audit (the first-token tier and every sample of the
+    /// probes) runs when the budget has paid for it; the other ticks check identity only.
+    pub behavior_calls_per_day: u64,
     pub warn_before: Vec<Duration>,
     pub deprecation_feeds: Vec<String>,
     pub metrics: std::net::SocketAddr,

@@ -66,6 +66,7 @@ pub(crate) struct RawSettings {
     pub max_cost_usd: Option<Spanned<f64>>,
     pub alpha: Option<Spanned<f64>>,
     pub false_alarms_per_year: Option<Spanned<f64>>,
+    pub behavior_calls_per_day: Option<Spanned<u64>>,
     pub warn_before: Option<Vec<Str>>,
     pub deprecation_feeds: Option<Vec<Str>>,
     pub metrics: Option<Str>,
