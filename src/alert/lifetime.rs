@@ -34,10 +34,13 @@ pub struct Lifetime {
     /// The level of the first audit's own look.
     pub alpha: f64,
     pub false_alarms_per_year: f64,
-    /// Audits a year at the pin's schedule.
+    /// Behaviour audits a year at the pin's schedule and budget (`daemon::budget::Rhythm`).
     pub audits_per_year: f64,
     /// Digest of the pin's lock entry.
     pub basis: String,
+    /// `None`: the audit is a behaviour audit, and the budget counts the next from its start.
+    /// Some: it checked identity only, and the budget buys the next behaviour audit then.
+    pub next_behaviour: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl Lifetime {
@@ -107,11 +110,20 @@ pub fn weigh(before: Option<&Accumulated>, record: &AuditRecord, lifetime: &Life
             }
         }
     };
+    if lifetime.next_behaviour.is_none() {
+        acc.behaviour_at = Some(record.started_at);
+    }
     if acc.family.is_empty() && acc.alarm.is_none() {
-        // Nothing weighed against this lock yet, nor now: the record stands as judged.
+        // Nothing weighed against this lock yet, nor now: the record stands as judged, and
+        // only a behaviour audit is worth keeping (the budget counts from it).
+        let kept = acc.behaviour_at.is_some().then(|| Accumulated {
+            basis: acc.basis.clone(),
+            behaviour_at: acc.behaviour_at,
+            ..Accumulated::default()
+        });
         return Weighed {
             record: record.clone(),
-            accumulated: same_basis.cloned(),
+            accumulated: kept,
         };
     }
     let audits = detector.audits();
@@ -158,6 +170,7 @@ pub fn weigh(before: Option<&Accumulated>, record: &AuditRecord, lifetime: &Life
         years_to_false_alarm: lifetime.years_to_false_alarm(),
         held_back: own && acc.alarm.is_none(),
         alarm: acc.alarm.clone(),
+        next_behaviour: lifetime.next_behaviour,
     };
     acc.last = Some(LastAudit {
         audit_id: record.audit_id.clone(),
@@ -257,6 +270,7 @@ mod tests {
     use super::*;
     use crate::finding::Severity;
     use crate::stats::TestKind;
+    use chrono::{DateTime, Utc};
 
     fn lifetime(basis: &str) -> Lifetime {
         Lifetime {
@@ -264,6 +278,15 @@ mod tests {
             false_alarms_per_year: 0.01,
             audits_per_year: 8_760.0,
             basis: basis.into(),
+            next_behaviour: None,
+        }
+    }
+
+    /// A tick between behaviour audits: identity only, the next behaviour audit later.
+    fn identity_tick(basis: &str) -> Lifetime {
+        Lifetime {
+            next_behaviour: Some(DateTime::<Utc>::MAX_UTC),
+            ..lifetime(basis)
         }
     }
 
@@ -427,10 +450,11 @@ mod tests {
     #[test]
     fn an_audit_without_behaviour_tests_leaves_the_evidence_as_it_was() {
         let life = lifetime("sha256:a");
-        let w = weigh(None, &audit(0, None), &life);
+        let tick = identity_tick("sha256:a");
+        let w = weigh(None, &audit(0, None), &tick);
         assert_eq!((w.accumulated, w.record.pin.lifetime), (None, None));
         let (state, _) = run(None, 0, &quiet(5), &life);
-        let w = weigh(state.as_ref(), &audit(5, None), &life);
+        let w = weigh(state.as_ref(), &audit(5, None), &tick);
         let after = w.accumulated.unwrap();
         let before = state.unwrap();
         assert_eq!(
@@ -490,9 +514,50 @@ mod tests {
     fn a_new_lock_with_nothing_to_weigh_drops_the_old_lock_s_evidence_and_alarm() {
         let (state, _) = run(None, 0, &[Some(0.0002)], &lifetime("sha256:a"));
         assert!(state.as_ref().unwrap().alarm.is_some());
-        let w = weigh(state.as_ref(), &audit(1, None), &lifetime("sha256:b"));
+        let w = weigh(state.as_ref(), &audit(1, None), &identity_tick("sha256:b"));
         assert_eq!(w.accumulated, None);
         assert_eq!(w.record.pin.status, PinStatus::Ok);
+        // A behaviour audit that measured nothing keeps only when it ran, for the budget.
+        let w = weigh(state.as_ref(), &audit(1, None), &lifetime("sha256:b"));
+        let kept = w.accumulated.unwrap();
+        assert_eq!(
+            (kept.basis.as_str(), kept.alarm, kept.statistic),
+            ("sha256:b", None, 0.0)
+        );
+        assert_eq!(kept.behaviour_at, Some(audit(1, None).started_at));
+        assert_eq!(w.record.pin.status, PinStatus::Ok);
+    }
+
+    #[test]
+    fn the_budget_counts_from_the_last_behaviour_audit_against_the_lock() {
+        let at = |n: i64| Some(audit(n, None).started_at);
+        // (lock entry, behaviour audit?, p, when the last behaviour audit started after it)
+        let steps: [(&str, bool, Option<f64>, Option<DateTime<Utc>>); 7] = [
+            ("sha256:a", false, None, None),
+            ("sha256:a", true, Some(0.4), at(1)),
+            ("sha256:a", false, None, at(1)),
+            ("sha256:a", false, None, at(1)),
+            // Measured nothing (the provider failed), but the calls were spent.
+            ("sha256:a", true, None, at(4)),
+            ("sha256:a", false, None, at(4)),
+            // A new lock: its first tick is not a behaviour audit, so nothing is known.
+            ("sha256:b", false, None, None),
+        ];
+        let mut state = None;
+        for (n, (basis, behaviour, p, want)) in (0..).zip(steps) {
+            let life = if behaviour {
+                lifetime(basis)
+            } else {
+                identity_tick(basis)
+            };
+            let w = weigh(state.as_ref(), &audit(n, p), &life);
+            state = w.accumulated;
+            let got = state.as_ref().and_then(|a| a.behaviour_at);
+            assert_eq!(got, want, "audit {n}");
+            if let Some(summary) = &w.record.pin.lifetime {
+                assert_eq!(summary.next_behaviour, life.next_behaviour, "audit {n}");
+            }
+        }
     }
 
     #[test]

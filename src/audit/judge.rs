@@ -44,6 +44,9 @@ pub struct Case<'a> {
     pub alpha: f64,
     /// The calls are real traffic, not probes: no probe baseline is needed to judge them.
     pub traffic: bool,
+    /// The audit checks identity only (`check --no-probes`, the daemon's ticks between
+    /// behaviour audits): one sample a probe, no behaviour test.
+    pub identity_only: bool,
 }
 
 impl<'a> Case<'a> {
@@ -64,7 +67,15 @@ impl<'a> Case<'a> {
             provider_signals: Vec::new(),
             alpha: 0.001,
             traffic: false,
+            identity_only: false,
         }
+    }
+
+    /// Identity only: no behaviour test runs on the answers.
+    #[must_use]
+    pub fn identity_only(mut self, only: bool) -> Case<'a> {
+        self.identity_only = only;
+        self
     }
 
     /// Judged as real traffic: served identity and lifecycle against `accept` and the lock,
@@ -785,8 +796,10 @@ fn logprobs_missing(case: &Case<'_>) -> Option<Unmeasured> {
 /// lengths against this audit's, Holm-corrected across all of the pin's tests at `alpha`.
 #[must_use]
 pub fn behaviour_verdict(case: &Case<'_>) -> Option<DriftVerdict> {
-    // Spans carry token counts, not answers: there is no text to compare.
-    if case.traffic {
+    // Spans carry token counts, not answers: there is no text to compare. An identity-only
+    // audit was not planned to measure behaviour (one sample a probe would be a weak look at
+    // `alpha` on every tick, outside the daemon's accumulated evidence).
+    if case.traffic || case.identity_only {
         return None;
     }
     let probes: Vec<ProbeSamples> = case

@@ -22,7 +22,9 @@ use crate::transport::Transport;
 pub struct Request<'a> {
     /// In config order (see `plan::select_pins`).
     pub pins: Vec<&'a Pin>,
-    /// Overrides each pin's `samples` (`check --no-probes` uses 1).
+    /// Overrides each pin's `samples`; set, the audit checks identity only (`check --no-probes`
+    /// and the daemon's ticks between behaviour audits use 1): no first-token tier, no
+    /// behaviour test.
     pub samples: Option<u32>,
     /// Spend cap over `settings.max_cost_usd`.
     pub max_cost: Option<f64>,
@@ -144,7 +146,8 @@ pub async fn audit(plan: &Plan<'_>, lock: Option<&LoadedLock>, ctx: &Context<'_>
             let life = pin_lifecycle(config, pin, obs, &seen, &facts);
             let case = Case::new(pin, config.probes_of(pin), obs, locked)
                 .with_lifecycle(life, seen.signals)
-                .with_alpha(config.settings.alpha);
+                .with_alpha(config.settings.alpha)
+                .identity_only(request.samples.is_some());
             verdict::pin_report(&case)
         })
         .collect();

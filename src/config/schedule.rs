@@ -143,6 +143,19 @@ pub fn runs_within(schedule: &Schedule, now: DateTime<Utc>, span: Duration, cap:
     runs
 }
 
+/// The schedule's first run at or after `at`; `None` when it never runs again.
+#[must_use]
+pub fn first_from(schedule: &Schedule, at: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let cron = cron(&schedule.expression).ok()?;
+    let run = cron.find_next_occurrence(&at, true).ok()?;
+    // A run inside `at`'s second counts from its start: only one at or after `at` is wanted.
+    if run >= at {
+        Some(run)
+    } else {
+        cron.find_next_occurrence(&at, false).ok()
+    }
+}
+
 /// Runs a year on average, from the span the next `runs` runs after `now` take: a weekly or a
 /// weekday schedule is counted over its whole pattern, not by the day after `now` alone.
 /// `None` when the schedule never runs again.

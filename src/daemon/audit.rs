@@ -8,9 +8,10 @@ use chrono::{DateTime, Utc};
 
 use crate::alert::lifetime::Lifetime;
 use crate::audit::Plan;
-use crate::audit::run::{Context, Request, audit};
-use crate::config::Config;
+use crate::audit::run::{Context, audit};
+use crate::config::{Config, Pin};
 use crate::daemon::Daemon;
+use crate::daemon::budget::{self, Budget};
 use crate::daemon::commit::{self, Patience, audit_id};
 use crate::lock::LoadedLock;
 use crate::store::AuditRecord;
@@ -32,20 +33,32 @@ pub async fn audit_pin(daemon: &Daemon, pin: &str) {
         return;
     };
     let started = Utc::now();
-    let request = Request {
-        pins: vec![pinned],
-        samples: None,
-        max_cost: None,
-        strict: false,
+    let lock = lock.as_ref().as_ref();
+    let budget = Budget::of(config, pinned, lock);
+    let lifetime = lifetime_of(config, pinned, &budget, lock, started);
+    let last = match &lifetime {
+        Some(lifetime) => last_behaviour(daemon, pin, &lifetime.basis).await,
+        None => None,
     };
+    let behaviour = budget.due(last, started);
+    if let Some(lifetime) = lifetime.as_ref().filter(|_| behaviour) {
+        daemon
+            .behaviour_at
+            .lock()
+            .expect("behaviour audits lock")
+            .insert(pin.to_owned(), (lifetime.basis.clone(), started));
+    }
+    let lifetime = lifetime.map(|lifetime| Lifetime {
+        next_behaviour: last.filter(|_| !behaviour).map(|l| budget.next_after(l)),
+        ..lifetime
+    });
+    let request = budget::request(pinned, behaviour);
     let ctx = Context {
         transport: &snapshot.transport,
         facts: Some(snapshot.facts.clone()),
         cancel: daemon.cancel_audits.clone(),
         progress: Arc::default(),
     };
-    let lock = lock.as_ref().as_ref();
-    let lifetime = lifetime_of(config, pin, lock, started);
     let plan = Plan::for_audit(config, &request, ctx.watch(), lock);
     let report = audit(&plan, lock, &ctx).await.report;
     if let Some(breakers) = snapshot.transport.breakers() {
@@ -67,22 +80,49 @@ pub async fn audit_pin(daemon: &Daemon, pin: &str) {
     store(daemon, config, &record, lifetime.as_ref()).await;
 }
 
-/// How the pin's behaviour evidence accumulates: against its lock entry, at its schedule's
-/// audits a year; `None` when it has no lock entry (no behaviour tests run).
+/// How the pin's behaviour evidence accumulates: against its lock entry, at the behaviour
+/// audits a year its schedule and budget make; `None` when it has no lock entry (no behaviour
+/// tests run).
 fn lifetime_of(
     config: &Config,
-    pin: &str,
+    pin: &Pin,
+    budget: &Budget,
     lock: Option<&LoadedLock>,
     now: DateTime<Utc>,
 ) -> Option<Lifetime> {
-    let entry = lock?.lock.pins.get(pin)?;
+    let entry = lock?.lock.pins.get(&pin.id)?;
     let bytes = serde_json::to_vec(entry).ok()?;
     Some(Lifetime {
         alpha: config.settings.alpha,
         false_alarms_per_year: config.settings.false_alarms_per_year,
-        audits_per_year: crate::daemon::spend::audits_a_year(config, pin, now),
+        audits_per_year: crate::daemon::spend::audits_a_year(config, pin, budget, now),
         basis: crate::lock::digest(&bytes),
+        next_behaviour: None,
     })
+}
+
+/// When the pin's last behaviour audit against the lock entry `basis` started: the later of
+/// what the store holds (another daemon of the fleet, or this one before a restart) and what
+/// this daemon ran (a store that failed to keep it, or cannot be read now).
+async fn last_behaviour(daemon: &Daemon, pin: &str, basis: &str) -> Option<DateTime<Utc>> {
+    let stored = match daemon.store.alert_state(pin).await {
+        Ok(state) => state
+            .accumulated
+            .filter(|a| a.basis == basis)
+            .and_then(|a| a.behaviour_at),
+        Err(e) => {
+            tracing::warn!(pin, error = %e, "cannot read when the pin's last behaviour audit ran: counting from this daemon's own");
+            None
+        }
+    };
+    let here = daemon
+        .behaviour_at
+        .lock()
+        .expect("behaviour audits lock")
+        .get(pin)
+        .filter(|(b, _)| b == basis)
+        .map(|(_, at)| *at);
+    stored.max(here)
 }
 
 /// The audit's spend in the metrics; then the audit, weighed into its pin's evidence, in the

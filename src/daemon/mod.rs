@@ -12,6 +12,7 @@
 
 pub mod audit;
 pub mod auth;
+pub mod budget;
 pub mod commit;
 mod delivery;
 pub mod fleet;

@@ -75,6 +75,9 @@ pub struct Daemon {
     pub(crate) running: Mutex<HashSet<String>>,
     /// Finish time of each pin's last audit.
     pub(crate) last_audit: Mutex<BTreeMap<String, DateTime<Utc>>>,
+    /// Start of each pin's last behaviour audit here, with the lock entry's digest: the budget
+    /// counts from it too when the store cannot say (`daemon::audit::last_behaviour`).
+    pub(crate) behaviour_at: Mutex<BTreeMap<String, (String, DateTime<Utc>)>>,
     /// Cancels audits in flight (after the grace period).
     pub(crate) cancel_audits: CancellationToken,
     /// modelpin.lock as last read, with the file's modification time and size: every audit
@@ -118,6 +121,7 @@ impl Daemon {
             heartbeat: Mutex::new(now),
             running: Mutex::new(HashSet::new()),
             last_audit: Mutex::new(BTreeMap::new()),
+            behaviour_at: Mutex::new(BTreeMap::new()),
             cancel_audits: CancellationToken::new(),
             lock_cache: Mutex::new(None),
             outbox_wake: tokio::sync::watch::Sender::new(0),

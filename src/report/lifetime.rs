@@ -31,6 +31,10 @@ pub struct LifetimeEvidence {
     /// The alarm, once raised; it stands until the pin is locked again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alarm: Option<Alarm>,
+    /// Set when the audit checked identity only (the daemon's behaviour budget): when the next
+    /// behaviour audit may run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_behaviour: Option<DateTime<Utc>>,
 }
 
 /// When and why the accumulated evidence raised `behavior_drift`.

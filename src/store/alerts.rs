@@ -71,6 +71,10 @@ pub struct Accumulated {
     /// The audit weighed last and what it added: a retried write gets this back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last: Option<LastAudit>,
+    /// When the pin's last behaviour audit against this lock started: the daemon's budget
+    /// (`daemon::budget`) buys the next one from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub behaviour_at: Option<DateTime<Utc>>,
 }
 
 /// The audit weighed last.

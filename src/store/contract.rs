@@ -353,6 +353,7 @@ async fn one_commit_holds_the_record_the_state_and_the_notifications(backend: &B
         years_to_false_alarm: 100.0,
         held_back: false,
         alarm: Some(alarm.clone()),
+        next_behaviour: Some(at + chrono::Duration::hours(25)),
     });
     // The accumulated evidence travels with the alert state, whatever the backend.
     let state = PinAlerts {
@@ -369,6 +370,7 @@ async fn one_commit_holds_the_record_the_state_and_the_notifications(backend: &B
                 audit_id: "a1".into(),
                 evidence: audit.pin.lifetime.clone().unwrap(),
             }),
+            behaviour_at: Some(at - chrono::Duration::hours(3)),
         }),
         ..PinAlerts::default()
     };

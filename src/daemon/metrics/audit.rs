@@ -219,6 +219,7 @@ mod tests {
                 years_to_false_alarm: 100.0,
                 held_back: false,
                 alarm: None,
+                next_behaviour: None,
             }),
         };
         statistics_and_lifecycle(&m, &report);

@@ -448,6 +448,7 @@ mod tests {
                     years_to_false_alarm: 100.0,
                     held_back: i == 4,
                     alarm: None,
+                    next_behaviour: None,
                 });
                 r
             })
