@@ -292,6 +292,8 @@ fn the_daemon_keeps_its_evidence_across_a_restart_and_looks_on_its_own_early_aft
     let test = Pins::one(ProviderKind::OpenAi, &sim.url(ProviderKind::OpenAi), ID)
         .short()
         .daemon()
+        // Every tick a behaviour audit (the budget's own test is below).
+        .setting("behavior_calls_per_day", 100_000_000)
         .each_pin("samples", 20)
         .test()
         .probes();
@@ -379,4 +381,88 @@ fn the_daemon_keeps_its_evidence_across_a_restart_and_looks_on_its_own_early_aft
         assert_eq!(r.pin.status, "drift");
         assert_eq!(drift_cause(r), "first_audit");
     }
+}
+
+/// Whether the daemon's audit `r` was a behaviour audit; asserts it is one of the two kinds, as
+/// the record shows them: behaviour tests and no next behaviour audit, or identity only (one
+/// call a probe, no behaviour test) with the time the next behaviour audit may run.
+fn behaviour_audit(r: &Record, identity_calls: u64) -> bool {
+    let life = r.pin.lifetime.as_ref().expect("weighed against the lock");
+    let behaviour = life.next_behaviour.is_none();
+    if behaviour {
+        assert!(!r.pin.behaviour.is_empty(), "{:?}", r.pin);
+        assert!(r.pin.calls.sent > identity_calls, "{:?}", r.pin.calls);
+    } else {
+        assert!(r.pin.behaviour.is_empty(), "{:?}", r.pin.behaviour);
+        assert_eq!(r.pin.calls.sent, identity_calls, "one call a probe");
+        assert_eq!(life.conformal_p, None, "the evidence stood still");
+    }
+    assert_eq!(r.pin.status, "ok", "{:?}", r.pin.findings);
+    behaviour
+}
+
+/// The daemon's behaviour budget: audited every second at the default 300 calls a day, a pin
+/// gets a behaviour audit on its first tick after a lock and identity checks after it, for hours;
+/// when the last behaviour audit ran is kept across a restart and a `store copy`, and a new lock
+/// buys one at once.
+#[test]
+fn between_behaviour_audits_the_daemon_checks_identity_only_and_keeps_its_rhythm() {
+    let sim = Sim::start(single(ID, honest()));
+    let pins = |store: &str| {
+        Pins::one(ProviderKind::OpenAi, &sim.url(ProviderKind::OpenAi), ID)
+            .short()
+            .daemon()
+            .setting("store", store)
+            .each_pin("samples", 20)
+    };
+    let test = pins("store").test().probes();
+    test.run(&["lock", "--samples", "30"]).code(0);
+    let identity = test.run(&["check", "--no-probes", "--format", "json"]);
+    identity.code(0);
+    let identity_calls = identity.json().pin("pin").calls.sent;
+
+    let daemon = Daemon::start(&test);
+    let records = daemon.wait_records("4 audits", |r| r.len() >= 4);
+    let kinds: Vec<bool> = records
+        .iter()
+        .map(|r| behaviour_audit(r, identity_calls))
+        .collect();
+    assert_eq!(
+        kinds[0], true,
+        "the first tick after the lock buys behaviour"
+    );
+    assert!(!kinds[1..].iter().any(|b| *b), "{kinds:?}");
+    let seen: Vec<String> = records.iter().map(|r| r.audit_id.clone()).collect();
+    drop(daemon);
+
+    // Restarted, then moved to another store: still identity only.
+    let daemon = Daemon::start(&test);
+    let after = |seen: &[String], daemon: &Daemon| {
+        let records = daemon.wait_records("2 audits more", |r| {
+            r.iter().filter(|r| !seen.contains(&r.audit_id)).count() >= 2
+        });
+        for r in records.iter().filter(|r| !seen.contains(&r.audit_id)) {
+            assert!(!behaviour_audit(r, identity_calls), "{r:?}");
+        }
+        records.into_iter().map(|r| r.audit_id).collect::<Vec<_>>()
+    };
+    let seen = after(&seen, &daemon);
+    drop(daemon);
+    test.run(&["store", "copy", "store", "copied"]).code(0);
+    let test = test.pins(&pins("copied").to_toml());
+    let daemon = Daemon::start(&test);
+    let seen = after(&seen, &daemon);
+    drop(daemon);
+
+    // A new lock: its first tick is a behaviour audit again.
+    test.run(&["lock", "--samples", "30"]).code(0);
+    let daemon = Daemon::start(&test);
+    let records = daemon.wait_records("an audit after the new lock", |r| {
+        r.iter().any(|r| !seen.contains(&r.audit_id))
+    });
+    let first = records
+        .iter()
+        .find(|r| !seen.contains(&r.audit_id))
+        .unwrap();
+    assert!(behaviour_audit(first, identity_calls), "{first:?}");
 }

@@ -60,6 +60,9 @@ pub struct Lifetime {
     #[serde(default)]
     pub held_back: bool,
     pub alarm: Option<Alarm>,
+    /// Set on the daemon's identity-only ticks: when its next behaviour audit may run.
+    #[serde(default)]
+    pub next_behaviour: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
