@@ -5,8 +5,10 @@
 //! real-model run (`real_audits.tsv`, from BENCHMARKS.md "Detection on a real model"), drawn
 //! with replacement from the audits of its case, its smallest p-value jittered by a factor
 //! `e^N(0, 0.1²)` so that no two simulated years replay the same ties. A simulated pin-year is
-//! 8,760 hourly audits against one lock; each starts with a lock drawn afresh (the unchanged
-//! server or the jittering one, the two nulls of that run).
+//! the behaviour audits of a year at the defaults (hourly ticks, `behavior_calls_per_day = 300`,
+//! an audit of 316 calls of which 6 are the identity check's: one every 25th tick, 350 a year,
+//! as `daemon::budget` counts them) against one lock; each starts with a lock drawn afresh (the
+//! unchanged server or the jittering one, the two nulls of that run). Delays are in days.
 //!
 //! Run: `cargo run --release --example sequential [pin-years]` (about 2 minutes on 2 cores for
 //! the default 10,000). Prints the markdown section for BENCHMARKS.md.
@@ -17,9 +19,29 @@ use modelpin::stats::rng::Rng;
 use modelpin::stats::sequential::{Detector, own_look, threshold};
 
 const AUDITS: &str = include_str!("real_audits.tsv");
-const HOURS_A_YEAR: u64 = 8_760;
 const RATE: f64 = modelpin::config::DEFAULT_FALSE_ALARMS_PER_YEAR;
 const ALPHA: f64 = 0.001;
+/// The default plan (docs/daemon.md): 10 samples of 6 probes and a first-token tier of up to
+/// 256 one-token calls; an identity check is one call a probe.
+const AUDIT_CALLS: u64 = 316;
+const IDENTITY_CALLS: u64 = 6;
+
+/// Behaviour audits a year at the defaults and hours between two of them, from the daemon's own
+/// rule (`daemon::budget`).
+fn rhythm() -> (u64, f64) {
+    let budget = modelpin::daemon::budget::Budget {
+        behaviour: Default::default(),
+        identity: Default::default(),
+        spacing: modelpin::daemon::budget::spacing(
+            AUDIT_CALLS - IDENTITY_CALLS,
+            modelpin::config::DEFAULT_BEHAVIOR_CALLS_PER_DAY,
+        ),
+    };
+    let hourly = modelpin::config::schedule::parse("0 0 * * * *").expect("hourly");
+    let now = chrono::DateTime::from_timestamp(1_800_000_000, 0).expect("a time");
+    let r = budget.rhythm(&hourly, now).expect("hourly runs");
+    (r.behaviour.round() as u64, 8_760.0 / r.behaviour)
+}
 
 /// Each case's audits, as their smallest Holm-adjusted p-value (`m · min p`, capped at 1: Holm's
 /// first step).
@@ -56,15 +78,15 @@ struct Null {
     worst_thousand: u64,
 }
 
-fn null(cases: &BTreeMap<String, Vec<f64>>, years: u64, seed: u64) -> Null {
+fn null(cases: &BTreeMap<String, Vec<f64>>, years: u64, per_year: u64, seed: u64) -> Null {
     let locks = [&cases["base"], &cases["jitter"]];
     let mut rng = Rng::new(seed);
-    let limit = threshold(HOURS_A_YEAR as f64, RATE);
+    let limit = threshold(per_year as f64, RATE);
     let (mut detector, mut first, mut per_thousand, mut worst) = (0, 0, 0, 0);
     for year in 0..years {
         let lock = locks[(rng.next_u64() % 2) as usize];
         let mut d = Detector::default();
-        for _ in 0..HOURS_A_YEAR {
+        for _ in 0..per_year {
             let p = draw(&mut rng, lock);
             // The early audits after each lock look on their own, as the daemon's do
             // (`alert::lifetime`); an alarm they raise is re-locked like any other.
@@ -102,12 +124,12 @@ fn looks(d: &Detector, p: f64) -> bool {
 /// when none within `horizon`.
 fn delay(
     rng: &mut Rng,
-    unchanged: &[f64],
-    changed: &[f64],
+    (unchanged, changed): (&[f64], &[f64]),
     before: u64,
     horizon: u64,
+    per_year: u64,
 ) -> Option<u64> {
-    let limit = threshold(HOURS_A_YEAR as f64, RATE);
+    let limit = threshold(per_year as f64, RATE);
     let mut d = Detector::default();
     for _ in 0..before {
         let p = draw(rng, unchanged);
@@ -126,12 +148,13 @@ fn main() {
         .nth(1)
         .map_or(10_000, |y| y.parse().expect("pin-years"));
     let cases = cases();
+    let (per_year, hours) = rhythm();
     let started = std::time::Instant::now();
     let halves: Vec<Null> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..2u64)
             .map(|i| {
                 let cases = &cases;
-                s.spawn(move || null(cases, years / 2, 0x5EED + i))
+                s.spawn(move || null(cases, years / 2, per_year, 0x5EED + i))
             })
             .collect();
         handles
@@ -149,15 +172,15 @@ fn main() {
     });
     println!("### Lifetime false alarms (statistics layer)\n");
     println!(
-        "{years_run} pin-years of hourly audits ({} audits), false_alarms_per_year = {RATE}, own looks at alpha = {ALPHA} (first audit) and alpha/8 (the next 71); {:.0} s.\n",
-        years_run * HOURS_A_YEAR,
+        "{years_run} pin-years at the defaults: hourly ticks, a behaviour audit every {hours:.0} hours ({per_year} a year, {} in all), false_alarms_per_year = {RATE}, own looks at alpha = {ALPHA} (first audit) and alpha/8 (the next 71); {:.0} s.\n",
+        years_run * per_year,
         started.elapsed().as_secs_f64()
     );
     println!("| source | false alarms | per pin-year |\n|---|---|---|");
     let per = |n: u64| n as f64 / years_run as f64;
     println!(
         "| accumulated evidence (Shiryaev–Roberts ≥ {:.0}) | {detector} | {:.4} |",
-        threshold(HOURS_A_YEAR as f64, RATE),
+        threshold(per_year as f64, RATE),
         per(detector)
     );
     println!(
@@ -170,19 +193,22 @@ fn main() {
         per(detector + first)
     );
 
-    println!("### Detection delay (audits from the change to the alarm)\n");
+    let days = |audits: u64| audits as f64 * hours / 24.0;
+    let horizon = (60.0 * 24.0 / hours) as u64;
+    println!("### Detection delay (days from the change to the alarm)\n");
     println!(
-        "| change | after unchanged audits | median | 95th percentile | missed in 14 days (336 audits) |"
+        "| change | after unchanged behaviour audits (days) | median | 95th percentile | missed in 60 days ({horizon} audits) |"
     );
     println!("|---|---|---|---|---|");
     let mut rng = Rng::new(0xDE1A);
     let runs = 400;
     for case in ["requant", "temperature", "family", "system"] {
-        for before in [24u64, 48, 72, 96, 168, 720, 4_380] {
+        for before in [1u64, 3, 24, 71, 72, 80, 150, 350] {
             let mut delays: Vec<u64> = Vec::new();
             let mut missed = 0;
             for _ in 0..runs {
-                match delay(&mut rng, &cases["base"], &cases[case], before, 24 * 14) {
+                let pair = (cases["base"].as_slice(), cases[case].as_slice());
+                match delay(&mut rng, pair, before, horizon, per_year) {
                     Some(d) => delays.push(d),
                     None => missed += 1,
                 }
@@ -193,10 +219,11 @@ fn main() {
                 let k = (f64::from(runs) * q) as usize;
                 delays
                     .get(k)
-                    .map_or(format!("> {}", 24 * 14), u64::to_string)
+                    .map_or("> 60".to_owned(), |d| format!("{:.1}", days(*d)))
             };
             println!(
-                "| {case} | {before} | {} | {} | {missed} of {runs} |",
+                "| {case} | {before} ({:.0}) | {} | {} | {missed} of {runs} |",
+                days(before),
                 at(0.5),
                 at(0.95)
             );

@@ -29,7 +29,9 @@ mod settings;
 pub(crate) use pins::DEFAULT_FIRST_TOKEN_SAMPLES;
 pub(crate) use pins::{FIRST_TOKEN_INPUTS, MAX_SAMPLES};
 pub(crate) use probe::probe_digest;
-pub use settings::{DEFAULT_FALSE_ALARMS_PER_YEAR, DEFAULT_MAX_COST_USD};
+pub use settings::{
+    DEFAULT_BEHAVIOR_CALLS_PER_DAY, DEFAULT_FALSE_ALARMS_PER_YEAR, DEFAULT_MAX_COST_USD,
+};
 pub(crate) use settings::{DEFAULT_LEASE, DEFAULT_WARN_BEFORE_DAYS};
 mod source;
 mod traffic;

@@ -226,88 +226,90 @@ fn a_pin_priced_only_by_its_lock_is_estimated_capped_and_reported_at_that_price(
     assert_eq!(sim.requests(), before);
 }
 
-/// The daemon says at start what its schedules will spend a day and a month: the plan `check`
-/// prints for one audit, times the schedule's runs in a day (hourly: 24).
+/// The first figure of `line` after `after`, up to a space, comma or parenthesis.
+fn figure_after(line: &str, after: &str) -> f64 {
+    line.split(after)
+        .nth(1)
+        .and_then(|rest| rest.split([',', ' ', ')']).next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no figure after {after:?} in {line}"))
+}
+
+/// The plan line `check` prints before it calls: its calls and USD for one audit.
+fn plan_of(run: &crate::harness::Run) -> (u64, f64) {
+    let plan = run
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("check: 1 pin: "))
+        .unwrap_or_else(|| panic!("a plan line:\n{}", run.stderr));
+    let calls = figure_after(plan, "check: 1 pin: ") as u64;
+    (calls, figure_after(plan, "about $"))
+}
+
+/// The daemon says at start what its schedules will spend a day and a month: hourly, with a
+/// behaviour budget paying for a behaviour audit every 6 hours, 4 behaviour audits (the plan
+/// `check` prints) and 20 identity checks (the plan `check --no-probes` prints) a day; `lock` and
+/// `check` say the same.
 #[test]
 fn the_daemon_states_its_spend_a_day_and_a_month_from_the_audit_plan() {
     let sim = Sim::start(single(ID, model(ID, 4.0, (2.5, 10.0))));
-    let settings = format!(
-        "{SETTINGS}\nschedule = \"0 0 * * * *\"\nmetrics = \"127.0.0.1:0\"\nstore = \"store\""
-    );
-    let test = Test::new()
-        .pins(&one_pin_with(
+    let pins = |budget: u64| {
+        let settings = format!(
+            "{SETTINGS}\nschedule = \"0 0 * * * *\"\nmetrics = \"127.0.0.1:0\"\nstore = \"store\"\nbehavior_calls_per_day = {budget}"
+        );
+        one_pin_with(
             &settings,
             ProviderKind::OpenAi,
             &sim.url(ProviderKind::OpenAi),
             ID,
             "price = { input = 2.5, output = 10.0 }",
-        ))
-        .probes();
+        )
+    };
+    let test = Test::new().pins(&pins(300)).probes();
+    test.run(&["lock"]).code(0);
+    let behaviour = test.run(&["check"]);
+    let identity = test.run(&["check", "--no-probes"]);
+    let ((calls, usd), (identity_calls, identity_usd)) = (plan_of(&behaviour), plan_of(&identity));
+    assert!(identity_calls < calls, "{identity_calls} vs {calls}");
+    // A day pays for the extra calls of 4 behaviour audits: one every 6 hours.
+    let test = test.pins(&pins(4 * (calls - identity_calls)));
     let lock = test.run(&["lock"]);
     lock.code(0);
     let check = test.run(&["check"]);
-    let plan = check
-        .stderr
-        .lines()
-        .find(|l| l.starts_with("check: 1 pin: "))
-        .unwrap_or_else(|| panic!("a plan line:\n{}", check.stderr));
-    let calls: u64 = plan["check: 1 pin: ".len()..]
-        .split(' ')
-        .next()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("calls in {plan}"));
-    let usd: f64 = plan
-        .split("about $")
-        .nth(1)
-        .and_then(|rest| rest.split([',', ' ', ')']).next()?.parse().ok())
-        .unwrap_or_else(|| panic!("a cost in {plan}"));
+    check.code(0);
     let mut daemon = crate::support::daemon::Daemon::start(&test);
     let log = daemon.log();
     let said = log
         .lines()
         .find(|l| l.contains("planned spend at these schedules"))
         .unwrap_or_else(|| panic!("no spend line:\n{log}"));
-    assert!(
-        said.contains(&format!("24 audits a day ({} calls", 24 * calls)),
-        "{said}\n(plan: {plan})"
+    let split = format!(
+        "24 audits a day, 4 of them behaviour audits ({} calls) and the rest identity only ({} calls): about {} calls",
+        4 * calls,
+        20 * identity_calls,
+        4 * calls + 20 * identity_calls
     );
-    // The plan line rounds one audit to $0.0001; the daemon counts unrounded, so its month is
-    // within 720 such roundings of 720 audits at the plan line's figure.
-    // "… about $DAY a day and $MONTH a month (30 days)"
-    let tail = said.split("about $").nth(1).unwrap_or_default();
-    let number = |text: &str| -> f64 {
-        text.split(' ')
-            .next()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("no figure in {said}"))
-    };
-    let day = number(tail);
-    let month = number(tail.split("and $").nth(1).unwrap_or_default());
+    assert!(said.contains(&split), "{said}\n(wanted: {split})");
+    // The plan lines round one audit to $0.0001; the daemon counts unrounded, so its month is
+    // within 720 such roundings of 120 behaviour audits and 600 identity checks.
+    let day = figure_after(said, "tokens a day, about $");
+    let month = figure_after(said, "a day and $");
     assert!((month - day * 30.0).abs() < 0.01, "{said}");
+    let planned = 30.0 * (4.0 * usd + 20.0 * identity_usd);
     assert!(
-        (month - usd * 24.0 * 30.0).abs() <= 0.00005 * 720.0 + 0.005,
-        "{said}: expected about ${:.2} a month (plan: {plan})",
-        usd * 720.0
+        (month - planned).abs() <= 0.00005 * 720.0 + 0.005,
+        "{said}: expected about ${planned:.2} a month"
     );
     // `lock` and `check` say the same day and month before anything runs unattended.
-    let figures = said
-        .split("planned spend at these schedules: ")
-        .nth(1)
-        .unwrap_or_default()
-        .trim_end_matches('"');
     for (command, run) in [("lock", &lock), ("check", &check)] {
         let line = run
             .stderr
             .lines()
             .find(|l| l.contains("watched by `modelpin daemon` at these schedules: "))
             .unwrap_or_else(|| panic!("{command} states no daily spend:\n{}", run.stderr));
-        assert!(
-            line.contains(&format!("24 audits a day ({} calls", 24 * calls)),
-            "{command}: {line}"
-        );
+        assert!(line.contains(&split), "{command}: {line}");
         assert!(
             line.contains(&format!("and ${month:.2} a month (30 days)")),
-            "{command}: {line} (daemon: {figures})"
+            "{command}: {line} (daemon: {said})"
         );
     }
     daemon.kill();
