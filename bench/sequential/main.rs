@@ -29,17 +29,13 @@ const IDENTITY_CALLS: u64 = 6;
 /// Behaviour audits a year at the defaults and hours between two of them, from the daemon's own
 /// rule (`daemon::budget`).
 fn rhythm() -> (u64, f64) {
-    let budget = modelpin::daemon::budget::Budget {
-        behaviour: Default::default(),
-        identity: Default::default(),
-        spacing: modelpin::daemon::budget::spacing(
-            AUDIT_CALLS - IDENTITY_CALLS,
-            modelpin::config::DEFAULT_BEHAVIOR_CALLS_PER_DAY,
-        ),
-    };
+    let spacing = modelpin::daemon::budget::spacing(
+        AUDIT_CALLS - IDENTITY_CALLS,
+        modelpin::config::DEFAULT_BEHAVIOR_CALLS_PER_DAY,
+    );
     let hourly = modelpin::config::schedule::parse("0 0 * * * *").expect("hourly");
     let now = chrono::DateTime::from_timestamp(1_800_000_000, 0).expect("a time");
-    let r = budget.rhythm(&hourly, now).expect("hourly runs");
+    let r = modelpin::daemon::budget::rhythm(&hourly, now, spacing).expect("hourly runs");
     (r.behaviour.round() as u64, 8_760.0 / r.behaviour)
 }
 

@@ -90,26 +90,7 @@ pub fn weigh(before: Option<&Accumulated>, record: &AuditRecord, lifetime: &Life
         statistic: acc.statistic,
     };
     detector.bound();
-    let step = match smallest {
-        None => None,
-        Some(p) if first || tests == acc.family => {
-            acc.family = tests;
-            acc.unlike = 0;
-            Some(detector.step(p, tie_break(&record.audit_id)))
-        }
-        Some(p) => {
-            acc.unlike += 1;
-            if acc.unlike < PLAN_CHANGED {
-                None
-            } else {
-                detector = Detector::default();
-                acc.since = None;
-                acc.family = tests;
-                acc.unlike = 0;
-                Some(detector.step(p, tie_break(&record.audit_id)))
-            }
-        }
-    };
+    let step = smallest.and_then(|p| step(&mut acc, &mut detector, p, tests, &record.audit_id));
     if lifetime.next_behaviour.is_none() {
         acc.behaviour_at = Some(record.started_at);
     }
@@ -177,6 +158,32 @@ pub fn weigh(before: Option<&Accumulated>, record: &AuditRecord, lifetime: &Life
         evidence: summary.clone(),
     });
     decide(record, acc, summary)
+}
+
+/// Steps `detector` with the audit `audit_id`, smallest p-value `p`, when it ran the tests
+/// `tests` the detector counts, or the third in a row of other tests (the plan changed: the
+/// detector starts again on them); `None` when it is not weighed.
+fn step(
+    acc: &mut Accumulated,
+    detector: &mut Detector,
+    p: f64,
+    tests: String,
+    audit_id: &str,
+) -> Option<crate::stats::sequential::Step> {
+    if acc.family.is_empty() || tests == acc.family {
+        acc.family = tests;
+        acc.unlike = 0;
+        return Some(detector.step(p, tie_break(audit_id)));
+    }
+    acc.unlike += 1;
+    if acc.unlike < PLAN_CHANGED {
+        return None;
+    }
+    *detector = Detector::default();
+    acc.since = None;
+    acc.family = tests;
+    acc.unlike = 0;
+    Some(detector.step(p, tie_break(audit_id)))
 }
 
 /// Audits weighed into `acc` so far.
@@ -530,9 +537,10 @@ mod tests {
 
     #[test]
     fn the_budget_counts_from_the_last_behaviour_audit_against_the_lock() {
-        let at = |n: i64| Some(audit(n, None).started_at);
         // (lock entry, behaviour audit?, p, when the last behaviour audit started after it)
-        let steps: [(&str, bool, Option<f64>, Option<DateTime<Utc>>); 7] = [
+        type Step = (&'static str, bool, Option<f64>, Option<DateTime<Utc>>);
+        let at = |n: i64| Some(audit(n, None).started_at);
+        let steps: [Step; 7] = [
             ("sha256:a", false, None, None),
             ("sha256:a", true, Some(0.4), at(1)),
             ("sha256:a", false, None, at(1)),

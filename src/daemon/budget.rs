@@ -118,7 +118,10 @@ impl Rhythm {
     }
 }
 
-fn rhythm(schedule: &Schedule, now: DateTime<Utc>, spacing: Duration) -> Option<Rhythm> {
+/// Ticks and behaviour audits a year at `schedule` from `now`, behaviour audits at least
+/// `spacing` apart; `None` when it never runs.
+#[must_use]
+pub fn rhythm(schedule: &Schedule, now: DateTime<Utc>, spacing: Duration) -> Option<Rhythm> {
     let ticks = runs_a_year(schedule, now, 1_000)?;
     let wait = spacing.saturating_sub(slack(spacing));
     if wait.is_zero() {

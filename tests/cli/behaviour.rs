@@ -427,10 +427,7 @@ fn between_behaviour_audits_the_daemon_checks_identity_only_and_keeps_its_rhythm
         .iter()
         .map(|r| behaviour_audit(r, identity_calls))
         .collect();
-    assert_eq!(
-        kinds[0], true,
-        "the first tick after the lock buys behaviour"
-    );
+    assert!(kinds[0], "the first tick after the lock buys behaviour");
     assert!(!kinds[1..].iter().any(|b| *b), "{kinds:?}");
     let seen: Vec<String> = records.iter().map(|r| r.audit_id.clone()).collect();
     drop(daemon);
