@@ -761,6 +761,7 @@ impl PinRun<'_> {
                 max_tokens: probe.max_tokens,
                 temperature: probe.temperature,
                 top_logprobs,
+                seed: (self.endpoint.seed && probe.temperature > 0.0).then(provider::fresh_seed),
             },
         )
     }

@@ -69,6 +69,7 @@ impl ProviderTable<'_> {
         let api_version = self.api_version(check);
         let key = self.api_key(check, env);
         let headers = self.headers(check);
+        let seed = self.seed(check);
         let concurrency = match &self.raw.concurrency {
             Some(c) => check.at_least_one(c, "concurrency"),
             None => Some(default_concurrency),
@@ -82,6 +83,7 @@ impl ProviderTable<'_> {
                 api_key,
                 api_version: api_version.ok()?,
                 headers: headers?,
+                seed: seed?,
             },
             api_key_env,
             concurrency: concurrency?,
@@ -197,6 +199,35 @@ impl ProviderTable<'_> {
     }
 
     /// In file order, names lower-case (as `HttpRequest` carries them).
+    /// Whether each sampled call carries a fresh random `seed`: on by default where the API takes
+    /// one. A server whose unseeded draws follow one stream from start (llama-cpp-python's) gives
+    /// replicas started alike the same draws; a seed per call makes every draw independent.
+    fn seed(&self, check: &mut Check) -> Option<bool> {
+        let takes_seed = self.kind.takes_seed();
+        match &self.raw.seed {
+            None => Some(takes_seed),
+            Some(seed) if *seed.get_ref() && !takes_seed => {
+                let why = match self.kind {
+                    ProviderKind::Gemini => {
+                        "Gemini draws a fresh seed itself for a call that names none"
+                    }
+                    _ => "its API takes no seed",
+                };
+                check
+                    .error(
+                        seed.span(),
+                        format!(
+                            "`seed` is for OpenAI-shaped providers, not kind `{}`",
+                            self.kind
+                        ),
+                    )
+                    .help(format!("remove the key: {why}"));
+                None
+            }
+            Some(seed) => Some(*seed.get_ref()),
+        }
+    }
+
     fn headers(&self, check: &mut Check) -> Option<Vec<(String, String)>> {
         let Some(raw) = &self.raw.headers else {
             return Some(Vec::new());

@@ -86,6 +86,7 @@ pub(crate) struct RawProvider {
     pub concurrency: Option<Spanned<usize>>,
     pub headers: Option<BTreeMap<Str, Str>>,
     pub api_version: Option<Str>,
+    pub seed: Option<Spanned<bool>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -48,6 +48,14 @@ impl ProviderKind {
         ProviderKind::Gemini,
     ];
 
+    /// Whether its chat call takes a `seed`: the OpenAI shape does; Anthropic's Messages API has
+    /// none, and Gemini draws a fresh one itself for a call that names none (Gemini API
+    /// reference, `GenerationConfig.seed`).
+    #[must_use]
+    pub fn takes_seed(self) -> bool {
+        !matches!(self, ProviderKind::Anthropic | ProviderKind::Gemini)
+    }
+
     /// The spelling used in `pins.toml` (`kind = "..."`).
     #[must_use]
     pub fn as_str(self) -> &'static str {
@@ -119,6 +127,9 @@ pub struct Endpoint {
     pub api_version: Option<String>,
     /// Extra headers from `pins.toml` (`headers = { ... }`), sent on every call.
     pub headers: Vec<(String, String)>,
+    /// Each sampled call carries a fresh random `seed` (`seed = false` in `pins.toml` turns it
+    /// off; only OpenAI-shaped kinds take one).
+    pub seed: bool,
 }
 
 /// One probe call, as the adapter needs it.
@@ -132,6 +143,17 @@ pub struct ProbeCall<'a> {
     pub temperature: f64,
     /// Ask for the top `n` logprobs of each output token (OpenAI-shaped providers only).
     pub top_logprobs: Option<u8>,
+    /// The call's own sampling seed (OpenAI-shaped providers only), fresh for every call.
+    pub seed: Option<u32>,
+}
+
+/// A seed for one call, from the operating system's randomness, below 2³¹ so that every server's
+/// integer type holds it (llama.cpp's is 32-bit unsigned, Gemini's a signed 32-bit integer).
+/// Fresh per call: a seed shared by calls would make their draws one draw.
+#[must_use]
+pub fn fresh_seed() -> u32 {
+    let bytes = uuid::Uuid::new_v4().into_bytes();
+    u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) & 0x7FFF_FFFF
 }
 
 /// Most top tokens a provider may report per position: OpenAI's `top_logprobs` ceiling (the API
@@ -580,6 +602,7 @@ pub fn models_request(
         max_tokens: 1,
         temperature: 0.0,
         top_logprobs: None,
+        seed: None,
     };
     let headers = build_request(endpoint, &call)
         .headers
@@ -625,6 +648,7 @@ mod tests {
             api_key: Some(Secret::new(KEY.to_owned())),
             api_version: None,
             headers: Vec::new(),
+            seed: true,
         }
     }
 
@@ -636,6 +660,7 @@ mod tests {
             max_tokens: 8,
             temperature: 1.0,
             top_logprobs: None,
+            seed: None,
         }
     }
 

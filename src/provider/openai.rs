@@ -36,6 +36,11 @@ pub(crate) fn request(endpoint: &Endpoint, base: &str, call: &ProbeCall<'_>) -> 
         body["logprobs"] = json!(true);
         body["top_logprobs"] = json!(n);
     }
+    if let Some(seed) = call.seed {
+        // The request's own seed (OpenAI API reference, "Create chat completion": `seed`,
+        // best-effort determinism for repeated requests with the same seed).
+        body["seed"] = json!(seed);
+    }
     if endpoint.kind == ProviderKind::OpenRouter {
         // Without this OpenRouter omits `usage.cost`, the only provider-reported price we get.
         body["usage"] = json!({"include": true});
@@ -412,6 +417,25 @@ mod tests {
             request.body["messages"],
             json!([{"role": "user", "content": "What is 17 * 23?"}])
         );
+    }
+
+    #[test]
+    fn a_call_with_a_seed_sends_it_and_one_without_sends_none() {
+        let ep = endpoint(ProviderKind::OpenAiCompatible, "http://127.0.0.1:8000/v1");
+        let mut probe = call();
+        probe.seed = Some(2_147_483_647);
+        assert_eq!(build_request(&ep, &probe).body["seed"], 2_147_483_647);
+        probe.seed = None;
+        assert!(build_request(&ep, &probe).body.get("seed").is_none());
+    }
+
+    #[test]
+    fn fresh_seeds_fit_every_servers_integer_and_differ() {
+        let seeds: std::collections::BTreeSet<u32> =
+            (0..1000).map(|_| crate::provider::fresh_seed()).collect();
+        assert!(seeds.iter().all(|&s| s < 1 << 31));
+        // 1,000 draws from 2³¹ values: a repeat has probability about 2.3e-4.
+        assert!(seeds.len() >= 999, "{} distinct of 1000", seeds.len());
     }
 
     #[test]

@@ -86,6 +86,7 @@ kind = "azure"
 base_url = "https://res.openai.azure.com"
 api_version = "2024-10-21"
 api_key_env = "AZURE_KEY"
+seed = false
 
 [[pin]]
 id = "router"
@@ -183,7 +184,12 @@ fn every_provider_and_pin_key() {
             )
         ]
     );
+    assert!(
+        router.endpoint.seed,
+        "OpenAI-shaped: a seed per sampled call unless turned off"
+    );
     let az = &config.providers[1].endpoint;
+    assert!(!az.seed, "`seed = false` turns it off");
     assert_eq!(az.api_version.as_deref(), Some("2024-10-21"));
     assert_eq!(az.api_key.as_ref().unwrap().expose(), "azure-key");
 

@@ -176,6 +176,41 @@ fn api_version_only_for_azure() {
 }
 
 #[test]
+fn seed_only_where_the_api_takes_one() {
+    let cases = [
+        ("anthropic", "its API takes no seed"),
+        (
+            "gemini",
+            "Gemini draws a fresh seed itself for a call that names none",
+        ),
+    ];
+    for (kind, why) in cases {
+        let pins = base_with(
+            "kind = \"openai\"",
+            &format!("kind = \"{kind}\"\nseed = true"),
+        );
+        assert_eq!(
+            error(&pins),
+            format!(
+                r"error: `seed` is for OpenAI-shaped providers, not kind `{kind}`
+ --> pins.toml:5:8
+  |
+5 | seed = true
+  |        ^^^^
+  = help: remove the key: {why}"
+            )
+        );
+        // Turning off what is off already is no mistake.
+        let off = base_with(
+            "kind = \"openai\"",
+            &format!("kind = \"{kind}\"\nseed = false"),
+        );
+        let config = Dir::new().pins(&off).load().expect("`seed = false` loads");
+        assert!(!config.providers[0].endpoint.seed, "{kind}");
+    }
+}
+
+#[test]
 fn provider_concurrency_zero() {
     let pins = base_with("kind = \"openai\"", "kind = \"openai\"\nconcurrency = 0");
     assert_eq!(
