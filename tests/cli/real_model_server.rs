@@ -3,7 +3,7 @@
 //! counts from each variant's own tokenizer, and the logprob conventions of the real server as
 //! modelpin meets them: the sampled token appended to `top_logprobs` when it is not among the
 //! top ones, a repeated request meeting the same numbers on one instance and other numbers on
-//! the other numeric path. Missing llama-cpp-python fails under CI and skips elsewhere.
+//! the other numeric path, a request's `seed` deciding its draw. Missing llama-cpp-python fails under CI and skips elsewhere.
 
 use std::collections::BTreeSet;
 
@@ -129,6 +129,29 @@ fn one_model_id_with_real_swaps_and_real_logprob_conventions() {
     let reply = answer(&server, &tier_call("Name a flower."));
     assert!(reply["choices"][0]["logprobs"].is_null(), "{reply}");
     server.set_logprobs(true);
+
+    // The server draws from the request's seed: one seed gives one first token, on either
+    // replica; a fresh seed a call gives the distribution's spread. Without one it takes the
+    // next seed of a stream that starts alike in every process (llama-cpp-python's
+    // `set_seed(random.Random(self._seed).randint(…))`), which is why modelpin sends its own.
+    server.set_variant("base");
+    let first = |body: &Value| {
+        answer(&server, body)["choices"][0]["logprobs"]["content"][0]["token"]
+            .as_str()
+            .expect("first token")
+            .to_owned()
+    };
+    let mut seeded = tier_call("Name a country.");
+    seeded["seed"] = json!(20_261_207);
+    let same: BTreeSet<String> = (0..8).map(|_| first(&seeded)).collect();
+    assert_eq!(same.len(), 1, "one seed, one draw: {same:?}");
+    let spread: BTreeSet<String> = (0..24)
+        .map(|i| {
+            seeded["seed"] = json!(1_000 + i);
+            first(&seeded)
+        })
+        .collect();
+    assert!(spread.len() > 1, "fresh seeds, the spread: {spread:?}");
 
     let greedy = |server: &Server| {
         answer(server, &request(16, 0.0))["choices"][0]["message"]["content"]

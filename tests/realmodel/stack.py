@@ -21,7 +21,9 @@ requested model). Admin endpoints, for tests and benchmarks:
   POST /admin/logprobs {"enabled": false}  strips `logprobs`/`top_logprobs` from requests,
                                            as a provider without them; true restores them
   GET  /admin/stats    {"variant", "calls", "prompt_tokens", "completion_tokens",
-                        "by_max_tokens", "by_server"}, counted from the real replies' usage
+                        "by_max_tokens", "by_server"}, counted from the real replies' usage,
+                        and {"sampled", "seeded", "seeds"}: calls at a temperature above 0,
+                        those of them with an integer `seed`, and how many seeds were distinct
 
 Prints `listening on 127.0.0.1:PORT` once every server answers. Standard library only, run with
 the python of the virtualenv that holds llama-cpp-python[server].
@@ -178,6 +180,9 @@ class State:
         self.completion_tokens = 0
         self.by_max_tokens = {}
         self.by_server = {}
+        self.sampled = 0
+        self.seeded = 0
+        self.seeds = set()
 
     def route(self, body):
         """The instance to call and the request to send it, for the variant in force."""
@@ -209,13 +214,20 @@ class State:
             slot["calls"] += 1
             slot["completion_tokens"] += out
             self.by_server[server] = self.by_server.get(server, 0) + 1
+            if float(body.get("temperature", 1.0)) > 0:
+                self.sampled += 1
+                seed = body.get("seed")
+                if isinstance(seed, int) and not isinstance(seed, bool):
+                    self.seeded += 1
+                    self.seeds.add(seed)
 
     def stats(self):
         with self.lock:
             return {"variant": self.variant, "calls": self.calls,
                     "prompt_tokens": self.prompt_tokens,
                     "completion_tokens": self.completion_tokens,
-                    "by_max_tokens": self.by_max_tokens, "by_server": self.by_server}
+                    "by_max_tokens": self.by_max_tokens, "by_server": self.by_server,
+                    "sampled": self.sampled, "seeded": self.seeded, "seeds": len(self.seeds)}
 
 
 def handler(state):
