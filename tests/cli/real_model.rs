@@ -46,6 +46,18 @@ fn project(server: &Server) -> Test {
     test
 }
 
+/// Every sampled call so far carried a seed of its own: the server's unseeded stream is the
+/// same in both replicas, started alike.
+fn every_draw_its_own_seed(spent: &serde_json::Value) {
+    let sampled = spent["sampled"].as_u64().unwrap();
+    assert!(sampled > 1_000, "{spent}");
+    assert_eq!(spent["seeded"], sampled, "{spent}");
+    assert!(
+        spent["seeds"].as_u64().unwrap() + 2 >= sampled,
+        "distinct seeds (a repeat in a few thousand draws of 2³¹ is rare): {spent}"
+    );
+}
+
 fn check(test: &Test, server: &Server, variant: &str) -> (Run, Report) {
     server.set_variant(variant);
     let run = test.run(&["check", "--format", "json"]);
@@ -97,15 +109,7 @@ fn swaps_behind_one_id_are_caught_and_the_unchanged_model_passes() {
     }
     let spent = server.stats();
     assert!(spent["calls"].as_u64().unwrap() > 0, "{spent}");
-    // Every sampled call of the lock and the audit carried a seed of its own: the server's own
-    // unseeded stream is the same in both replicas, started alike.
-    let sampled = spent["sampled"].as_u64().unwrap();
-    assert!(sampled > 1_000, "{spent}");
-    assert_eq!(spent["seeded"], sampled, "{spent}");
-    assert!(
-        spent["seeds"].as_u64().unwrap() + 2 >= sampled,
-        "distinct seeds (a repeat in a few thousand draws of 2³¹ is rare): {spent}"
-    );
+    every_draw_its_own_seed(&spent);
 
     // Another family and a hidden system message change what a prompt costs.
     for variant in ["family", "system"] {
