@@ -217,6 +217,8 @@ def verdict_table(results, rows_order):
 def report(args, began, locks, order, results, before, after):
     """The main tables, printed before the curve starts."""
 
+    if not order:
+        print("No audits asked for: the power curve only.")
     print(f"One run, {time.strftime('%Y-%m-%d')}, against llama-cpp-python's own server "
           f"(`python -m llama_cpp.server`, {args.threads} thread(s) per instance); alpha {ALPHA}; "
           f"{len(order)} audits in {(time.monotonic() - began) / 60:.1f} min.")
@@ -235,6 +237,9 @@ def report(args, began, locks, order, results, before, after):
     tokens = after["completion_tokens"] - before["completion_tokens"]
     one_token = after["by_max_tokens"].get("1", {}).get("calls", 0) - before[
         "by_max_tokens"].get("1", {}).get("calls", 0)
+    if not order:
+        sys.stdout.flush()
+        return
     print()
     print(f"Per audit: {calls / len(order):.0f} calls ({one_token / len(order):.0f} one-token), "
           f"{tokens / len(order):.0f} output tokens (all variants).")
