@@ -9,7 +9,7 @@ use crate::audit::baseline::record;
 use crate::audit::first_tokens::{self, Found, TierCalls};
 use crate::audit::judge::{Case, judge, served_counts};
 use crate::audit::plan::Estimate;
-use crate::audit::run::{Context, Request};
+use crate::audit::run::{Context, Request, Samples};
 use crate::audit::{Observation, Plan, observe};
 use crate::config::{Config, Pin};
 use crate::finding::Code;
@@ -75,7 +75,7 @@ pub async fn lock(
         })
         .collect();
     let mut second = Plan::for_request(config, request, ctx.watch(), None);
-    second.samples = Some(0);
+    second.samples = Samples::Each(0);
     second.spend = plan.spend.clone();
     second.tiers = found
         .iter()

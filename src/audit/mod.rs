@@ -157,8 +157,8 @@ pub struct Plan<'a> {
     /// What was asked for; `pins` are those of its pins that are called.
     pub request: run::Request<'a>,
     pub pins: Vec<&'a Pin>,
-    /// Overrides each pin's `samples` (`lock --samples N`, `check --no-probes`).
-    pub samples: Option<u32>,
+    /// How often each probe is asked (`lock`, `lock --samples N`, `check --no-probes`).
+    pub samples: run::Samples,
     pub retry: RetryPolicy,
     /// Cancelled on Ctrl-C / SIGTERM: in-flight calls are dropped and recorded as cancelled.
     pub cancel: CancellationToken,
@@ -239,7 +239,7 @@ impl<'a> Plan<'a> {
     pub fn new(
         config: &'a Config,
         pins: Vec<&'a Pin>,
-        samples: Option<u32>,
+        samples: run::Samples,
         max_cost: Option<f64>,
         (cancel, progress): run::Watch,
         lock: Option<&crate::lock::LoadedLock>,
@@ -302,7 +302,7 @@ impl<'a> Plan<'a> {
 
     /// The one plan of an audit judged against `lock`, decided before anything is sent: only
     /// the pins with a baseline are called (the others are in `unbaselined`), each with its
-    /// first-token calls unless `samples` is set (`check --no-probes` asks for identity only),
+    /// first-token calls unless it asks for identity only (`check --no-probes`),
     /// and each counted at `run::price_of`. The estimate a command prints (`estimate`), the
     /// spend cap, the calls and the report all read it.
     #[must_use]
@@ -319,7 +319,7 @@ impl<'a> Plan<'a> {
             .partition(|pin| run::has_baseline(lock, pin));
         plan.pins = called;
         plan.unbaselined = unbaselined;
-        if request.samples.is_none() {
+        if request.samples != run::Samples::Identity {
             plan.tiers = first_tokens::for_check(lock, &plan.pins);
         }
         plan
@@ -383,7 +383,7 @@ async fn observe_pin(plan: &Plan<'_>, pin: &Pin, transport: &Transport) -> Obser
         stop: Arc::new(StopFlag::default()),
     };
     plan.progress.pin_started(&pin.id);
-    let samples = plan.samples.unwrap_or(pin.samples);
+    let samples = plan.samples.of(pin);
     let probes = config.probes_of(pin);
     let tier = plan.tiers.get(&pin.id);
     let planned =

@@ -92,7 +92,7 @@ impl Estimate {
     pub fn of(
         config: &Config,
         pins: &[&Pin],
-        samples: Option<u32>,
+        samples: crate::audit::run::Samples,
         price_of: impl Fn(&Pin) -> Option<crate::config::Price>,
     ) -> Estimate {
         let mut estimate = Estimate {
@@ -101,7 +101,7 @@ impl Estimate {
         };
         for pin in pins {
             let price = price_of(pin);
-            let n = u64::from(samples.unwrap_or(pin.samples));
+            let n = u64::from(samples.of(pin));
             for probe in config.probes_of(pin) {
                 let prompt_chars = probe.prompt.chars().count()
                     + probe.system.as_ref().map_or(0, |s| s.chars().count());

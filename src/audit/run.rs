@@ -17,15 +17,53 @@ use crate::lock::LoadedLock;
 use crate::report::Report;
 use crate::transport::Transport;
 
+/// How many times each probe of a pin is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Samples {
+    /// Each pin's `samples`: an audit.
+    Audit,
+    /// `BASELINE_FACTOR` × each pin's `samples`: a lock without `--samples`.
+    Baseline,
+    /// This many for every pin (`lock --samples N`).
+    Each(u32),
+    /// Once, and the audit checks identity only (`check --no-probes`, the daemon's ticks between
+    /// behaviour audits): no first-token tier, no behaviour test.
+    Identity,
+}
+
+/// A lock asks each probe this many times the pin's `samples`. Every two-sample test compares
+/// an audit with the lock, so the lock's own draw is part of every audit's null: with as many
+/// answers at the lock as in an audit, a lock that happens to sit off the model's mean makes
+/// the audits against it reject far more often than α (on the real model, `answers:arith`
+/// rejected 46 % of unchanged audits at 0.05 against one such lock: BENCHMARKS.md "Detection on
+/// a real model"). Four times as many shrinks that share of the variance from a half to a
+/// fifth, for 30 more calls a probe once (at the default 10); the first-token tier does the
+/// same with its own count (`first_tokens::BASELINE_SAMPLES`).
+pub const BASELINE_FACTOR: u32 = 4;
+
+impl Samples {
+    /// Calls per probe of `pin`.
+    #[must_use]
+    pub fn of(self, pin: &Pin) -> u32 {
+        match self {
+            Samples::Audit => pin.samples,
+            Samples::Baseline => pin
+                .samples
+                .saturating_mul(BASELINE_FACTOR)
+                .min(crate::config::MAX_SAMPLES),
+            Samples::Each(n) => n,
+            Samples::Identity => 1,
+        }
+    }
+}
+
 /// What to audit.
 #[derive(Debug, Clone)]
 pub struct Request<'a> {
     /// In config order (see `plan::select_pins`).
     pub pins: Vec<&'a Pin>,
-    /// Overrides each pin's `samples`; set, the audit checks identity only (`check --no-probes`
-    /// and the daemon's ticks between behaviour audits use 1): no first-token tier, no
-    /// behaviour test.
-    pub samples: Option<u32>,
+    /// How often each probe is asked.
+    pub samples: Samples,
     /// Spend cap over `settings.max_cost_usd`.
     pub max_cost: Option<f64>,
     /// Warnings fail the audit too.
@@ -121,7 +159,7 @@ pub async fn audit(plan: &Plan<'_>, lock: Option<&LoadedLock>, ctx: &Context<'_>
     let mut observed = observed.into_iter();
     let unbaselined: std::collections::HashSet<&str> =
         plan.unbaselined.iter().map(|p| p.id.as_str()).collect();
-    let samples = |pin: &Pin| u64::from(request.samples.unwrap_or(pin.samples));
+    let samples = |pin: &Pin| u64::from(request.samples.of(pin));
     let observations: Vec<Observation> = request
         .pins
         .iter()
@@ -147,7 +185,7 @@ pub async fn audit(plan: &Plan<'_>, lock: Option<&LoadedLock>, ctx: &Context<'_>
             let case = Case::new(pin, config.probes_of(pin), obs, locked)
                 .with_lifecycle(life, seen.signals)
                 .with_alpha(config.settings.alpha)
-                .identity_only(request.samples.is_some());
+                .identity_only(request.samples == Samples::Identity);
             verdict::pin_report(&case)
         })
         .collect();
@@ -155,5 +193,49 @@ pub async fn audit(plan: &Plan<'_>, lock: Option<&LoadedLock>, ctx: &Context<'_>
     Audited {
         report,
         warnings: facts.warnings.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A config of one pin asking one probe `samples` times.
+    fn config(samples: u32) -> Config {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("probes")).unwrap();
+        std::fs::write(
+            dir.path().join("probes/arith.toml"),
+            "id = \"arith\"\nprompt = \"What is 2 + 2?\"\nmax_tokens = 4\n",
+        )
+        .unwrap();
+        let text = format!(
+            "version = 1\n[providers.p]\nkind = \"openai\"\napi_key_env = \"K\"\n\n[[pin]]\nid = \"pin\"\nprovider = \"p\"\nmodel = \"m\"\nprobes = [\"probes/arith.toml\"]\nsamples = {samples}\n"
+        );
+        let env = |_: &str| Some("sk-test".to_owned());
+        crate::config::load_text(&dir.path().join("pins.toml"), text, &env).unwrap()
+    }
+
+    #[test]
+    fn each_kind_of_plan_asks_a_probe_its_own_number_of_times() {
+        let table = [
+            (10, Samples::Audit, 10),
+            (10, Samples::Baseline, 40),
+            (1, Samples::Baseline, 4),
+            // At most the bound a pin's `samples` has.
+            (2_500, Samples::Baseline, 10_000),
+            (10_000, Samples::Baseline, 10_000),
+            (10, Samples::Each(3), 3),
+            (10, Samples::Each(0), 0),
+            (10, Samples::Identity, 1),
+        ];
+        for (samples, kind, want) in table {
+            let config = config(samples);
+            assert_eq!(
+                kind.of(&config.pins[0]),
+                want,
+                "{kind:?} of samples = {samples}"
+            );
+        }
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::audit::Plan;
 use crate::audit::plan::select_pins;
-use crate::audit::run::{Audited, Context, Request, audit};
+use crate::audit::run::{Audited, Context, Request, Samples, audit};
 use crate::cli::{CheckArgs, Format};
 use crate::cmd::AppError;
 use crate::cmd::{Output, transport_for};
@@ -66,7 +66,11 @@ pub async fn run(config_path: &Path, options: &CheckArgs, out: Output) -> Result
     say_lock_state(&config, lock.as_ref(), out);
     let request = Request {
         pins,
-        samples: options.no_probes.then_some(1),
+        samples: if options.no_probes {
+            Samples::Identity
+        } else {
+            Samples::Audit
+        },
         max_cost: options.max_cost,
         strict: options.strict,
     };

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::audit::Plan;
 use crate::audit::lifecycle::Facts;
-use crate::audit::run::{Context, Request, audit};
+use crate::audit::run::{Context, Request, Samples, audit};
 use crate::cmd::AppError;
 use crate::cmd::{Output, init};
 use crate::config::Config;
@@ -168,7 +168,7 @@ fn closing(dir: &Place) -> String {
 async fn audit_all(config: &Config, lock: Option<&LoadedLock>, ctx: &Context<'_>) -> Report {
     let request = Request {
         pins: config.pins.iter().collect(),
-        samples: None,
+        samples: Samples::Audit,
         max_cost: None,
         strict: false,
     };

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::audit::locking::{Locked, estimate, lock};
 use crate::audit::plan::select_pins;
-use crate::audit::run::{Context, Request};
+use crate::audit::run::{Context, Request, Samples};
 use crate::cli::LockArgs;
 use crate::cmd::AppError;
 use crate::cmd::{Output, transport_for};
@@ -50,7 +50,7 @@ pub async fn lock_pins(config: &Config, options: &LockArgs, out: Output) -> Resu
     let pins = select_pins(config, &options.pins)?;
     let request = Request {
         pins,
-        samples: options.samples,
+        samples: options.samples.map_or(Samples::Baseline, Samples::Each),
         max_cost: options.max_cost,
         strict: false,
     };

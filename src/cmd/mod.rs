@@ -85,7 +85,7 @@ pub fn announce(
 }
 
 /// Plans above this many calls are confirmed on a terminal before they start: above what the
-/// defaults plan for one pin (a `lock` of 1,444 calls: 60 probe calls, 104 discovery and 1,280
+/// defaults plan for one pin (a `lock` of 1,624 calls: 240 probe calls, 104 discovery and 1,280
 /// baseline one-token calls), so only a plan larger than that is questioned.
 const CONFIRM_ABOVE_CALLS: u64 = 2_000;
 

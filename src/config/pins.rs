@@ -213,7 +213,7 @@ struct SampleKey {
 const PROBE_SAMPLES: SampleKey = SampleKey {
     key: "samples",
     per: "per probe",
-    help: "30 samples per probe detect most behaviour changes; `modelpin lock` warns when a baseline is too small",
+    help: "30 samples per probe detect most behaviour changes (a lock asks 4 × as many); `modelpin lock` warns when a baseline is too small",
 };
 
 const FIRST_TOKEN_SAMPLES: SampleKey = SampleKey {

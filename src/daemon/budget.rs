@@ -14,7 +14,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::audit::plan::Estimate;
-use crate::audit::run::{Request, estimate};
+use crate::audit::run::{Request, Samples, estimate};
 use crate::config::schedule::{Schedule, first_from, runs_a_year};
 use crate::config::{Config, Pin};
 use crate::lock::LoadedLock;
@@ -33,7 +33,11 @@ const MAX_SLACK: Duration = Duration::from_secs(5 * 60);
 pub fn request(pin: &Pin, behaviour: bool) -> Request<'_> {
     Request {
         pins: vec![pin],
-        samples: (!behaviour).then_some(1),
+        samples: if behaviour {
+            Samples::Audit
+        } else {
+            Samples::Identity
+        },
         max_cost: None,
         strict: false,
     }

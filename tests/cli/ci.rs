@@ -245,7 +245,7 @@ fn the_spend_cap_stops_probing_and_says_why() {
         "samples = 10\nprice = { input = 100.0, output = 100.0 }",
     );
     let test = Test::new().pins(&pins).probes();
-    let plan = test.run(&["lock", "--max-cost", "0.08"]);
+    let plan = test.run(&["lock", "--samples", "10", "--max-cost", "0.08"]);
     assert!(
         plan.stderr.contains("20 calls planned") && plan.stderr.contains(", about $0.0640"),
         "{}",

@@ -353,7 +353,7 @@ fn a_large_plan_asks_on_a_terminal_and_yes_skips_the_question() {
             ProviderKind::OpenAi,
             &sim.url(ProviderKind::OpenAi),
             ID,
-            "samples = 1100",
+            "samples = 275", // a lock asks 4 × as many: 2,200 calls over two probes
         ))
         .probes();
     let Some((code, screen)) = on_a_terminal(&test, "lock", "n\n") else {

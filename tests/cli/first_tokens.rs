@@ -245,7 +245,8 @@ fn a_pin_can_turn_the_tier_off() {
         lock.stderr
     );
     assert!(!lock.stderr.contains("one-token"), "{}", lock.stderr);
-    assert_eq!(sim.requests(), 20, "only the probes were called");
+    // A lock asks each probe 4 × `samples` times; an audit, `samples`.
+    assert_eq!(sim.requests(), 80, "only the probes were called");
     let check = test.run(&["check", "--format", "json"]);
     check.code(0);
     assert_eq!(check.json().pin("pin").calls.sent, 20);

@@ -77,7 +77,7 @@ fn ctrl_c_in_lock_says_only_that_the_lock_was_left_as_it_was() {
         "{stderr}"
     );
     assert!(
-        notes[0].contains(" of 18 planned calls answered"),
+        notes[0].contains(" of 72 planned calls answered"),
         "{stderr}"
     );
     for finished in ["locked pin", "wrote ", "samples", "baseline too small"] {

@@ -111,7 +111,7 @@ fn a_lock_file_larger_than_any_lock_is_refused_before_it_is_read() {
     );
 }
 
-/// The lock with `pin`'s served model count in conflict: ours 2, theirs 3.
+/// The lock with `pin`'s served model count in conflict: ours 8 (4 × `samples`), theirs 9.
 fn conflicted(test: &Test, pin: &str) -> (String, usize) {
     let written = test.read("modelpin.lock");
     let mut lines: Vec<String> = written.lines().map(str::to_owned).collect();
@@ -122,9 +122,9 @@ fn conflicted(test: &Test, pin: &str) -> (String, usize) {
     let at = start
         + lines[start..]
             .iter()
-            .position(|l| l.contains(&format!("\"{ID}\": 2")))
+            .position(|l| l.contains(&format!("\"{ID}\": 8")))
             .unwrap();
-    let theirs = lines[at].replace(": 2", ": 3");
+    let theirs = lines[at].replace(": 8", ": 9");
     let ours = lines[at].clone();
     lines.splice(
         at..=at,
@@ -335,9 +335,10 @@ fn a_lock_is_version_3_a_short_contract_then_one_line_of_samples_per_probe() {
     for (name, blob) in probe_blobs {
         on_one_line(name, blob);
         let samples = unpack(blob);
-        assert_eq!(samples["outputs"].as_array().unwrap().len(), 10, "{name}");
-        assert_eq!(samples["completion_tokens"].as_array().unwrap().len(), 10);
-        assert_eq!(probes[name]["samples"], 10, "{name}");
+        // A lock asks each probe 4 × the pin's `samples` (10).
+        assert_eq!(samples["outputs"].as_array().unwrap().len(), 40, "{name}");
+        assert_eq!(samples["completion_tokens"].as_array().unwrap().len(), 40);
+        assert_eq!(probes[name]["samples"], 40, "{name}");
     }
     let input_blobs = blobs["first_tokens"].as_object().unwrap();
     assert_eq!(
@@ -523,7 +524,7 @@ fn a_version_2_lock_is_read_and_the_next_lock_writes_version_3() {
     let test = tiered(&sim).probes().locked();
     let v2 = as_version_2(&lock_json(&test));
     let probe = &v2["pins"]["pin"]["probes"]["arith"];
-    assert_eq!(probe["outputs"].as_array().unwrap().len(), 10, "{v2}");
+    assert_eq!(probe["outputs"].as_array().unwrap().len(), 40, "{v2}");
     let inputs = v2["pins"]["pin"]["first_tokens"]["inputs"]
         .as_object()
         .unwrap();
@@ -554,14 +555,14 @@ fn a_version_2_lock_is_read_and_the_next_lock_writes_version_3() {
     test.run(&["lock"]).code(0);
     let lock = lock_json(&test);
     assert_eq!(lock["lock_version"], 3);
-    assert_eq!(lock["pins"]["pin"]["probes"]["arith"]["samples"], 10);
+    assert_eq!(lock["pins"]["pin"]["probes"]["arith"]["samples"], 40);
     assert!(
         lock["pins"]["pin"]["probes"]["arith"]
             .get("outputs")
             .is_none()
     );
     let samples = unpack(&lock["samples"]["pin"]["probes"]["arith"]);
-    assert_eq!(samples["outputs"], json!(vec!["391"; 10]));
+    assert_eq!(samples["outputs"], json!(vec!["391"; 40]));
 }
 
 #[test]
@@ -611,7 +612,7 @@ fn a_blob_holding_fewer_samples_than_its_entry_counts_is_refused_naming_the_prob
         .each_pin("samples", 10)
         .locked();
     let mut lock = lock_json(&test);
-    assert_eq!(lock["pins"]["pin"]["probes"]["arith"]["samples"], 10);
+    assert_eq!(lock["pins"]["pin"]["probes"]["arith"]["samples"], 40);
     let blob = &mut lock["samples"]["pin"]["probes"]["arith"];
     let mut samples = unpack(blob);
     for list in ["outputs", "completion_tokens"] {
@@ -623,7 +624,7 @@ fn a_blob_holding_fewer_samples_than_its_entry_counts_is_refused_naming_the_prob
     run.code(2);
     assert!(
         run.stderr.contains(
-            "pin `pin`: samples of probe `arith` hold 9 answers and 9 token counts, not the 10 its entry says"
+            "pin `pin`: samples of probe `arith` hold 39 answers and 39 token counts, not the 40 its entry says"
         ) && run
             .stderr
             .contains("`modelpin lock` records a fresh baseline"),
