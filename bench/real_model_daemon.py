@@ -84,6 +84,17 @@ def progress(records, path):
             "statuses": sorted({r["pin"]["status"] for r in records})}
     with open(path, "w") as f:
         json.dump(line, f)
+    # Each audit's verdict and p-values beside it, so a run cut short can still be read.
+    with open(path + ".audits.jsonl", "w") as f:
+        for r in records:
+            pin = r["pin"]
+            f.write(json.dumps({
+                "started_at": r["started_at"], "status": pin["status"],
+                "codes": sorted({x["code"] for x in pin.get("findings", [])}),
+                "lifetime": pin.get("lifetime"),
+                "tests": {t["test"] + ":" + ",".join(t.get("probes", [])): t.get("p_value")
+                          for t in pin.get("behaviour", [])},
+            }) + "\n")
 
 
 def main():
@@ -94,7 +105,8 @@ def main():
     parser.add_argument("--every", type=int, default=20, help="seconds between audits")
     parser.add_argument("--null", type=int, default=150, help="audits of the unchanged model")
     parser.add_argument("--swap", default="requant", choices=real_model.VARIANTS)
-    parser.add_argument("--progress", help="a file the unchanged audits so far are written to")
+    parser.add_argument("--progress", help="a file the unchanged audits so far are written to "
+                        "(and each audit to PROGRESS.audits.jsonl)")
     parser.add_argument("--after", type=int, default=40, help="audits of the swap at most")
     args = parser.parse_args()
     if not args.python or not args.models:
