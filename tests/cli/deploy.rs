@@ -578,7 +578,7 @@ fn no_manifest_takes_the_lock_from_a_configmap_and_the_readme_gives_that_route_w
     }
     let lock_doc = std::fs::read_to_string(root().join("docs/lock.md")).unwrap();
     let lock_doc = lock_doc.split_whitespace().collect::<Vec<_>>().join(" ");
-    for size in ["About 13 KB per pin", "up to about 140 KB per pin"] {
+    for size in ["About 16 KB per pin", "up to about 140 KB per pin"] {
         assert!(lock_doc.contains(size), "docs/lock.md: {size}");
     }
 
