@@ -563,7 +563,7 @@ fn no_manifest_takes_the_lock_from_a_configmap_and_the_readme_gives_that_route_w
         "<https://kubernetes.io/docs/concepts/configuration/configmap/>",
         "1 MiB (1048576 bytes) for all the files of one ConfigMap together",
         // The per-pin sizes docs/lock.md states from BENCHMARKS.md's measurement.
-        "about 13 KB per pin",
+        "about 16 KB per pin",
         "up to about 140 KB",
         "roughly 7 pins",
         "wc -c modelpin.lock",
