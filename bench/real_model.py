@@ -92,11 +92,17 @@ def run(modelpin, project, args):
     return done, time.monotonic() - started
 
 
-def audit(modelpin, project):
-    done, seconds = run(modelpin, project, ["check", "--format", "json"])
+def audit(modelpin, project, resolve=None):
+    args = ["check", "--format", "json"]
+    if resolve is not None:
+        args += ["--resolve", repr(resolve)]
+    done, seconds = run(modelpin, project, args)
     report = json.loads(done.stdout)
     pin = report["pins"][0]
+    adjusted = [t["adjusted_p"] for t in pin.get("behaviour", [])
+                if t.get("adjusted_p") is not None]
     return {
+        "smallest_adjusted": min(adjusted) if adjusted else None,
         "exit": done.returncode,
         "seconds": round(seconds, 2),
         "codes": sorted({f["code"] for f in pin.get("findings", [])}),
@@ -246,6 +252,20 @@ def report(args, began, locks, order, results, before, after):
     sys.stdout.flush()
 
 
+def write_tsv(args, order, results):
+    """Each audit's case and smallest adjusted p-value, one per line, for the statistics-layer
+    bench (`cargo run --release --example sequential`)."""
+    with open(args.tsv, "w") as f:
+        f.write("# One line per audit of a real-model run (bench/real_model.py "
+                f"--resolve {args.resolve}, {time.strftime('%Y-%m-%d')}; llama-cpp-python's\n"
+                "# unmodified server, SmolLM2-135M-Instruct Q4_1, init pins.toml): the case and "
+                "the audit's\n# smallest Holm-adjusted p-value.\n")
+        for variant in dict.fromkeys(order):
+            for a in results[variant]:
+                if a["smallest_adjusted"] is not None:
+                    f.write(f"{variant}\t{a['smallest_adjusted']:.6g}\n")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--python", default=os.environ.get("MODELPIN_LLAMA_PYTHON"))
@@ -263,6 +283,12 @@ def main():
                         help="calls per border input for the power curve ('' for none)")
     parser.add_argument("--curve-audits", type=int, default=2, help="audits per curve point")
     parser.add_argument("--out", default="real_model_audits.jsonl")
+    parser.add_argument("--resolve", type=float, metavar="P",
+                        help="the main run's checks resolve adjusted p-values down to P "
+                             "(`check --resolve`; the daemon's own look at a late audit)")
+    parser.add_argument("--tsv", metavar="PATH",
+                        help="write each main-run audit's case and smallest adjusted p-value "
+                             "here (bench/sequential/real_audits.tsv)")
     parser.add_argument("--keep-lock", metavar="PATH",
                         help="copy the base lock here (for bench/lock_size.py)")
     args = parser.parse_args()
@@ -295,12 +321,15 @@ def main():
         with open(args.out, "w") as out:
             for variant in order:
                 post(base + "/admin/variant", {"variant": variant})
-                a = audit(args.modelpin, jitter_project if variant == "jitter" else project)
+                a = audit(args.modelpin, jitter_project if variant == "jitter" else project,
+                          args.resolve)
                 a["variant"] = variant
                 results[variant].append(a)
                 out.write(json.dumps(a) + "\n")
                 out.flush()
         after = get(base + "/admin/stats")
+        if args.tsv:
+            write_tsv(args, order, results)
         report(args, began, locks, order, results, before, after)
         points = [int(k) for k in args.curve.split(",") if k]
         curve_began = time.monotonic()

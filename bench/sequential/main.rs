@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 
 use modelpin::stats::rng::Rng;
-use modelpin::stats::sequential::{Detector, own_look, threshold};
+use modelpin::stats::sequential::{Detector, EARLY_AUDITS, later_level, own_look, threshold};
 
 const AUDITS: &str = include_str!("real_audits.tsv");
 const RATE: f64 = modelpin::config::DEFAULT_FALSE_ALARMS_PER_YEAR;
@@ -39,21 +39,22 @@ fn rhythm() -> (u64, f64) {
     (r.behaviour.round() as u64, 8_760.0 / r.behaviour)
 }
 
-/// Each case's audits, as their smallest Holm-adjusted p-value (`m · min p`, capped at 1: Holm's
-/// first step).
+/// Each case's audits, as their smallest Holm-adjusted p-value: the second field of a line
+/// (`bench/real_model.py --tsv`), or of an older run's three fields `m · min p`, capped at 1
+/// (Holm's first step).
 fn cases() -> BTreeMap<String, Vec<f64>> {
     let mut cases: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for line in AUDITS.lines().filter(|l| !l.starts_with('#')) {
-        let mut fields = line.split('\t');
-        let (Some(case), Some(m), Some(p)) = (fields.next(), fields.next(), fields.next()) else {
-            continue;
+        let fields: Vec<&str> = line.split('\t').collect();
+        let p = match fields[..] {
+            [_, p] => p.parse::<f64>().expect("p"),
+            [_, m, p] => m.parse::<f64>().expect("tests") * p.parse::<f64>().expect("p"),
+            _ => continue,
         };
-        let m: f64 = m.parse().expect("tests");
-        let p: f64 = p.parse().expect("p");
         cases
-            .entry(case.to_owned())
+            .entry(fields[0].to_owned())
             .or_default()
-            .push((m * p).min(1.0));
+            .push(p.min(1.0));
     }
     cases
 }
@@ -69,7 +70,9 @@ fn draw(rng: &mut Rng, audits: &[f64]) -> f64 {
 struct Null {
     years: u64,
     detector: u64,
-    first_look: u64,
+    /// Own looks of the first `EARLY_AUDITS` after a lock, and of the later ones.
+    early_look: u64,
+    later_look: u64,
     /// How many false alarms each 1,000 pin-years saw, to show they do not come in runs.
     worst_thousand: u64,
 }
@@ -78,16 +81,20 @@ fn null(cases: &BTreeMap<String, Vec<f64>>, years: u64, per_year: u64, seed: u64
     let locks = [&cases["base"], &cases["jitter"]];
     let mut rng = Rng::new(seed);
     let limit = threshold(per_year as f64, RATE);
-    let (mut detector, mut first, mut per_thousand, mut worst) = (0, 0, 0, 0);
+    let (mut detector, mut early, mut later, mut per_thousand, mut worst) = (0, 0, 0, 0, 0);
     for year in 0..years {
         let lock = locks[(rng.next_u64() % 2) as usize];
         let mut d = Detector::default();
         for _ in 0..per_year {
             let p = draw(&mut rng, lock);
-            // The early audits after each lock look on their own, as the daemon's do
-            // (`alert::lifetime`); an alarm they raise is re-locked like any other.
-            if looks(&d, p) {
-                first += 1;
+            // Each audit looks on its own too, as the daemon's do (`alert::lifetime`); an
+            // alarm it raises is re-locked like any other.
+            if looks(&d, p, per_year) {
+                if d.audits() < EARLY_AUDITS {
+                    early += 1;
+                } else {
+                    later += 1;
+                }
                 d = Detector::default();
                 continue;
             }
@@ -106,14 +113,19 @@ fn null(cases: &BTreeMap<String, Vec<f64>>, years: u64, per_year: u64, seed: u64
     Null {
         years,
         detector,
-        first_look: first,
+        early_look: early,
+        later_look: later,
         worst_thousand: worst,
     }
 }
 
 /// Whether the next audit, smallest adjusted p-value `p`, alarms on its own look.
-fn looks(d: &Detector, p: f64) -> bool {
-    own_look(d.audits() + 1, ALPHA).is_some_and(|level| p <= level)
+fn looks(d: &Detector, p: f64, per_year: u64) -> bool {
+    p <= own_look(
+        d.audits() + 1,
+        ALPHA,
+        later_level(per_year as f64, RATE, ALPHA),
+    )
 }
 
 /// Audits from the change to the alarm, for a change after `before` unchanged audits; `None`
@@ -129,13 +141,14 @@ fn delay(
     let mut d = Detector::default();
     for _ in 0..before {
         let p = draw(rng, unchanged);
-        if looks(&d, p) || d.step(p, rng.next_f64().max(f64::EPSILON)).statistic >= limit {
+        if looks(&d, p, per_year) || d.step(p, rng.next_f64().max(f64::EPSILON)).statistic >= limit
+        {
             return Some(0);
         }
     }
     (1..=horizon).find(|_| {
         let p = draw(rng, changed);
-        looks(&d, p) || d.step(p, rng.next_f64().max(f64::EPSILON)).statistic >= limit
+        looks(&d, p, per_year) || d.step(p, rng.next_f64().max(f64::EPSILON)).statistic >= limit
     })
 }
 
@@ -158,17 +171,19 @@ fn main() {
             .map(|h| h.join().expect("thread"))
             .collect()
     });
-    let (years_run, detector, first, worst) = halves.iter().fold((0, 0, 0, 0), |a, n| {
+    let (years_run, detector, early, later, worst) = halves.iter().fold((0, 0, 0, 0, 0), |a, n| {
         (
             a.0 + n.years,
             a.1 + n.detector,
-            a.2 + n.first_look,
-            a.3.max(n.worst_thousand),
+            a.2 + n.early_look,
+            a.3 + n.later_look,
+            a.4.max(n.worst_thousand),
         )
     });
+    let level = later_level(per_year as f64, RATE, ALPHA);
     println!("### Lifetime false alarms (statistics layer)\n");
     println!(
-        "{years_run} pin-years at the defaults: hourly ticks, a behaviour audit every {hours:.0} hours ({per_year} a year, {} in all), false_alarms_per_year = {RATE}, own looks at alpha = {ALPHA} (first audit) and alpha/8 (the next 71); {:.0} s.\n",
+        "{years_run} pin-years at the defaults: hourly ticks, a behaviour audit every {hours:.0} hours ({per_year} a year, {} in all), false_alarms_per_year = {RATE}, own looks at alpha = {ALPHA} (first audit), alpha/8 (the next 71) and {level:.3e} (later); {:.0} s.\n",
         years_run * per_year,
         started.elapsed().as_secs_f64()
     );
@@ -180,13 +195,22 @@ fn main() {
         per(detector)
     );
     println!(
-        "| own looks of the first 72 audits after each lock (each pin-year's, and each after an alarm) | {first} | {:.4} |",
-        per(first)
+        "| own looks of the first 72 audits after each lock (each pin-year's, and each after an alarm) | {early} | {:.4} |",
+        per(early)
     );
     println!(
-        "| both | {} | {:.4} |\n\nMost false alarms of the detector in any 1,000 pin-years: {worst}.\n",
-        detector + first,
-        per(detector + first)
+        "| own looks of the later audits (at {level:.3e}) | {later} | {:.4} |",
+        per(later)
+    );
+    println!(
+        "| all | {} | {:.4} |\n\nMost false alarms of the detector in any 1,000 pin-years: {worst}. Smallest adjusted p-value among the unchanged audits drawn from: {:.2e}.\n",
+        detector + early + later,
+        per(detector + early + later),
+        cases["base"]
+            .iter()
+            .chain(&cases["jitter"])
+            .copied()
+            .fold(1.0, f64::min)
     );
 
     let days = |audits: u64| audits as f64 * hours / 24.0;

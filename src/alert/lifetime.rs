@@ -2,18 +2,24 @@
 //!
 //! `alpha` is a false-alarm rate per audit: a daemon auditing hourly at 0.001 would raise about
 //! 8.8 false `behavior_drift` alarms per pin a year, in runs when the lock happened to be
-//! unusual. So in the daemon an audit's own rejection alarms only early after a lock. The audits
-//! since the pin's lock feed one detector (`stats::sequential`: conformal p-values, calibrated to
-//! e-values, in a Shiryaev–Roberts statistic) whose mean time to a false alarm is at least its
-//! threshold `A = audits a year / false_alarms_per_year` audits, given the lock, however unusual.
-//! `behavior_drift` is raised when
+//! unusual. So in the daemon an audit's rejection at `alpha` alarms only when it passes its own
+//! look, a level set by when it ran after the lock; and the audits since the pin's lock feed
+//! one detector (`stats::sequential`: conformal p-values, calibrated to e-values, in a
+//! Shiryaev–Roberts statistic) whose mean time to a false alarm is at least its threshold `A`
+//! audits, given the lock, however unusual. `false_alarms_per_year` is split between the two
+//! (`stats::sequential::LOOK_SHARE`). `behavior_drift` is raised when
 //!
 //! - one of the first `EARLY_AUDITS` (72) audits weighed after a lock rejects on its own: the
-//!   first at `alpha`, the rest at `alpha / 8` (`stats::sequential::own_look`). The detector cannot
-//!   see a change already there when the daemon began (every later audit would be equally
-//!   strange) and sees one soon after the lock slowly (changed audits join its ranks); about
-//!   9.9 × `alpha` false alarms per lock, on average over locks; or
-//! - the statistic reaches `A`.
+//!   first at `alpha`, the rest at `alpha / 8` (`stats::sequential::own_look`). The detector
+//!   cannot see a change already there when the daemon began (every later audit would be
+//!   equally strange) and sees one soon after the lock slowly (changed audits join its ranks);
+//!   about 9.9 × `alpha` false alarms per lock, on average over locks;
+//! - a later audit's smallest adjusted p-value is at or under half the yearly rate spread over
+//!   the year's behaviour audits (`later_level`: 1.4·10⁻⁵ at the defaults): a large change is
+//!   then seen by the first behaviour audit after it, where the detector's bounded e-values
+//!   would take several. The daemon asks the audit's tests to resolve p-values that small
+//!   (`next_look`); or
+//! - the statistic reaches `A = audits a year / (false_alarms_per_year / 2)`.
 //!
 //! The alarm then stands, on every later audit's record, until the pin is locked again (another
 //! lock entry, another `basis`): the evidence starts afresh. An audit that rejected on its own
@@ -24,7 +30,9 @@
 use crate::finding::evidence::DriftAccumulated;
 use crate::finding::{Code, Evidence, Finding, PinStatus};
 use crate::report::{Alarm, AlarmCause, BehaviourTest, LifetimeEvidence};
-use crate::stats::sequential::{Detector, own_look, threshold, tie_break};
+use crate::stats::sequential::{
+    Detector, EARLY_AUDITS, later_level, own_look, threshold, tie_break,
+};
 use crate::store::AuditRecord;
 use crate::store::alerts::{Accumulated, LastAudit};
 
@@ -48,10 +56,36 @@ impl Lifetime {
         threshold(self.audits_per_year, self.false_alarms_per_year)
     }
 
-    fn years_to_false_alarm(&self) -> f64 {
-        let threshold = self.threshold();
-        threshold / self.audits_per_year.max(1.0)
+    /// The level of a late audit's own look.
+    #[must_use]
+    pub fn later_level(&self) -> f64 {
+        later_level(self.audits_per_year, self.false_alarms_per_year, self.alpha)
     }
+
+    /// Mean years to a false alarm once the early audits are past: the detector's share and the
+    /// later looks' together.
+    fn years_to_false_alarm(&self) -> f64 {
+        1.0 / self.false_alarms_per_year
+    }
+}
+
+/// The own look of the pin's next weighed audit against its evidence `before`: how small an
+/// adjusted p-value its behaviour tests must resolve. `None` when an alarm stands already
+/// (nothing more to decide until the pin is locked again).
+#[must_use]
+pub fn next_look(before: Option<&Accumulated>, lifetime: &Lifetime) -> Option<f64> {
+    let acc = before.filter(|a| a.basis == lifetime.basis);
+    if acc.is_some_and(|a| a.alarm.is_some()) {
+        return None;
+    }
+    let weighed = acc
+        .filter(|a| !a.family.is_empty())
+        .map_or(0, detector_audits);
+    Some(own_look(
+        weighed + 1,
+        lifetime.alpha,
+        lifetime.later_level(),
+    ))
 }
 
 /// The record as the daemon stores it, and the pin's evidence after it.
@@ -121,13 +155,15 @@ pub fn weigh(before: Option<&Accumulated>, record: &AuditRecord, lifetime: &Life
         .findings
         .iter()
         .any(|f| f.code == Code::BehaviorDrift);
+    let level = step.map(|_| own_look(before_step + 1, lifetime.alpha, lifetime.later_level()));
     if acc.alarm.is_none() && step.is_some() {
-        let level = own_look(before_step + 1, lifetime.alpha);
         let looked = own && smallest.zip(level).is_some_and(|(p, level)| p <= level);
         let cause = if looked && before_step == 0 {
             Some(AlarmCause::FirstAudit)
-        } else if looked {
+        } else if looked && before_step < EARLY_AUDITS {
             Some(AlarmCause::EarlyAudit)
+        } else if looked {
+            Some(AlarmCause::LaterAudit)
         } else if acc.statistic >= threshold {
             Some(AlarmCause::Accumulated)
         } else {
@@ -138,11 +174,13 @@ pub fn weigh(before: Option<&Accumulated>, record: &AuditRecord, lifetime: &Life
             cause,
             audit_id: record.audit_id.clone(),
             audits,
+            look: level.filter(|_| cause != AlarmCause::Accumulated),
         });
     }
     let summary = LifetimeEvidence {
         audits,
         smallest_p: step.and(smallest),
+        look: level,
         conformal_p: step.map(|s| s.conformal_p),
         e_value: step.map(|s| s.e_value),
         statistic: acc.statistic,
@@ -259,6 +297,7 @@ fn accumulated(alarm: &Alarm, summary: &LifetimeEvidence) -> DriftAccumulated {
         cause: match alarm.cause {
             AlarmCause::FirstAudit => "first_audit",
             AlarmCause::EarlyAudit => "early_audit",
+            AlarmCause::LaterAudit => "later_audit",
             AlarmCause::Accumulated => "accumulated",
             AlarmCause::Other => "other",
         },
@@ -269,6 +308,7 @@ fn accumulated(alarm: &Alarm, summary: &LifetimeEvidence) -> DriftAccumulated {
         threshold: summary.threshold,
         since: summary.since,
         years_to_false_alarm: summary.years_to_false_alarm,
+        look: alarm.look,
     }
 }
 
@@ -361,7 +401,8 @@ mod tests {
         assert_eq!(summary.audits, 31);
         assert!(summary.alarm.is_none());
         assert!(summary.statistic < summary.threshold);
-        assert!((summary.threshold - 876_000.0).abs() < 1e-6);
+        assert!((summary.threshold - 1_752_000.0).abs() < 1e-6);
+        assert_eq!(summary.look, Some(0.000_125));
         assert!((summary.years_to_false_alarm - 100.0).abs() < 1e-9);
     }
 
@@ -397,29 +438,45 @@ mod tests {
     }
 
     #[test]
-    fn the_first_72_audits_look_on_their_own_at_an_eighth_of_alpha_and_later_ones_do_not() {
+    fn every_audit_looks_on_its_own_at_a_level_set_by_how_many_came_before() {
         let life = lifetime("sha256:a");
+        let later = life.later_level();
+        // Half of 0.01 a year spread over 8,760 audits.
+        assert!((later - 0.005 / 8_760.0).abs() < 1e-15);
         for (quiet_before, p, cause) in [
+            (0, 0.0009, Some(AlarmCause::FirstAudit)),
             (30, 0.0001, Some(AlarmCause::EarlyAudit)),
             (30, 0.0005, None),
             (71, 0.0001, Some(AlarmCause::EarlyAudit)),
             (72, 0.0001, None),
-            (0, 0.0009, Some(AlarmCause::FirstAudit)),
+            (72, 5e-7, Some(AlarmCause::LaterAudit)),
+            (300, 5e-7, Some(AlarmCause::LaterAudit)),
+            (300, 6e-7, None),
         ] {
             let (state, _) = run(None, 0, &quiet(quiet_before), &life);
+            let want = own_look(quiet_before as u64 + 1, 0.001, later);
+            assert_eq!(next_look(state.as_ref(), &life), Some(want));
             let w = weigh(state.as_ref(), &audit(1000, Some(p)), &life);
             let summary = w.record.pin.lifetime.unwrap();
+            assert_eq!(summary.look, Some(want));
             assert_eq!(
-                summary.alarm.map(|a| a.cause),
+                summary.alarm.as_ref().map(|a| a.cause),
                 cause,
                 "audit {} at p = {p}",
                 quiet_before + 1
             );
             assert_eq!(summary.held_back, cause.is_none());
+            if cause == Some(AlarmCause::LaterAudit) {
+                let f = &w.record.pin.findings[0];
+                assert_eq!(f.evidence["accumulated"]["cause"], "later_audit");
+                assert_eq!(f.evidence["accumulated"]["look"], want);
+                assert!(f.message.contains("alarmed since audit"), "{}", f.message);
+                // Nothing left to decide until a new lock: no deep look asked for.
+                assert_eq!(next_look(w.accumulated.as_ref(), &life), None);
+                let relocked = lifetime("sha256:b");
+                assert_eq!(next_look(w.accumulated.as_ref(), &relocked), Some(0.001));
+            }
         }
-        assert_eq!(own_look(1, 0.001), Some(0.001));
-        assert_eq!(own_look(72, 0.001), Some(0.000_125));
-        assert_eq!(own_look(73, 0.001), None);
     }
 
     #[test]
@@ -437,7 +494,7 @@ mod tests {
         let f = &records[raised].pin.findings[0];
         assert_eq!(f.evidence["accumulated"]["cause"], "accumulated");
         assert!(f.message.contains("changed gradually"), "{}", f.message);
-        assert!(f.evidence["accumulated"]["statistic"].as_f64().unwrap() >= 876_000.0);
+        assert!(f.evidence["accumulated"]["statistic"].as_f64().unwrap() >= 1_752_000.0);
         let since = records[raised]
             .pin
             .lifetime
@@ -569,11 +626,11 @@ mod tests {
     }
 
     #[test]
-    fn the_threshold_is_audits_a_year_over_the_rate() {
+    fn the_threshold_is_audits_a_year_over_the_detector_s_half_of_the_rate() {
         for (audits, rate, threshold) in [
-            (8_760.0, 0.01, 876_000.0),
-            (365.0, 0.01, 36_500.0),
-            (24.0, 12.0, 2.0),
+            (8_760.0, 0.01, 1_752_000.0),
+            (365.0, 0.01, 73_000.0),
+            (24.0, 12.0, 4.0),
             (1.0, 12.0, 1.0),
         ] {
             assert!((super::threshold(audits, rate) - threshold).abs() < 1e-9);

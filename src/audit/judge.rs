@@ -24,7 +24,7 @@ use crate::lifecycle::{Lifecycle, Signal};
 use crate::lock::{LockedPin, LockedPrice, LockedProbe};
 use crate::provider::{ErrorClass, Reply, normalize_model_id};
 use crate::retry::StopClass;
-use crate::stats::drift::{DriftVerdict, ProbeSamples, Samples, compare_pin_with_tiers};
+use crate::stats::drift::{DriftVerdict, ProbeSamples, Samples, compare_pin_resolving};
 
 /// Everything the judge needs about one pin.
 pub struct Case<'a> {
@@ -42,6 +42,9 @@ pub struct Case<'a> {
     pub provider_signals: Vec<Signal>,
     /// Family-wise false-alarm rate for the behaviour tests (`settings.alpha`).
     pub alpha: f64,
+    /// How small an adjusted p-value the behaviour tests resolve besides `alpha`
+    /// (`stats::drift::compare_pin_resolving`); `None`: `alpha`'s thresholds only.
+    pub resolve: Option<f64>,
     /// The calls are real traffic, not probes: no probe baseline is needed to judge them.
     pub traffic: bool,
     /// The audit checks identity only (`check --no-probes`, the daemon's ticks between
@@ -66,6 +69,7 @@ impl<'a> Case<'a> {
             lifecycle: None,
             provider_signals: Vec::new(),
             alpha: 0.001,
+            resolve: None,
             traffic: false,
             identity_only: false,
         }
@@ -89,6 +93,13 @@ impl<'a> Case<'a> {
     #[must_use]
     pub fn with_alpha(mut self, alpha: f64) -> Case<'a> {
         self.alpha = alpha;
+        self
+    }
+
+    /// Behaviour tests that resolve adjusted p-values down to `resolve` too.
+    #[must_use]
+    pub fn resolving(mut self, resolve: Option<f64>) -> Case<'a> {
+        self.resolve = resolve;
         self
     }
 
@@ -838,7 +849,7 @@ pub fn behaviour_verdict(case: &Case<'_>) -> Option<DriftVerdict> {
         return None;
     }
     let seed = behaviour_seed(case);
-    Some(compare_pin_with_tiers(
+    Some(compare_pin_resolving(
         &probes,
         |budget| {
             tier.map_or_else(Vec::new, |t| {
@@ -846,6 +857,7 @@ pub fn behaviour_verdict(case: &Case<'_>) -> Option<DriftVerdict> {
             })
         },
         case.alpha,
+        case.resolve,
         seed,
     ))
 }

@@ -255,6 +255,7 @@ impl<'a> Plan<'a> {
                 samples,
                 max_cost,
                 strict: false,
+                resolve: None,
             },
             pins,
             samples,

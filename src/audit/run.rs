@@ -68,6 +68,9 @@ pub struct Request<'a> {
     pub max_cost: Option<f64>,
     /// Warnings fail the audit too.
     pub strict: bool,
+    /// How small an adjusted p-value the behaviour tests resolve besides `alpha`: the daemon's
+    /// own look at the audit (`alert::lifetime::next_look`), or `check --resolve`.
+    pub resolve: Option<f64>,
 }
 
 /// What an audit runs with besides the config and the lock.
@@ -185,6 +188,7 @@ pub async fn audit(plan: &Plan<'_>, lock: Option<&LoadedLock>, ctx: &Context<'_>
             let case = Case::new(pin, config.probes_of(pin), obs, locked)
                 .with_lifecycle(life, seen.signals)
                 .with_alpha(config.settings.alpha)
+                .resolving(request.resolve)
                 .identity_only(request.samples == Samples::Identity);
             verdict::pin_report(&case)
         })

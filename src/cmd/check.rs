@@ -73,6 +73,7 @@ pub async fn run(config_path: &Path, options: &CheckArgs, out: Output) -> Result
         },
         max_cost: options.max_cost,
         strict: options.strict,
+        resolve: options.resolve,
     };
     let ctx = Context {
         transport: &transport,

@@ -171,6 +171,7 @@ async fn audit_all(config: &Config, lock: Option<&LoadedLock>, ctx: &Context<'_>
         samples: Samples::Audit,
         max_cost: None,
         strict: false,
+        resolve: None,
     };
     let plan = Plan::for_audit(config, &request, ctx.watch(), lock);
     audit(&plan, lock, ctx).await.report

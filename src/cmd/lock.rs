@@ -53,6 +53,7 @@ pub async fn lock_pins(config: &Config, options: &LockArgs, out: Output) -> Resu
         samples: options.samples.map_or(Samples::Baseline, Samples::Each),
         max_cost: options.max_cost,
         strict: false,
+        resolve: None,
     };
     let spend = (options.max_cost, options.yes);
     let tally = Arc::default();

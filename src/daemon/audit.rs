@@ -6,15 +6,16 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use crate::alert::lifetime::Lifetime;
+use crate::alert::lifetime::{Lifetime, next_look};
 use crate::audit::Plan;
-use crate::audit::run::{Context, audit};
+use crate::audit::run::{Context, Request, audit};
 use crate::config::{Config, Pin};
 use crate::daemon::Daemon;
 use crate::daemon::budget::{self, Budget};
 use crate::daemon::commit::{self, Patience, audit_id};
 use crate::lock::LoadedLock;
 use crate::store::AuditRecord;
+use crate::store::alerts::Accumulated;
 
 /// Runs one pin's audit, stores it, and updates the metrics.
 pub async fn audit_pin(daemon: &Daemon, pin: &str) {
@@ -36,9 +37,9 @@ pub async fn audit_pin(daemon: &Daemon, pin: &str) {
     let lock = lock.as_ref().as_ref();
     let budget = Budget::of(config, pinned, lock);
     let lifetime = lifetime_of(config, pinned, &budget, lock, started);
-    let last = match &lifetime {
+    let (last, evidence) = match &lifetime {
         Some(lifetime) => last_behaviour(daemon, pin, &lifetime.basis).await,
-        None => None,
+        None => (None, None),
     };
     let behaviour = budget.due(last, started);
     if let Some(lifetime) = lifetime.as_ref().filter(|_| behaviour) {
@@ -52,7 +53,15 @@ pub async fn audit_pin(daemon: &Daemon, pin: &str) {
         next_behaviour: last.filter(|_| !behaviour).map(|l| budget.next_after(l)),
         ..lifetime
     });
-    let request = budget::request(pinned, behaviour);
+    // A behaviour audit's tests resolve p-values down to its own look in the evidence.
+    let resolve = lifetime
+        .as_ref()
+        .filter(|_| behaviour)
+        .and_then(|l| next_look(evidence.as_ref(), l));
+    let request = Request {
+        resolve,
+        ..budget::request(pinned, behaviour)
+    };
     let ctx = Context {
         transport: &snapshot.transport,
         facts: Some(snapshot.facts.clone()),
@@ -103,18 +112,21 @@ fn lifetime_of(
 
 /// When the pin's last behaviour audit against the lock entry `basis` started: the later of
 /// what the store holds (another daemon of the fleet, or this one before a restart) and what
-/// this daemon ran (a store that failed to keep it, or cannot be read now).
-async fn last_behaviour(daemon: &Daemon, pin: &str, basis: &str) -> Option<DateTime<Utc>> {
-    let stored = match daemon.store.alert_state(pin).await {
-        Ok(state) => state
-            .accumulated
-            .filter(|a| a.basis == basis)
-            .and_then(|a| a.behaviour_at),
+/// this daemon ran (a store that failed to keep it, or cannot be read now); and the pin's
+/// evidence as stored, when the store could say.
+async fn last_behaviour(
+    daemon: &Daemon,
+    pin: &str,
+    basis: &str,
+) -> (Option<DateTime<Utc>>, Option<Accumulated>) {
+    let evidence = match daemon.store.alert_state(pin).await {
+        Ok(state) => state.accumulated.filter(|a| a.basis == basis),
         Err(e) => {
             tracing::warn!(pin, error = %e, "cannot read when the pin's last behaviour audit ran: counting from this daemon's own");
             None
         }
     };
+    let stored = evidence.as_ref().and_then(|a| a.behaviour_at);
     let here = daemon
         .behaviour_at
         .lock()
@@ -122,7 +134,7 @@ async fn last_behaviour(daemon: &Daemon, pin: &str, basis: &str) -> Option<DateT
         .get(pin)
         .filter(|(b, _)| b == basis)
         .map(|(_, at)| *at);
-    stored.max(here)
+    (stored.max(here), evidence)
 }
 
 /// The audit's spend in the metrics; then the audit, weighed into its pin's evidence, in the

@@ -40,6 +40,7 @@ pub fn request(pin: &Pin, behaviour: bool) -> Request<'_> {
         },
         max_cost: None,
         strict: false,
+        resolve: None,
     }
 }
 

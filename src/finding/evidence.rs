@@ -748,7 +748,8 @@ impl Unmeasured {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DriftAccumulated {
     /// `first_audit` (the first audit after the lock rejected on its own at `alpha`),
-    /// `early_audit` (one of the next 71 did, at `alpha / 8`) or `accumulated`.
+    /// `early_audit` (one of the next 71 did, at `alpha / 8`), `later_audit` (a later one did, at
+    /// the later audits' level) or `accumulated`.
     pub cause: &'static str,
     /// Audits weighed since the lock when it alarmed, and now.
     pub audits_at_alarm: u64,
@@ -759,8 +760,11 @@ pub struct DriftAccumulated {
     pub threshold: f64,
     /// Since when the statistic has stayed at 1 or above.
     pub since: Option<chrono::DateTime<chrono::Utc>>,
-    /// Mean years to a false alarm of the accumulated evidence at this schedule, at least.
+    /// Mean years to a false alarm at this schedule once the early audits are past, at least.
     pub years_to_false_alarm: f64,
+    /// The level of the alarming audit's own look, when it was the cause.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub look: Option<f64>,
 }
 
 impl DriftAccumulated {
@@ -781,6 +785,12 @@ impl DriftAccumulated {
                 self.audits_at_alarm,
                 crate::words::count(self.audits, "audit")
             ),
+            "later_audit" => format!(
+                "the answers changed: audit {} after the lock rejected on its own at the later audits' level, {:.1e} ({} since; re-lock once confirmed)",
+                self.audits_at_alarm,
+                self.look.unwrap_or(f64::NAN),
+                crate::words::count(self.audits, "audit")
+            ),
             _ => format!(
                 "the answers changed gradually: the evidence of {} since the lock reached {:.3e} at {}{since}, past its threshold {:.3e} (a false alarm at that level comes once in {:.0} years on average)",
                 crate::words::count(self.audits_at_alarm, "audit"),
@@ -796,7 +806,7 @@ impl DriftAccumulated {
     #[must_use]
     pub fn clause(&self) -> String {
         match self.cause {
-            "first_audit" | "early_audit" => format!(
+            "first_audit" | "early_audit" | "later_audit" => format!(
                 "; alarmed since audit {} after the lock ({})",
                 self.audits_at_alarm,
                 self.alarm_at.format("%Y-%m-%d %H:%M UTC")

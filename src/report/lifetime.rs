@@ -12,6 +12,10 @@ pub struct LifetimeEvidence {
     /// This audit's smallest Holm-adjusted p-value against the lock; `None` when it measured no
     /// behaviour test (the evidence then stood still).
     pub smallest_p: Option<f64>,
+    /// The level at which that p-value alarms on its own (`stats::sequential::own_look`); `None`
+    /// when the audit was not weighed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub look: Option<f64>,
     /// Where that p-value ranks among the audits since the lock (uniform while nothing changed).
     pub conformal_p: Option<f64>,
     /// The e-value the rank was turned into.
@@ -22,7 +26,8 @@ pub struct LifetimeEvidence {
     /// Since when the statistic has stayed at 1 or above.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<DateTime<Utc>>,
-    /// Mean years to a false alarm of the accumulated evidence at the pin's schedule, at least.
+    /// Mean years to a false alarm at the pin's schedule once the early audits are past, at
+    /// least: the accumulated evidence and the later audits' own looks together.
     pub years_to_false_alarm: f64,
     /// This audit rejected on its own at `alpha` but is not an alarm: the evidence since the
     /// lock is below its threshold.
@@ -46,6 +51,9 @@ pub struct Alarm {
     pub audit_id: String,
     /// Audits weighed since the lock when it was raised.
     pub audits: u64,
+    /// The level of that audit's own look, when the look raised it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub look: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,6 +64,8 @@ pub enum AlarmCause {
     /// One of the next early audits (`alert::lifetime::EARLY_AUDITS`) rejected on its own, at
     /// `alpha / 8`.
     EarlyAudit,
+    /// A later audit rejected on its own at `stats::sequential::later_level`.
+    LaterAudit,
     /// The statistic crossed its threshold.
     Accumulated,
     /// A cause a newer modelpin of the same fleet wrote.

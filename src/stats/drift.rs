@@ -159,18 +159,22 @@ fn tier_weights(tiers: &[TierTest]) -> Vec<f64> {
 /// Runs every applicable test on each probe and applies Holm across all of them at `alpha`.
 #[must_use]
 pub fn compare_pin(probes: &[ProbeSamples], alpha: f64, seed: u64) -> DriftVerdict {
-    compare_pin_with_tiers(probes, |_| Vec::new(), alpha, seed)
+    compare_pin_resolving(probes, |_| Vec::new(), alpha, None, seed)
 }
 
 /// `compare_pin` with the first-token tier's tests in the same family: weighted Holm, the text
 /// tests sharing `1 − TIER_SHARE` of α equally and the tier's `TIER_SHARE` by `tier_weights`
 /// (all of α to one side when the other has no test). `tier` runs the tier's tests with a
-/// permutation budget that resolves the smallest threshold.
+/// permutation budget that resolves the smallest threshold, and adjusted p-values down to
+/// `resolve` as well when it is set (the daemon's own look at a late audit is far below
+/// `alpha`). The verdict is at `alpha` either way; only how small a p-value can be told apart
+/// changes.
 #[must_use]
-pub fn compare_pin_with_tiers(
+pub fn compare_pin_resolving(
     probes: &[ProbeSamples],
     tier: impl FnOnce(PermutationBudget) -> Vec<TierTest>,
     alpha: f64,
+    resolve: Option<f64>,
     seed: u64,
 ) -> DriftVerdict {
     let read: Vec<Read> = probes.iter().map(Read::new).collect();
@@ -185,7 +189,10 @@ pub fn compare_pin_with_tiers(
     // smaller of a text test's and the smallest tier weight's.
     let text_level = alpha * (1.0 - TIER_SHARE) / members.max(1) as f64;
     let tier_level = alpha * TIER_SHARE * 0.25;
-    let budget = PermutationBudget::resolving(text_level.min(tier_level));
+    // A test of weight w rejects at adjusted `resolve` when its p ≤ w · resolve: the same
+    // thresholds, scaled by `resolve / alpha`.
+    let deeper = resolve.map_or(1.0, |r| (r / alpha).clamp(f64::MIN_POSITIVE, 1.0));
+    let budget = PermutationBudget::resolving(text_level.min(tier_level) * deeper);
     let results: Vec<TestResult> = plan.iter().map(|t| t.run(&read, budget, seed)).collect();
     let tiers = tier(budget);
     let text_weight = if tiers.is_empty() {

@@ -29,6 +29,13 @@ pub struct PermutationBudget {
 /// boundary for time.
 const RESOLUTION: f64 = 5.0;
 
+/// The most permutations one test draws: resolves a level of 10⁻⁶, the daemon's own look at a
+/// behaviour audit long after a lock (`stats::sequential::own_look`: 1.4·10⁻⁵ at the defaults,
+/// times the smallest test weight, 1/8). Only a sample that looks changed spends it (an
+/// unremarkable one stops after `stop_after` exceedances); on the real model's changed audits
+/// a test took at most a few seconds for it (BENCHMARKS.md, "Detection on a real model").
+pub const MAX_PERMUTATIONS: u64 = 4_999_999;
+
 impl PermutationBudget {
     /// B = 999, as in most of the literature; for α = 0.05-style single tests.
     pub const CLASSIC: PermutationBudget = PermutationBudget {
@@ -37,12 +44,12 @@ impl PermutationBudget {
     };
 
     /// A budget that can resolve p-values well below `level` (the strictest Holm threshold,
-    /// α / number of tests), between 999 and 200 000 permutations.
+    /// α / number of tests), between 999 and `MAX_PERMUTATIONS`.
     #[must_use]
     pub fn resolving(level: f64) -> PermutationBudget {
         let wanted = (RESOLUTION / level.max(1e-12)).ceil() - 1.0;
         PermutationBudget {
-            max_permutations: wanted.clamp(999.0, 199_999.0) as u64,
+            max_permutations: wanted.clamp(999.0, MAX_PERMUTATIONS as f64) as u64,
             stop_after: 20,
         }
     }
@@ -95,7 +102,8 @@ mod tests {
             (0.05, 999),
             (0.001, 4_999),
             (0.001 / 8.0, 39_999),
-            (1e-9, 199_999),
+            (1e-5, 499_999),
+            (1e-9, 4_999_999),
         ];
         for (level, want) in cases {
             assert_eq!(

@@ -29,9 +29,12 @@
 //! model is unchanged (same plan, same probes, the provider's randomness fresh per call). What
 //! it cannot see: a change already present at the first audit after the lock (every audit is
 //! then equally strange), and, because changed audits join the ranks, a change within the first
-//! days after a lock (after 24 unchanged audits it was mostly never caught). The early audits'
-//! own looks (`own_look`) cover both; BENCHMARKS.md measures the delay by how many unchanged
-//! audits came before.
+//! days after a lock (after 24 unchanged audits it was mostly never caught). And it is slow for
+//! a large change: its e-values are bounded by the ranks, so even audits stranger than all
+//! before need several to reach the threshold. So every audit also looks on its own
+//! (`own_look`): the early ones at a level near `alpha`, the later ones at `later_level`, a
+//! share of the yearly rate, which a large change passes at once. BENCHMARKS.md measures the
+//! delay by how many unchanged audits came before.
 
 use std::collections::BTreeMap;
 
@@ -76,16 +79,32 @@ pub fn calibrate(p: f64) -> f64 {
     (1.0 - p - p * x) / (p * x * x)
 }
 
-/// The statistic's threshold for at most `false_alarms_per_year` false alarms a year on average
-/// at `audits_per_year` audits: the mean number of audits to a false alarm is at least this.
+/// The share of the yearly false-alarm budget that later audits' own looks spend; the
+/// detector has the rest.
+pub const LOOK_SHARE: f64 = 0.5;
+
+/// The statistic's threshold for at most `(1 − LOOK_SHARE) · false_alarms_per_year` false alarms
+/// a year on average at `audits_per_year` audits: the mean number of audits to a false alarm is
+/// at least this.
 #[must_use]
 pub fn threshold(audits_per_year: f64, false_alarms_per_year: f64) -> f64 {
-    (audits_per_year / false_alarms_per_year).max(1.0)
+    (audits_per_year / (false_alarms_per_year * (1.0 - LOOK_SHARE))).max(1.0)
 }
 
-/// Audits after a lock that still look on their own: until the detector has this many to rank
-/// against, a change soon after the lock would join the ranks and hide (BENCHMARKS.md: after 96
-/// unchanged audits it is caught within a day; after 24, mostly not at all).
+/// The level of a later audit's own look: `LOOK_SHARE · false_alarms_per_year` spread over the
+/// year's audits (1.4·10⁻⁵ at 350 behaviour audits a year and 0.01), never above an early
+/// audit's. Each audit's own p-value is valid over locks, so these looks cost that share of the
+/// yearly rate on average over locks; given one unusual lock they may cost more, which the
+/// detector's ranks do not (`weigh` in `alert::lifetime`).
+#[must_use]
+pub fn later_level(audits_per_year: f64, false_alarms_per_year: f64, alpha: f64) -> f64 {
+    (LOOK_SHARE * false_alarms_per_year / audits_per_year.max(1.0)).min(alpha / EARLY_SHARE)
+}
+
+/// Audits after a lock that look on their own at an early audit's level: until the detector
+/// has this many to rank against, a change soon after the lock would join the ranks and hide
+/// (BENCHMARKS.md: after 96 unchanged audits it is caught within a day; after 24, mostly not at
+/// all).
 pub const EARLY_AUDITS: u64 = 72;
 
 /// The level of an early audit's own look after the first: `alpha / EARLY_SHARE`, so the first
@@ -94,13 +113,13 @@ pub const EARLY_SHARE: f64 = 8.0;
 
 /// The level at which the `k`-th audit weighed after a lock (1-based) rejects on its own and
 /// alarms: `alpha` for the first, `alpha / EARLY_SHARE` for the rest of the first
-/// `EARLY_AUDITS`, never after.
+/// `EARLY_AUDITS`, `later` (`later_level`) after them.
 #[must_use]
-pub fn own_look(k: u64, alpha: f64) -> Option<f64> {
+pub fn own_look(k: u64, alpha: f64, later: f64) -> f64 {
     match k {
-        1 => Some(alpha),
-        k if k <= EARLY_AUDITS => Some(alpha / EARLY_SHARE),
-        _ => None,
+        0 | 1 => alpha,
+        k if k <= EARLY_AUDITS => alpha / EARLY_SHARE,
+        _ => later,
     }
 }
 
@@ -289,6 +308,39 @@ mod tests {
         d.bound();
         assert_eq!(d.seen, [(3, 2), (255, 5)].into());
         assert_eq!(d.statistic, 0.0);
+    }
+
+    #[test]
+    fn own_looks_and_threshold_share_the_yearly_rate() {
+        // (audits a year, false alarms a year, alpha) → (threshold, later level)
+        for (n, f, alpha, a, later) in [
+            (350.0, 0.01, 0.001, 70_000.0, 0.5 * 0.01 / 350.0),
+            (8_760.0, 0.01, 0.001, 1_752_000.0, 0.5 * 0.01 / 8_760.0),
+            // A lenient rate: the later look never above an early audit's.
+            (24.0, 12.0, 0.001, 4.0, 0.001 / 8.0),
+            (1.0, 12.0, 0.5, 1.0, 0.5 / 8.0),
+        ] {
+            assert!(
+                (threshold(n, f) - a).abs() < 1e-6,
+                "{n} {f}: {}",
+                threshold(n, f)
+            );
+            assert!((later_level(n, f, alpha) - later).abs() < 1e-15, "{n} {f}");
+            // A year's own looks and the detector's mean rate add up to at most f.
+            assert!(n * later_level(n, f, alpha) + n / threshold(n, f) <= f + 1e-12);
+        }
+        let later = later_level(350.0, 0.01, 0.001);
+        assert!((later - 1.428_571e-5).abs() < 1e-10);
+        for (k, level) in [
+            (0, 0.001),
+            (1, 0.001),
+            (2, 0.000_125),
+            (72, 0.000_125),
+            (73, later),
+            (10_000, later),
+        ] {
+            assert_eq!(own_look(k, 0.001, later), level, "audit {k}");
+        }
     }
 
     #[test]

@@ -338,13 +338,15 @@ async fn one_commit_holds_the_record_the_state_and_the_notifications(backend: &B
     let at = chrono::DateTime::from_timestamp(100, 0).unwrap();
     let alarm = crate::report::Alarm {
         at,
-        cause: crate::report::AlarmCause::Accumulated,
+        cause: crate::report::AlarmCause::LaterAudit,
         audit_id: "a1".into(),
         audits: 40,
+        look: Some(1.4e-5),
     };
     audit.pin.lifetime = Some(crate::report::LifetimeEvidence {
         audits: 40,
         smallest_p: Some(0.004),
+        look: Some(1.25e-4),
         conformal_p: Some(0.012),
         e_value: Some(3.9),
         statistic: 9.1e5,

@@ -211,6 +211,7 @@ mod tests {
             lifetime: Some(crate::report::LifetimeEvidence {
                 audits: 40,
                 smallest_p: Some(0.75),
+                look: None,
                 conformal_p: Some(0.5),
                 e_value: Some(0.64),
                 statistic: 12.5,

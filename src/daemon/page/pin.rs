@@ -440,6 +440,7 @@ mod tests {
                 r.pin.lifetime = (i > 0).then(|| crate::report::LifetimeEvidence {
                     audits: u64::from(i),
                     smallest_p: Some(0.5),
+                    look: None,
                     conformal_p: Some(0.5),
                     e_value: Some(0.64),
                     statistic: 10f64.powi(i32::try_from(i).unwrap()),

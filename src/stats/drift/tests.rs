@@ -1,4 +1,4 @@
-use super::{ProbeSamples, Samples, compare_pin};
+use super::{DriftVerdict, ProbeSamples, Samples, compare_pin, compare_pin_resolving};
 use crate::stats::expect::{Compare, Expect, Normalize};
 use crate::stats::rng::Rng;
 use crate::stats::{Calibration, TestKind};
@@ -141,6 +141,44 @@ fn a_swapped_model_is_caught_at_the_default_alpha() {
         text.result.calibration,
         Calibration::Permutation { .. }
     ));
+}
+
+#[test]
+fn resolving_deeper_tells_small_p_values_apart_without_changing_the_verdict() {
+    let probes = pin(&BASE, &SWAPPED, (30, 10), 1);
+    let permutations = |v: &DriftVerdict| {
+        v.tests
+            .iter()
+            .filter_map(|t| match t.result.calibration {
+                Calibration::Permutation { permutations, .. } => Some(permutations),
+                _ => None,
+            })
+            .max()
+            .unwrap()
+    };
+    let smallest = |v: &DriftVerdict| {
+        v.tests
+            .iter()
+            .filter_map(|t| t.adjusted_p)
+            .fold(1.0, f64::min)
+    };
+    let at_alpha = compare_pin(&probes, 0.01, 77);
+    let deep = compare_pin_resolving(&probes, |_| Vec::new(), 0.01, Some(0.001), 77);
+    assert_eq!(at_alpha.drift, deep.drift);
+    // A swap's strongest test spends its whole budget, ten times larger when resolving ten
+    // times below alpha.
+    let (shallow_draws, deep_draws) = (permutations(&at_alpha), permutations(&deep));
+    assert!(shallow_draws >= 999, "{shallow_draws}");
+    assert_eq!(deep_draws + 1, 10 * (shallow_draws + 1));
+    assert!(
+        smallest(&deep) < smallest(&at_alpha) / 5.0,
+        "{} vs {}",
+        smallest(&deep),
+        smallest(&at_alpha)
+    );
+    // Resolving above alpha asks nothing more.
+    let shallow = compare_pin_resolving(&probes, |_| Vec::new(), 0.01, Some(0.5), 77);
+    assert_eq!(shallow, at_alpha);
 }
 
 #[test]
