@@ -33,8 +33,10 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import real_model  # noqa: E402  (the server, the project and the lock of the other benchmark)
 
-# One behaviour audit a day (an hourly schedule at the default budget), 0.01 false alarms a year.
-DAILY_THRESHOLD = 365 / 0.01
+# One behaviour audit a day (an hourly schedule at the default budget), 0.01 false alarms a year:
+# the rate per audit, and the detector's threshold at its half of it (`stats::sequential`).
+PER_AUDIT = 0.01 / 365
+DAILY_THRESHOLD = 1 / (0.5 * PER_AUDIT)
 PRICE = 'price = { input = 5.0, output = 30.0 }\n'
 
 
@@ -130,7 +132,7 @@ def main():
             pins = f.read()
         settings = (f'[settings]\nschedule = "*/{args.every} * * * * *"\n'
                     f'metrics = "127.0.0.1:0"\nstore = "store"\n'
-                    f"false_alarms_per_year = {per_year / DAILY_THRESHOLD:.6f}\n"
+                    f"false_alarms_per_year = {per_year * PER_AUDIT:.6f}\n"
                     f"behavior_calls_per_day = 100000000\n\n")
         with open(os.path.join(project, "pins.toml"), "w") as f:
             f.write(pins.replace("version = 1\n", "version = 1\n\n" + settings, 1))

@@ -98,6 +98,51 @@ fn a_masked_swap_with_the_same_id_and_tokenizer_is_caught_by_behaviour() {
             .iter()
             .any(|t| t.rejected && t.adjusted_p.is_some_and(|p| p < 0.001))
     );
+
+    // Resolved as the daemon's look at a late audit: the same verdict, the strongest test's
+    // p-value told apart far below what alpha needed.
+    let most_permutations = |evidence: &serde_json::Value| {
+        evidence["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["calibration"]["permutations"].as_u64())
+            .max()
+            .unwrap()
+    };
+    let smallest = |pin: &crate::schema::Pin| {
+        pin.behaviour
+            .iter()
+            .filter_map(|t| t.adjusted_p)
+            .fold(1.0, f64::min)
+    };
+    let deep = test.run(&["check", "--format", "json", "--resolve", "1e-5"]);
+    deep.code(1);
+    let deep = deep.json();
+    let deep_pin = deep.pin("pin");
+    assert_eq!(deep_pin.codes(), vec!["behavior_drift"]);
+    let deep_evidence = &deep_pin.finding("behavior_drift").evidence;
+    assert!(
+        most_permutations(deep_evidence) > 50 * most_permutations(evidence),
+        "{} vs {}",
+        most_permutations(deep_evidence),
+        most_permutations(evidence)
+    );
+    assert!(
+        smallest(deep_pin) < 1e-4 && smallest(deep_pin) < smallest(pin) / 10.0,
+        "{} vs {}",
+        smallest(deep_pin),
+        smallest(pin)
+    );
+    for bad in ["0", "1", "1.5", "often"] {
+        let run = test.run(&["check", "--resolve", bad]);
+        run.code(2);
+        assert!(
+            run.stderr.contains("--resolve") && run.stderr.contains("between 0 and 1"),
+            "{}",
+            run.stderr
+        );
+    }
 }
 
 #[test]
@@ -308,6 +353,9 @@ fn the_daemon_keeps_its_evidence_across_a_restart_and_looks_on_its_own_early_aft
         // Every second: 31.5 million audits a year at 0.01 false alarms a year.
         assert!(life.threshold > 3e9, "threshold {}", life.threshold);
         assert!(life.conformal_p.is_some_and(|p| p > 0.0 && p <= 1.0));
+        // Its own look: alpha for the first after the lock, alpha/8 for the next 71.
+        let look = if i == 0 { 0.001 } else { 0.000_125 };
+        assert_eq!(life.look, Some(look), "audit {}", i + 1);
     }
 
     // Restarted on the same store: the evidence goes on from where it was.
@@ -358,6 +406,7 @@ fn the_daemon_keeps_its_evidence_across_a_restart_and_looks_on_its_own_early_aft
         let life = r.pin.lifetime.as_ref().unwrap();
         let alarm = life.alarm.as_ref().expect("an alarm");
         assert_eq!(alarm.cause, "early_audit");
+        assert_eq!(alarm.look, Some(0.000_125));
         assert!(alarm.audits > 1 && alarm.audits <= 72, "{}", alarm.audits);
         assert_eq!(drift_cause(r), "early_audit");
     }

@@ -51,6 +51,9 @@ pub struct Pin {
 pub struct Lifetime {
     pub audits: u64,
     pub smallest_p: Option<f64>,
+    /// The level at which the audit alarms on its own.
+    #[serde(default)]
+    pub look: Option<f64>,
     pub conformal_p: Option<f64>,
     pub e_value: Option<f64>,
     pub statistic: f64,
@@ -72,6 +75,8 @@ pub struct Alarm {
     pub cause: String,
     pub audit_id: String,
     pub audits: u64,
+    #[serde(default)]
+    pub look: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
