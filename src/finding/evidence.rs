@@ -792,7 +792,7 @@ impl DriftAccumulated {
                 crate::words::count(self.audits, "audit")
             ),
             _ => format!(
-                "the answers changed gradually: the evidence of {} since the lock reached {:.3e} at {}{since}, past its threshold {:.3e} (a false alarm at that level comes once in {:.0} years on average)",
+                "the answers changed gradually: the evidence of {} since the lock reached {:.3e} at {}{since}, past its threshold {:.3e} (with each audit's own look, a false alarm comes once in {:.0} years on average)",
                 crate::words::count(self.audits_at_alarm, "audit"),
                 self.statistic,
                 self.alarm_at.format("%Y-%m-%d %H:%M UTC"),

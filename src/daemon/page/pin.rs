@@ -255,7 +255,7 @@ fn evidence_chart(out: &mut String, records: &[AuditRecord]) {
         None => String::new(),
     };
     let title = format!(
-        "Behaviour evidence since the lock (Shiryaev–Roberts statistic, log scale, 1 at the top): {:.3e} after {}{since}; an alarm below the dashed line at {:.3e}, where a false alarm comes once in {:.0} years on average{alarm}",
+        "Behaviour evidence since the lock (Shiryaev–Roberts statistic, log scale, 1 at the top): {:.3e} after {}{since}; an alarm below the dashed line at {:.3e}; with each audit's own look, a false alarm comes once in {:.0} years on average{alarm}",
         last.statistic,
         crate::words::count(last.audits, "audit"),
         last.threshold,
@@ -457,7 +457,7 @@ mod tests {
         let page = |records| page_of(records, None);
         let html = page(records.clone());
         assert!(
-            html.contains("Behaviour evidence since the lock (Shiryaev–Roberts statistic, log scale, 1 at the top): 1.000e4 after 4 audits; an alarm below the dashed line at 8.760e5, where a false alarm comes once in 100 years on average"),
+            html.contains("Behaviour evidence since the lock (Shiryaev–Roberts statistic, log scale, 1 at the top): 1.000e4 after 4 audits; an alarm below the dashed line at 8.760e5; with each audit's own look, a false alarm comes once in 100 years on average"),
             "{html}"
         );
         let at = html.find("Behaviour evidence since the lock").unwrap();
