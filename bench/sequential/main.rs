@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 
 use modelpin::stats::rng::Rng;
-use modelpin::stats::sequential::{Detector, EARLY_AUDITS, later_level, own_look, threshold};
+use modelpin::stats::sequential::{Detector, Look, later_level, threshold};
 
 const AUDITS: &str = include_str!("real_audits.tsv");
 const RATE: f64 = modelpin::config::DEFAULT_FALSE_ALARMS_PER_YEAR;
@@ -91,10 +91,10 @@ fn null(cases: &BTreeMap<String, Vec<f64>>, years: u64, per_year: u64, seed: u64
             // Each audit looks on its own too, as the daemon's do (`alert::lifetime`); an
             // alarm it raises is re-locked like any other.
             if looks(&d, p, per_year) {
-                if d.audits() < EARLY_AUDITS {
-                    early += 1;
-                } else {
+                if Look::at(d.audits() + 1) == Look::Later {
                     later += 1;
+                } else {
+                    early += 1;
                 }
                 d = Detector::default();
                 continue;
@@ -122,11 +122,8 @@ fn null(cases: &BTreeMap<String, Vec<f64>>, years: u64, per_year: u64, seed: u64
 
 /// Whether the next audit, smallest adjusted p-value `p`, alarms on its own look.
 fn looks(d: &Detector, p: f64, per_year: u64) -> bool {
-    p <= own_look(
-        d.audits() + 1,
-        ALPHA,
-        later_level(per_year as f64, RATE, ALPHA),
-    )
+    let later = later_level(per_year as f64, RATE, ALPHA);
+    p <= Look::at(d.audits() + 1).level(ALPHA, later)
 }
 
 /// Audits from the change to the alarm, for a change after `before` unchanged audits; `None`

@@ -30,9 +30,7 @@
 use crate::finding::evidence::DriftAccumulated;
 use crate::finding::{Code, Evidence, Finding, PinStatus};
 use crate::report::{Alarm, AlarmCause, BehaviourTest, LifetimeEvidence};
-use crate::stats::sequential::{
-    Detector, EARLY_AUDITS, later_level, own_look, threshold, tie_break,
-};
+use crate::stats::sequential::{Detector, Look, later_level, threshold, tie_break};
 use crate::store::AuditRecord;
 use crate::store::alerts::{Accumulated, LastAudit};
 
@@ -78,14 +76,17 @@ pub fn next_look(before: Option<&Accumulated>, lifetime: &Lifetime) -> Option<f6
     if acc.is_some_and(|a| a.alarm.is_some()) {
         return None;
     }
+    let look = next_stage(acc);
+    Some(look.level(lifetime.alpha, lifetime.later_level()))
+}
+
+/// Which look the next audit weighed into `acc` (the evidence against the current lock) gets:
+/// its place is one past the audits the detector counts so far.
+fn next_stage(acc: Option<&Accumulated>) -> Look {
     let weighed = acc
         .filter(|a| !a.family.is_empty())
         .map_or(0, detector_audits);
-    Some(own_look(
-        weighed + 1,
-        lifetime.alpha,
-        lifetime.later_level(),
-    ))
+    Look::at(weighed + 1)
 }
 
 /// The record as the daemon stores it, and the pin's evidence after it.
@@ -117,8 +118,7 @@ pub fn weigh(before: Option<&Accumulated>, record: &AuditRecord, lifetime: &Life
     }
     let smallest = smallest_p(&record.pin.behaviour);
     let tests = family(&record.pin.behaviour);
-    let first = acc.family.is_empty();
-    let before_step = if first { 0 } else { detector_audits(&acc) };
+    let look = next_stage(Some(&acc));
     let mut detector = Detector {
         seen: std::mem::take(&mut acc.seen),
         statistic: acc.statistic,
@@ -155,15 +155,15 @@ pub fn weigh(before: Option<&Accumulated>, record: &AuditRecord, lifetime: &Life
         .findings
         .iter()
         .any(|f| f.code == Code::BehaviorDrift);
-    let level = step.map(|_| own_look(before_step + 1, lifetime.alpha, lifetime.later_level()));
+    let level = step.map(|_| look.level(lifetime.alpha, lifetime.later_level()));
     if acc.alarm.is_none() && step.is_some() {
         let looked = own && smallest.zip(level).is_some_and(|(p, level)| p <= level);
-        let cause = if looked && before_step == 0 {
-            Some(AlarmCause::FirstAudit)
-        } else if looked && before_step < EARLY_AUDITS {
-            Some(AlarmCause::EarlyAudit)
-        } else if looked {
-            Some(AlarmCause::LaterAudit)
+        let cause = if looked {
+            Some(match look {
+                Look::First => AlarmCause::FirstAudit,
+                Look::Early => AlarmCause::EarlyAudit,
+                Look::Later => AlarmCause::LaterAudit,
+            })
         } else if acc.statistic >= threshold {
             Some(AlarmCause::Accumulated)
         } else {
@@ -454,7 +454,7 @@ mod tests {
             (300, 6e-7, None),
         ] {
             let (state, _) = run(None, 0, &quiet(quiet_before), &life);
-            let want = own_look(quiet_before as u64 + 1, 0.001, later);
+            let want = crate::stats::sequential::own_look(quiet_before as u64 + 1, 0.001, later);
             assert_eq!(next_look(state.as_ref(), &life), Some(want));
             let w = weigh(state.as_ref(), &audit(1000, Some(p)), &life);
             let summary = w.record.pin.lifetime.unwrap();

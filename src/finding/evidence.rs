@@ -786,9 +786,9 @@ impl DriftAccumulated {
                 crate::words::count(self.audits, "audit")
             ),
             "later_audit" => format!(
-                "the answers changed: audit {} after the lock rejected on its own at the later audits' level, {:.1e} ({} since; re-lock once confirmed)",
+                "the answers changed: audit {} after the lock rejected on its own at the later audits' level{} ({} since; re-lock once confirmed)",
                 self.audits_at_alarm,
-                self.look.unwrap_or(f64::NAN),
+                self.look.map(|l| format!(", {l:.1e}")).unwrap_or_default(),
                 crate::words::count(self.audits, "audit")
             ),
             _ => format!(

@@ -111,16 +111,44 @@ pub const EARLY_AUDITS: u64 = 72;
 /// `EARLY_AUDITS` cost at most `alpha · (1 + 71/8)` ≈ `9.9 · alpha` false alarms per lock.
 pub const EARLY_SHARE: f64 = 8.0;
 
+/// Which own look the `k`-th audit weighed after a lock (1-based) gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Look {
+    /// The first audit after the lock, at `alpha`.
+    First,
+    /// The rest of the first `EARLY_AUDITS`, at `alpha / EARLY_SHARE`.
+    Early,
+    /// Every audit after them, at `later_level`.
+    Later,
+}
+
+impl Look {
+    #[must_use]
+    pub fn at(k: u64) -> Look {
+        match k {
+            0 | 1 => Look::First,
+            k if k <= EARLY_AUDITS => Look::Early,
+            _ => Look::Later,
+        }
+    }
+
+    /// The level this look rejects and alarms at; `later` is `later_level`'s.
+    #[must_use]
+    pub fn level(self, alpha: f64, later: f64) -> f64 {
+        match self {
+            Look::First => alpha,
+            Look::Early => alpha / EARLY_SHARE,
+            Look::Later => later,
+        }
+    }
+}
+
 /// The level at which the `k`-th audit weighed after a lock (1-based) rejects on its own and
 /// alarms: `alpha` for the first, `alpha / EARLY_SHARE` for the rest of the first
 /// `EARLY_AUDITS`, `later` (`later_level`) after them.
 #[must_use]
 pub fn own_look(k: u64, alpha: f64, later: f64) -> f64 {
-    match k {
-        0 | 1 => alpha,
-        k if k <= EARLY_AUDITS => alpha / EARLY_SHARE,
-        _ => later,
-    }
+    Look::at(k).level(alpha, later)
 }
 
 /// The Shiryaev–Roberts step, kept finite.
@@ -331,14 +359,15 @@ mod tests {
         }
         let later = later_level(350.0, 0.01, 0.001);
         assert!((later - 1.428_571e-5).abs() < 1e-10);
-        for (k, level) in [
-            (0, 0.001),
-            (1, 0.001),
-            (2, 0.000_125),
-            (72, 0.000_125),
-            (73, later),
-            (10_000, later),
+        for (k, look, level) in [
+            (0, Look::First, 0.001),
+            (1, Look::First, 0.001),
+            (2, Look::Early, 0.000_125),
+            (72, Look::Early, 0.000_125),
+            (73, Look::Later, later),
+            (10_000, Look::Later, later),
         ] {
+            assert_eq!(Look::at(k), look, "audit {k}");
             assert_eq!(own_look(k, 0.001, later), level, "audit {k}");
         }
     }
