@@ -330,7 +330,8 @@ fn weighed(records: &[Record]) -> Vec<&Record> {
 /// The daemon's side of the same swap: the evidence since the lock counts on across a restart;
 /// a swap in the first days after a lock is caught by the audit's own look (at alpha/8 for audits
 /// 2 to 72) and the alarm stands; a new lock starts afresh, and its first audit alarms on a
-/// change already there. (A later audit's own rejection is held back: `alert::lifetime`'s tests.)
+/// change already there. (A later audit alarms on its own only at the later level, 1.4e-5 at
+/// the defaults, and is held back above it: `alert::lifetime`'s tests.)
 #[test]
 fn the_daemon_keeps_its_evidence_across_a_restart_and_looks_on_its_own_early_after_a_lock() {
     let sim = Sim::start(single(ID, honest()));
